@@ -1,0 +1,217 @@
+//===- FmhaOps.td - FMHA operations ------------------------*- tablegen -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_DIALECT_FMHAOPS_TD
+#define FMHA_DIALECT_FMHAOPS_TD
+
+include "fmha/Dialect/FmhaBase.td"
+include "fmha/Dialect/FmhaAttrs.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Fmha_ShapedFloat : AnyTypeOf<[RankedTensorOf<[F16, BF16, F32]>,
+                                  MemRefOf<[F16, BF16, F32]>],
+                                 "ranked tensor or memref of f16, bf16 or f32">;
+
+class Fmha_DpsOp<string mnemonic, list<Trait> traits = []>
+    : Fmha_Op<mnemonic, !listconcat(traits, [
+        DestinationStyleOpInterface,
+        DeclareOpInterfaceMethods<MemoryEffectsOpInterface>])> {
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+def Fmha_AttentionOp : Fmha_DpsOp<"attention"> {
+  let summary = "Fused multi-head attention (forward)";
+  let description = [{
+    `o = softmax(mask(softcap(scale * q k^T))) v` over BHSD operands:
+    q `[B, Hq, Sq, D]`, k `[B, Hk, Sk, D]`, v `[B, Hk, Sk, Dv]`,
+    o `[B, Hq, Sq, Dv]` and the optional lse `[B, Hq, Sq]` (f32, natural log).
+    Query head h reads kv head `h / (Hq / Hk)`. Batch and sequence lengths may
+    be dynamic; head counts and head dims are static. A row with no visible
+    key gets o = 0 and lse = -inf. Tensors and memrefs are both accepted
+    (destination style: on tensors the op returns the updated `outs`).
+
+    Example:
+    ```mlir
+    %o, %lse = fmha.attention ins(%q, %k, %v : tensor<2x8x?x64xf16>,
+        tensor<2x2x?x64xf16>, tensor<2x2x?x64xf16>)
+        outs(%o0 : tensor<2x8x?x64xf16>, %l0 : tensor<2x8x?xf32>)
+        {mask = #fmha.mask<"b:-1,0,4">, scale = 0.125 : f32}
+        -> tensor<2x8x?x64xf16>, tensor<2x8x?xf32>
+    ```
+  }];
+  let arguments = (ins Fmha_ShapedFloat:$q, Fmha_ShapedFloat:$k,
+                       Fmha_ShapedFloat:$v, Fmha_ShapedFloat:$o,
+                       Optional<Fmha_ShapedFloat>:$lse,
+                       OptionalAttr<Fmha_MaskAttr>:$mask,
+                       OptionalAttr<F32Attr>:$scale,
+                       OptionalAttr<F32Attr>:$softcap);
+  let assemblyFormat = [{
+    `ins` `(` $q `,` $k `,` $v `:` type($q) `,` type($k) `,` type($v) `)`
+    `outs` `(` $o `:` type($o) (`,` $lse^ `:` type($lse))? `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let hasCanonicalizeMethod = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() {
+      return MutableOperandRange(getOperation(), /*start=*/3,
+                                 /*length=*/getNumOperands() - 3);
+    }
+    /// The mask, `0` when the attribute is absent.
+    ::fmha::MaskSpec getMaskSpec();
+    /// The scale, 1/sqrt(D) when the attribute is absent.
+    double getScaleOrDefault();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionBwdOp
+//===----------------------------------------------------------------------===//
+
+def Fmha_AttentionBwdOp : Fmha_DpsOp<"attention_bwd"> {
+  let summary = "Gradients of fused multi-head attention";
+  let description = [{
+    From q, k, v, the forward's o and lse and the output gradient dO, computes
+    dQ, dK and dV (DESIGN.md section 1): `Dsum = rowsum(dO * o)`,
+    `dS = P * (dO v^T - Dsum)`, `dQ = scale * dS k`, `dK = scale * dS^T q`,
+    `dV = P^T dO`, with dK and dV summed over the `Hq / Hk` query heads of each
+    kv head. `deterministic` asks for bit-identical results run to run.
+  }];
+  let arguments = (ins Fmha_ShapedFloat:$q, Fmha_ShapedFloat:$k,
+                       Fmha_ShapedFloat:$v, Fmha_ShapedFloat:$o,
+                       Fmha_ShapedFloat:$lse, Fmha_ShapedFloat:$dout,
+                       Fmha_ShapedFloat:$dq, Fmha_ShapedFloat:$dk,
+                       Fmha_ShapedFloat:$dv,
+                       OptionalAttr<Fmha_MaskAttr>:$mask,
+                       OptionalAttr<F32Attr>:$scale,
+                       OptionalAttr<F32Attr>:$softcap,
+                       UnitAttr:$deterministic);
+  let assemblyFormat = [{
+    `ins` `(` $q `,` $k `,` $v `,` $o `,` $lse `,` $dout `:` type($q) `,`
+        type($k) `,` type($v) `,` type($o) `,` type($lse) `,` type($dout) `)`
+    `outs` `(` $dq `,` $dk `,` $dv `:` type($dq) `,` type($dk) `,` type($dv) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let hasCanonicalizeMethod = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() {
+      return MutableOperandRange(getOperation(), /*start=*/6, /*length=*/3);
+    }
+    ::fmha::MaskSpec getMaskSpec();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// MergeOp
+//===----------------------------------------------------------------------===//
+
+def Fmha_MergeOp : Fmha_DpsOp<"merge"> {
+  let summary = "Merge two attention partials over disjoint key sets";
+  let description = [{
+    `lse = logaddexp(lse1, lse2)`, `o = o1 * exp(lse1 - lse) + o2 *
+    exp(lse2 - lse)`; a partial with lse = -inf weighs 0, and two empty
+    partials give o = 0, lse = -inf. Ring attention and split-KV decoding are
+    built from it.
+  }];
+  let arguments = (ins Fmha_ShapedFloat:$o1, Fmha_ShapedFloat:$lse1,
+                       Fmha_ShapedFloat:$o2, Fmha_ShapedFloat:$lse2,
+                       Fmha_ShapedFloat:$o, Fmha_ShapedFloat:$lse);
+  let assemblyFormat = [{
+    `ins` `(` $o1 `,` $lse1 `,` $o2 `,` $lse2 `:` type($o1) `,` type($lse1)
+        `,` type($o2) `,` type($lse2) `)`
+    `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() {
+      return MutableOperandRange(getOperation(), /*start=*/4, /*length=*/2);
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Tile ops: the online-softmax steps of the flash-attention loop
+//===----------------------------------------------------------------------===//
+
+def Fmha_Tile2D : MemRefRankOf<[F16, BF16, F32], [2]>;
+def Fmha_F32Tile2D : MemRefRankOf<[F32], [2]>;
+def Fmha_F32Tile1D : MemRefRankOf<[F32], [1]>;
+
+def Fmha_TileInitOp : Fmha_Op<"tile_init"> {
+  let summary = "Initialise the running max, sum and accumulator of a q tile";
+  let description = [{ m = -inf, l = 0, acc = 0. }];
+  let arguments = (ins Fmha_F32Tile1D:$m, Fmha_F32Tile1D:$l,
+                       Fmha_F32Tile2D:$acc);
+  let assemblyFormat = [{
+    $m `,` $l `,` $acc attr-dict `:` type($m) `,` type($l) `,` type($acc)
+  }];
+}
+
+def Fmha_TileQKOp : Fmha_Op<"tile_qk"> {
+  let summary = "Scores of one q tile against one kv tile";
+  let description = [{
+    `s[i, j] = softcap(scale * dot(q[i, :], k[j, :]))` for the rows of `q`
+    and the rows of `k`. When `masked [row0, col0, Sq, Sk]` is given, scores of
+    keys that `mask` hides from query `row0 + i` (key `col0 + j`) become -inf;
+    tiles without it need no element mask.
+  }];
+  let arguments = (ins Fmha_Tile2D:$q, Fmha_Tile2D:$k, Fmha_F32Tile2D:$s,
+                       Variadic<Index>:$maskCoords, F32Attr:$scale,
+                       OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<Fmha_MaskAttr>:$mask);
+  let assemblyFormat = [{
+    $q `,` $k `into` $s (`masked` `[` $maskCoords^ `]`)? attr-dict `:`
+      type($q) `,` type($k) `,` type($s)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fmha_TileSoftmaxOp : Fmha_Op<"tile_softmax"> {
+  let summary = "Online-softmax update of one q tile with one score tile";
+  let description = [{
+    Per row: `m' = max(m, max_j s)`, `p = exp(s - m')` (written over `s`),
+    `l = l * exp(m - m') + sum_j p`, `acc *= exp(m - m')`, `m = m'`. Rows whose
+    keys are all hidden so far keep m = -inf and contribute nothing.
+  }];
+  let arguments = (ins Fmha_F32Tile2D:$s, Fmha_F32Tile1D:$m,
+                       Fmha_F32Tile1D:$l, Fmha_F32Tile2D:$acc);
+  let assemblyFormat = [{
+    $s `,` $m `,` $l `,` $acc attr-dict `:` type($s) `,` type($m) `,`
+      type($l) `,` type($acc)
+  }];
+}
+
+def Fmha_TilePVOp : Fmha_Op<"tile_pv"> {
+  let summary = "acc += p v for one kv tile";
+  let arguments = (ins Fmha_F32Tile2D:$p, Fmha_Tile2D:$v,
+                       Fmha_F32Tile2D:$acc);
+  let assemblyFormat = [{
+    $p `,` $v `into` $acc attr-dict `:` type($p) `,` type($v) `,` type($acc)
+  }];
+}
+
+def Fmha_TileFinalizeOp : Fmha_Op<"tile_finalize"> {
+  let summary = "Write o = acc / l and lse = m + log(l) of one q tile";
+  let description = [{
+    Rows with l = 0 (no visible key) get o = 0 and lse = -inf.
+  }];
+  let arguments = (ins Fmha_F32Tile1D:$m, Fmha_F32Tile1D:$l,
+                       Fmha_F32Tile2D:$acc, Fmha_Tile2D:$o,
+                       Optional<Fmha_F32Tile1D>:$lse);
+  let assemblyFormat = [{
+    $m `,` $l `,` $acc `into` $o (`,` $lse^)? attr-dict `:` type($m) `,`
+      type($l) `,` type($acc) `,` type($o) (`,` type($lse)^)?
+  }];
+}
+
+#endif // FMHA_DIALECT_FMHAOPS_TD

@@ -1,0 +1,382 @@
+//===- FmhaOps.cpp - FMHA operations ----------------------------*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Dialect/FmhaOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fmha;
+
+//===----------------------------------------------------------------------===//
+// Verification helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::string dimStr(int64_t d) {
+  return ShapedType::isDynamic(d) ? "?" : std::to_string(d);
+}
+
+std::string shapeStr(ShapedType t) {
+  std::string s = "[";
+  llvm::interleave(
+      t.getShape(), [&](int64_t d) { s += dimStr(d); }, [&] { s += ", "; });
+  return s + "]";
+}
+
+/// Checks the operand kinds and ranks of one named operand.
+class OperandChecker {
+public:
+  explicit OperandChecker(Operation *op) : op(op) {}
+
+  /// All shaped operands are tensors, or all are memrefs.
+  LogicalResult checkUniformKind(ArrayRef<std::pair<StringRef, Value>> named) {
+    bool firstIsTensor = isa<RankedTensorType>(named.front().second.getType());
+    for (auto [name, value] : named.drop_front()) {
+      if (isa<RankedTensorType>(value.getType()) != firstIsTensor)
+        return op->emitOpError()
+               << "operands must be all tensors or all memrefs, but '" << name
+               << "' is a " << (firstIsTensor ? "memref" : "tensor")
+               << " while '" << named.front().first << "' is a "
+               << (firstIsTensor ? "tensor" : "memref");
+    }
+    if (!firstIsTensor && op->getNumResults() != 0)
+      return op->emitOpError() << "on memrefs has no results, got "
+                               << op->getNumResults();
+    return success();
+  }
+
+  LogicalResult checkRank(StringRef name, Value v, int64_t rank,
+                          StringRef layout) {
+    auto t = cast<ShapedType>(v.getType());
+    if (t.getRank() != rank)
+      return op->emitOpError() << "'" << name << "' must have rank " << rank
+                               << " " << layout << ", got rank "
+                               << t.getRank();
+    return success();
+  }
+
+  LogicalResult checkStatic(StringRef name, Value v, unsigned dim,
+                            StringRef what) {
+    auto t = cast<ShapedType>(v.getType());
+    if (t.isDynamicDim(dim))
+      return op->emitOpError() << "'" << name << "' " << what << " (dim "
+                               << dim << ") must be static";
+    if (t.getDimSize(dim) <= 0)
+      return op->emitOpError() << "'" << name << "' " << what << " (dim "
+                               << dim << ") must be positive, got "
+                               << t.getDimSize(dim);
+    return success();
+  }
+
+  /// When both sizes are static they must agree.
+  LogicalResult checkDim(StringRef name, Value v, unsigned dim, StringRef what,
+                         int64_t expected, StringRef from) {
+    int64_t actual = cast<ShapedType>(v.getType()).getDimSize(dim);
+    if (ShapedType::isDynamic(actual) || ShapedType::isDynamic(expected) ||
+        actual == expected)
+      return success();
+    return op->emitOpError() << "'" << name << "' " << what << " (dim " << dim
+                             << ") is " << actual << ", expected " << expected
+                             << " as in '" << from << "'";
+  }
+
+  LogicalResult checkElementType(StringRef name, Value v, Type expected,
+                                 StringRef from) {
+    Type actual = cast<ShapedType>(v.getType()).getElementType();
+    if (actual == expected)
+      return success();
+    InFlightDiagnostic diag = op->emitOpError();
+    diag << "'" << name << "' element type " << actual << " must be "
+         << expected;
+    if (!from.empty())
+      diag << " as in '" << from << "'";
+    return diag;
+  }
+
+  /// `name` has exactly the shape of `ref` (dynamic sizes are compatible).
+  LogicalResult checkSameShape(StringRef name, Value v, StringRef refName,
+                               Value ref) {
+    auto t = cast<ShapedType>(v.getType());
+    auto r = cast<ShapedType>(ref.getType());
+    if (t.getRank() == r.getRank() &&
+        succeeded(verifyCompatibleShape(t.getShape(), r.getShape())))
+      return success();
+    return op->emitOpError() << "'" << name << "' shape " << shapeStr(t)
+                             << " must match '" << refName << "' shape "
+                             << shapeStr(r);
+  }
+
+  LogicalResult checkPositive(StringRef name, FloatAttr attr) {
+    if (!attr)
+      return success();
+    double value = attr.getValueAsDouble();
+    if (!(value > 0.0) || !std::isfinite(value))
+      return op->emitOpError() << "'" << name
+                               << "' must be positive and finite, got "
+                               << value;
+    return success();
+  }
+
+private:
+  Operation *op;
+};
+
+int64_t dimOf(Value v, unsigned dim) {
+  return cast<ShapedType>(v.getType()).getDimSize(dim);
+}
+
+/// Verifies q [B,Hq,Sq,D], k [B,Hk,Sk,D], v [B,Hk,Sk,Dv], o [B,Hq,Sq,Dv] and
+/// the optional lse [B,Hq,Sq] (f32) against one another (DESIGN.md section 1).
+LogicalResult verifyAttentionSignature(Operation *op, Value q, Value k,
+                                       Value v, Value o, Value lse,
+                                       FloatAttr scale, FloatAttr softcap) {
+  OperandChecker c(op);
+  SmallVector<std::pair<StringRef, Value>> named = {
+      {"q", q}, {"k", k}, {"v", v}, {"o", o}};
+  if (lse)
+    named.push_back({"lse", lse});
+  if (failed(c.checkUniformKind(named)))
+    return failure();
+
+  if (failed(c.checkRank("q", q, 4, "[B, Hq, Sq, D]")) ||
+      failed(c.checkRank("k", k, 4, "[B, Hk, Sk, D]")) ||
+      failed(c.checkRank("v", v, 4, "[B, Hk, Sk, Dv]")) ||
+      failed(c.checkRank("o", o, 4, "[B, Hq, Sq, Dv]")) ||
+      (lse && failed(c.checkRank("lse", lse, 3, "[B, Hq, Sq]"))))
+    return failure();
+
+  Type elt = cast<ShapedType>(q.getType()).getElementType();
+  if (failed(c.checkElementType("k", k, elt, "q")) ||
+      failed(c.checkElementType("v", v, elt, "q")) ||
+      (lse && failed(c.checkElementType(
+                  "lse", lse, Float32Type::get(op->getContext()), ""))))
+    return failure();
+
+  if (failed(c.checkStatic("q", q, 1, "head count Hq")) ||
+      failed(c.checkStatic("q", q, 3, "head dim D")) ||
+      failed(c.checkStatic("k", k, 1, "head count Hk")) ||
+      failed(c.checkStatic("k", k, 3, "head dim D")) ||
+      failed(c.checkStatic("v", v, 1, "head count Hk")) ||
+      failed(c.checkStatic("v", v, 3, "head dim Dv")) ||
+      failed(c.checkStatic("o", o, 1, "head count Hq")) ||
+      failed(c.checkStatic("o", o, 3, "head dim Dv")) ||
+      (lse && failed(c.checkStatic("lse", lse, 1, "head count Hq"))))
+    return failure();
+
+  int64_t b = dimOf(q, 0), hq = dimOf(q, 1), sq = dimOf(q, 2),
+          d = dimOf(q, 3);
+  int64_t hk = dimOf(k, 1), sk = dimOf(k, 2), dv = dimOf(v, 3);
+  if (failed(c.checkDim("k", k, 3, "head dim D", d, "q")) ||
+      failed(c.checkDim("v", v, 1, "head count Hk", hk, "k")) ||
+      failed(c.checkDim("o", o, 1, "head count Hq", hq, "q")) ||
+      failed(c.checkDim("o", o, 3, "head dim Dv", dv, "v")))
+    return failure();
+  if (hq % hk != 0)
+    return op->emitOpError() << "Hq (" << hq << ") must be a multiple of Hk ("
+                             << hk << ")";
+
+  // Batch and sequence lengths, where static.
+  int64_t bk = dimOf(k, 0);
+  if (failed(c.checkDim("k", k, 0, "batch B", b, "q")) ||
+      failed(c.checkDim("v", v, 0, "batch B", ShapedType::isDynamic(b) ? bk : b,
+                        ShapedType::isDynamic(b) ? "k" : "q")) ||
+      failed(c.checkDim("o", o, 0, "batch B", b, "q")) ||
+      failed(c.checkDim("v", v, 2, "sequence length Sk", sk, "k")) ||
+      failed(c.checkDim("o", o, 2, "sequence length Sq", sq, "q")))
+    return failure();
+  if (lse && (failed(c.checkDim("lse", lse, 0, "batch B", b, "q")) ||
+              failed(c.checkDim("lse", lse, 1, "head count Hq", hq, "q")) ||
+              failed(c.checkDim("lse", lse, 2, "sequence length Sq", sq, "q"))))
+    return failure();
+
+  return success(succeeded(c.checkPositive("scale", scale)) &&
+                 succeeded(c.checkPositive("softcap", softcap)));
+}
+
+/// Memory effects of a destination-style fmha op on memrefs: inputs are read,
+/// inits are written.
+void addDpsEffects(
+    DestinationStyleOpInterface op,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    if (op.isDpsInit(&operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+    else
+      effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+::fmha::MaskSpec maskSpecOf(std::optional<MaskAttr> mask) {
+  return mask && *mask ? mask->getSpec() : ::fmha::MaskSpec{};
+}
+
+/// Rewrites the mask attribute into its simplest form for the static
+/// sequence lengths of q and k (a mask that hides nothing disappears).
+LogicalResult simplifyMaskAttr(Operation *op, MaskAttr mask, Value q, Value k,
+                               PatternRewriter &rewriter) {
+  if (!mask)
+    return failure();
+  auto staticOr = [](int64_t size) {
+    return ShapedType::isDynamic(size) ? int64_t(-1) : size;
+  };
+  ::fmha::MaskSpec spec = mask.getSpec();
+  ::fmha::MaskSpec simple =
+      spec.simplified(staticOr(dimOf(q, 2)), staticOr(dimOf(k, 2)));
+  if (simple.isNone()) {
+    rewriter.modifyOpInPlace(op, [&] { op->removeAttr("mask"); });
+    return success();
+  }
+  if (simple == spec)
+    return failure();
+  rewriter.modifyOpInPlace(op, [&] {
+    op->setAttr("mask", MaskAttr::get(op->getContext(), simple));
+  });
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttentionSignature(*this, getQ(), getK(), getV(), getO(),
+                                  getLse(), getScaleAttr(), getSoftcapAttr());
+}
+
+::fmha::MaskSpec AttentionOp::getMaskSpec() { return maskSpecOf(getMask()); }
+
+double AttentionOp::getScaleOrDefault() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(dimOf(getQ(), 3)));
+}
+
+LogicalResult AttentionOp::canonicalize(AttentionOp op,
+                                        PatternRewriter &rewriter) {
+  return simplifyMaskAttr(op, op.getMaskAttr(), op.getQ(), op.getK(),
+                          rewriter);
+}
+
+void AttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addDpsEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionBwdOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionBwdOp::verify() {
+  if (failed(verifyAttentionSignature(*this, getQ(), getK(), getV(), getO(),
+                                      getLse(), getScaleAttr(),
+                                      getSoftcapAttr())))
+    return failure();
+  OperandChecker c(*this);
+  SmallVector<std::pair<StringRef, Value>> named = {
+      {"q", getQ()},   {"dout", getDout()}, {"dq", getDq()},
+      {"dk", getDk()}, {"dv", getDv()}};
+  if (failed(c.checkUniformKind(named)))
+    return failure();
+  return success(succeeded(c.checkSameShape("dout", getDout(), "o", getO())) &&
+                 succeeded(c.checkSameShape("dq", getDq(), "q", getQ())) &&
+                 succeeded(c.checkSameShape("dk", getDk(), "k", getK())) &&
+                 succeeded(c.checkSameShape("dv", getDv(), "v", getV())));
+}
+
+::fmha::MaskSpec AttentionBwdOp::getMaskSpec() {
+  return maskSpecOf(getMask());
+}
+
+LogicalResult AttentionBwdOp::canonicalize(AttentionBwdOp op,
+                                           PatternRewriter &rewriter) {
+  return simplifyMaskAttr(op, op.getMaskAttr(), op.getQ(), op.getK(),
+                          rewriter);
+}
+
+void AttentionBwdOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addDpsEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
+// MergeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MergeOp::verify() {
+  OperandChecker c(*this);
+  SmallVector<std::pair<StringRef, Value>> named = {
+      {"o1", getO1()}, {"lse1", getLse1()}, {"o2", getO2()},
+      {"lse2", getLse2()}, {"o", getO()},   {"lse", getLse()}};
+  if (failed(c.checkUniformKind(named)))
+    return failure();
+  if (failed(c.checkRank("o1", getO1(), 4, "[B, H, S, Dv]")) ||
+      failed(c.checkRank("lse1", getLse1(), 3, "[B, H, S]")))
+    return failure();
+  Type f32 = Float32Type::get(getContext());
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"lse1", getLse1()},
+        {"lse2", getLse2()},
+        {"lse", getLse()}})
+    if (failed(c.checkElementType(name, value, f32, "")))
+      return failure();
+  if (failed(c.checkSameShape("o2", getO2(), "o1", getO1())) ||
+      failed(c.checkSameShape("o", getO(), "o1", getO1())) ||
+      failed(c.checkSameShape("lse2", getLse2(), "lse1", getLse1())) ||
+      failed(c.checkSameShape("lse", getLse(), "lse1", getLse1())))
+    return failure();
+  for (unsigned dim = 0; dim < 3; ++dim)
+    if (failed(c.checkDim("lse1", getLse1(), dim,
+                          dim == 0 ? "batch B"
+                                   : (dim == 1 ? "head count H"
+                                               : "sequence length S"),
+                          dimOf(getO1(), dim), "o1")))
+      return failure();
+  return success();
+}
+
+void MergeOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addDpsEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
+// Tile ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult TileQKOp::verify() {
+  if (!getMaskCoords().empty() && getMaskCoords().size() != 4)
+    return emitOpError() << "expects 4 mask coordinates [row0, col0, Sq, Sk], "
+                            "got "
+                         << getMaskCoords().size();
+  if (!getMaskCoords().empty() && !getMaskAttr())
+    return emitOpError() << "with mask coordinates requires a 'mask'";
+  int64_t dq = dimOf(getQ(), 1), dk = dimOf(getK(), 1);
+  if (!ShapedType::isDynamic(dq) && !ShapedType::isDynamic(dk) && dq != dk)
+    return emitOpError() << "'k' head dim (" << dk << ") must equal 'q' head "
+                         << "dim (" << dq << ")";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "fmha/Dialect/FmhaOps.cpp.inc"

@@ -1,0 +1,20 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "FMHA"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.fmha_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in",
+                   "unit", "gpu", "Inputs"]
+
+config.substitutions.append(("%fmha_src_root", config.fmha_src_root))
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.fmha_tools_dir, append_path=True)
+tools = ["fmha-opt", "fmha-compile", "fmha-run"]
+llvm_config.add_tool_substitutions(tools, [config.fmha_tools_dir])
