@@ -6,8 +6,21 @@
 
 #include "fmha/InitAllFmha.h"
 #include "fmha/Dialect/FmhaDialect.h"
+#include "fmha/Conversion/Passes.h"
+#include "fmha/Transforms/Passes.h"
 
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -20,7 +33,20 @@ void mlir::fmha::registerAllFmhaDialects(DialectRegistry &registry) {
   registry.insert<FmhaDialect, arith::ArithDialect, func::FuncDialect,
                   LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
                   scf::SCFDialect, tensor::TensorDialect,
-                  bufferization::BufferizationDialect>();
+                  bufferization::BufferizationDialect, affine::AffineDialect,
+                  cf::ControlFlowDialect, index::IndexDialect, ub::UBDialect>();
+  // What `convert-to-llvm` needs to lower the dialects the pipelines emit.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
 }
 
-void mlir::fmha::registerAllFmhaPasses() {}
+void mlir::fmha::registerAllFmhaPasses() {
+  registerFmhaTransformsPasses();
+  registerFmhaConversionPasses();
+  registerFmhaPipelines();
+}

@@ -1,0 +1,53 @@
+//===- Passes.h - FMHA lowering passes and pipelines ------------*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_CONVERSION_PASSES_H
+#define FMHA_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class OpPassManager;
+class RewritePatternSet;
+namespace fmha {
+
+#define GEN_PASS_DECL
+#include "fmha/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "fmha/Conversion/Passes.h.inc"
+
+/// Patterns that rewrite the fmha tile ops into scalar loops (host CPU).
+void populateFmhaTileOpsToLoopsPatterns(RewritePatternSet &patterns);
+
+/// Options of `fmha-to-cpu-pipeline`.
+struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
+  Option<int64_t> blockM{*this, "block-m", llvm::cl::desc("Query rows per tile"),
+                         llvm::cl::init(64)};
+  Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Keys per kv tile"),
+                         llvm::cl::init(64)};
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("Host CPU (recorded; codegen uses "
+                                          "the host when empty)"),
+                           llvm::cl::init("")};
+};
+
+/// fmha.attention -> tiled form -> loops -> LLVM dialect for the host.
+void buildFmhaToCpuPipeline(OpPassManager &pm,
+                            const CpuPipelineOptions &options);
+
+/// Registers the named pipelines (`fmha-to-cpu-pipeline`, ...).
+void registerFmhaPipelines();
+
+} // namespace fmha
+} // namespace mlir
+
+#endif // FMHA_CONVERSION_PASSES_H

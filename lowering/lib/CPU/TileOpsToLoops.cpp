@@ -1,0 +1,341 @@
+//===- TileOpsToLoops.cpp - fmha tile ops to loops for the host -----------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Each tile op becomes an scf loop nest over its (dynamic) tile sizes. The
+// innermost loops run over contiguous memory (head dim for q.k, Dv for p.v
+// and the accumulator) so that LLVM's loop vectorizer turns them into SIMD
+// code; the reductions carry `reassoc` so that it may.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Conversion/Passes.h"
+#include "fmha/Dialect/FmhaOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
+
+namespace mlir::fmha {
+#define GEN_PASS_DEF_FMHALOWERTOCPUPASS
+#include "fmha/Conversion/Passes.h.inc"
+} // namespace mlir::fmha
+
+using namespace mlir;
+using namespace mlir::fmha;
+
+namespace {
+
+/// Scalar code generation helpers for one tile op.
+struct LoopBuilder {
+  OpBuilder &b;
+  Location loc;
+
+  arith::FastMathFlagsAttr fastMath() {
+    return arith::FastMathFlagsAttr::get(b.getContext(),
+                                         arith::FastMathFlags::reassoc |
+                                             arith::FastMathFlags::contract);
+  }
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value negInf() { return f32(-std::numeric_limits<double>::infinity()); }
+  Value dim(Value memref, int64_t i) {
+    auto type = cast<MemRefType>(memref.getType());
+    if (!type.isDynamicDim(i))
+      return idx(type.getDimSize(i));
+    return memref::DimOp::create(b, loc, memref, i);
+  }
+  /// Loads an element as f32.
+  Value load(Value memref, ValueRange indices) {
+    Value v = memref::LoadOp::create(b, loc, memref, indices);
+    if (!v.getType().isF32())
+      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    return v;
+  }
+  /// Stores an f32 value, rounding it to the memref's element type.
+  void store(Value value, Value memref, ValueRange indices) {
+    Type elt = cast<MemRefType>(memref.getType()).getElementType();
+    if (elt != value.getType())
+      value = arith::TruncFOp::create(b, loc, elt, value);
+    memref::StoreOp::create(b, loc, value, memref, indices);
+  }
+  Value add(Value x, Value y) {
+    return arith::AddFOp::create(b, loc, x, y, fastMath());
+  }
+  Value mul(Value x, Value y) {
+    return arith::MulFOp::create(b, loc, x, y, fastMath());
+  }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+
+  /// for (iv = 0; iv < ub; ++iv) body(iv)
+  void forEach(Value ub, function_ref<void(LoopBuilder &, Value)> body) {
+    scf::ForOp::create(b, loc, idx(0), ub, idx(1), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value iv, ValueRange) {
+                         LoopBuilder inner{nested, loc};
+                         body(inner, iv);
+                         scf::YieldOp::create(nested, loc);
+                       });
+  }
+  /// acc = init; for (iv < ub) acc = body(iv, acc); return acc
+  Value reduce(Value ub, Value init,
+               function_ref<Value(LoopBuilder &, Value, Value)> body) {
+    auto loop = scf::ForOp::create(
+        b, loc, idx(0), ub, idx(1), ValueRange{init},
+        [&](OpBuilder &nested, Location, Value iv, ValueRange args) {
+          LoopBuilder inner{nested, loc};
+          scf::YieldOp::create(nested, loc, body(inner, iv, args[0]));
+        });
+    return loop.getResult(0);
+  }
+};
+
+struct TileInitLowering : OpRewritePattern<TileInitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileInitOp op,
+                                PatternRewriter &rewriter) const override {
+    LoopBuilder lb{rewriter, op.getLoc()};
+    Value negInf = lb.negInf(), zero = lb.f32(0.0);
+    Value dv = lb.dim(op.getAcc(), 1);
+    lb.forEach(lb.dim(op.getM(), 0), [&](LoopBuilder &row, Value i) {
+      row.store(negInf, op.getM(), i);
+      row.store(zero, op.getL(), i);
+      row.forEach(dv, [&](LoopBuilder &col, Value c) {
+        col.store(zero, op.getAcc(), {i, c});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Emits `visible(row, col)` of DESIGN.md section 1 (as fmha::MaskSpec).
+Value emitVisible(OpBuilder &b, Location loc, const ::fmha::MaskSpec &mask,
+                  Value row, Value col, Value sq, Value sk) {
+  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  };
+  constexpr int64_t cap = int64_t(1) << 40;
+  Value visible = arith::ConstantIntOp::create(b, loc, 1, 1);
+  Value diag = row;
+  if (mask.kind == ::fmha::MaskKind::BottomRight)
+    diag = arith::AddIOp::create(b, loc, row,
+                                 arith::SubIOp::create(b, loc, sk, sq));
+  if (mask.hasLeft()) {
+    Value lo = arith::SubIOp::create(b, loc, diag,
+                                     cst(std::min(mask.left, cap)));
+    visible = arith::AndIOp::create(
+        b, loc, visible, cmp(arith::CmpIPredicate::sge, col, lo));
+  }
+  if (mask.hasRight()) {
+    Value hi = arith::AddIOp::create(b, loc, diag,
+                                     cst(std::min(mask.right, cap)));
+    visible = arith::AndIOp::create(
+        b, loc, visible, cmp(arith::CmpIPredicate::sle, col, hi));
+  }
+  if (mask.sink > 0)
+    visible = arith::OrIOp::create(
+        b, loc, visible,
+        cmp(arith::CmpIPredicate::slt, col, cst(std::min(mask.sink, cap))));
+  return visible;
+}
+
+struct TileQKLowering : OpRewritePattern<TileQKOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileQKOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    LoopBuilder lb{rewriter, loc};
+    Value q = op.getQ(), k = op.getK(), s = op.getS();
+    Value headDim = lb.dim(q, 1);
+    Value scale = lb.f32(op.getScale().convertToDouble());
+    std::optional<double> softcap;
+    if (std::optional<APFloat> cap = op.getSoftcap())
+      softcap = cap->convertToDouble();
+    bool masked = !op.getMaskCoords().empty();
+    ::fmha::MaskSpec mask =
+        op.getMaskAttr() ? op.getMaskAttr().getSpec() : ::fmha::MaskSpec{};
+    Value zero = lb.f32(0.0), negInf = lb.negInf();
+    Value capValue, invCap;
+    if (softcap) {
+      capValue = lb.f32(*softcap);
+      invCap = lb.f32(1.0 / *softcap);
+    }
+
+    Value cols = lb.dim(k, 0);
+    lb.forEach(lb.dim(q, 0), [&](LoopBuilder &row, Value i) {
+      row.forEach(cols, [&](LoopBuilder &col, Value j) {
+        Value dot = col.reduce(
+            headDim, zero, [&](LoopBuilder &red, Value d, Value acc) {
+              return red.add(acc, red.mul(red.load(q, {i, d}),
+                                          red.load(k, {j, d})));
+            });
+        Value x = col.mul(dot, scale);
+        if (softcap) {
+          Value t = math::TanhOp::create(col.b, loc, col.mul(x, invCap));
+          x = col.mul(capValue, t);
+        }
+        if (masked) {
+          ValueRange coords = op.getMaskCoords();
+          Value gi = arith::AddIOp::create(col.b, loc, coords[0], i);
+          Value gj = arith::AddIOp::create(col.b, loc, coords[1], j);
+          Value vis =
+              emitVisible(col.b, loc, mask, gi, gj, coords[2], coords[3]);
+          x = arith::SelectOp::create(col.b, loc, vis, x, negInf);
+        }
+        col.store(x, s, {i, j});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TileSoftmaxLowering : OpRewritePattern<TileSoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileSoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    LoopBuilder lb{rewriter, loc};
+    Value s = op.getS(), m = op.getM(), l = op.getL(), acc = op.getAcc();
+    Value cols = lb.dim(s, 1), dv = lb.dim(acc, 1);
+    Value negInf = lb.negInf(), zero = lb.f32(0.0);
+    lb.forEach(lb.dim(s, 0), [&](LoopBuilder &row, Value i) {
+      OpBuilder &b = row.b;
+      Value mOld = row.load(m, i);
+      Value rowMax =
+          row.reduce(cols, negInf, [&](LoopBuilder &red, Value j, Value a) {
+            return arith::MaximumFOp::create(red.b, loc, a, red.load(s, {i, j}));
+          });
+      Value mNew = arith::MaximumFOp::create(b, loc, mOld, rowMax);
+      // A row whose keys are all hidden so far keeps m = -inf; subtracting 0
+      // instead keeps exp(-inf - m) = 0 rather than NaN.
+      Value allHidden =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
+      Value mSafe = arith::SelectOp::create(b, loc, allHidden, zero, mNew);
+      Value alpha = math::ExpOp::create(b, loc, row.sub(mOld, mSafe));
+      Value sum =
+          row.reduce(cols, zero, [&](LoopBuilder &red, Value j, Value a) {
+            Value p = math::ExpOp::create(red.b, loc,
+                                          red.sub(red.load(s, {i, j}), mSafe));
+            red.store(p, s, {i, j});
+            return red.add(a, p);
+          });
+      row.store(row.add(row.mul(row.load(l, i), alpha), sum), l, i);
+      row.store(mNew, m, i);
+      row.forEach(dv, [&](LoopBuilder &col, Value c) {
+        col.store(col.mul(col.load(acc, {i, c}), alpha), acc, {i, c});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TilePVLowering : OpRewritePattern<TilePVOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TilePVOp op,
+                                PatternRewriter &rewriter) const override {
+    LoopBuilder lb{rewriter, op.getLoc()};
+    Value p = op.getP(), v = op.getV(), acc = op.getAcc();
+    Value cols = lb.dim(p, 1), dv = lb.dim(acc, 1);
+    lb.forEach(lb.dim(p, 0), [&](LoopBuilder &row, Value i) {
+      row.forEach(cols, [&](LoopBuilder &key, Value j) {
+        Value pij = key.load(p, {i, j});
+        key.forEach(dv, [&](LoopBuilder &col, Value c) {
+          Value updated =
+              col.add(col.load(acc, {i, c}), col.mul(pij, col.load(v, {j, c})));
+          col.store(updated, acc, {i, c});
+        });
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TileFinalizeLowering : OpRewritePattern<TileFinalizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileFinalizeOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    LoopBuilder lb{rewriter, loc};
+    Value acc = op.getAcc(), o = op.getO(), lse = op.getLse();
+    Value dv = lb.dim(acc, 1);
+    Value zero = lb.f32(0.0), one = lb.f32(1.0), negInf = lb.negInf();
+    lb.forEach(lb.dim(op.getM(), 0), [&](LoopBuilder &row, Value i) {
+      OpBuilder &b = row.b;
+      Value li = row.load(op.getL(), i);
+      Value any =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, li, zero);
+      Value inv = arith::DivFOp::create(
+          b, loc, one, arith::SelectOp::create(b, loc, any, li, one));
+      row.forEach(dv, [&](LoopBuilder &col, Value c) {
+        Value out = arith::SelectOp::create(
+            col.b, loc, any, col.mul(col.load(acc, {i, c}), inv), zero);
+        col.store(out, o, {i, c});
+      });
+      if (lse) {
+        Value logL = math::LogOp::create(
+            b, loc, arith::SelectOp::create(b, loc, any, li, one));
+        Value value = arith::SelectOp::create(
+            b, loc, any, row.add(row.load(op.getM(), i), logL), negInf);
+        row.store(value, lse, i);
+      }
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct FmhaLowerToCpuPass
+    : mlir::fmha::impl::FmhaLowerToCpuPassBase<FmhaLowerToCpuPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateFmhaTileOpsToLoopsPatterns(patterns);
+    populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    hoistScratchAllocas();
+  }
+
+  /// The host runs scf.parallel sequentially (scf-to-cf), and its lowering
+  /// does not bound the lifetime of allocas in a loop body: each iteration
+  /// would grow the stack. The tile scratch has a static shape and is fully
+  /// rewritten by every iteration, so one allocation at function entry
+  /// serves them all.
+  void hoistScratchAllocas() {
+    getOperation()->walk([](FunctionOpInterface func) {
+      if (func.isExternal())
+        return;
+      Block &entry = func.getFunctionBody().front();
+      SmallVector<memref::AllocaOp> allocas;
+      func.walk([&](memref::AllocaOp alloca) {
+        if (alloca->getBlock() != &entry && alloca.getOperands().empty())
+          allocas.push_back(alloca);
+      });
+      for (memref::AllocaOp alloca : allocas)
+        alloca->moveBefore(&entry, entry.begin());
+    });
+  }
+};
+
+} // namespace
+
+void mlir::fmha::populateFmhaTileOpsToLoopsPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<TileInitLowering, TileQKLowering, TileSoftmaxLowering,
+               TilePVLowering, TileFinalizeLowering>(patterns.getContext());
+}

@@ -1,0 +1,45 @@
+//===- Passes.h - FMHA transformation passes --------------------*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_TRANSFORMS_PASSES_H
+#define FMHA_TRANSFORMS_PASSES_H
+
+#include "fmha/Dialect/FmhaOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class RewritePatternSet;
+namespace fmha {
+
+#define GEN_PASS_DECL
+#include "fmha/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "fmha/Transforms/Passes.h.inc"
+
+/// Tile sizes of the flash-attention loop nest.
+struct TileAttentionOptions {
+  int64_t blockM = 64;
+  int64_t blockN = 64;
+};
+
+/// Rewrites `op` into the tiled flash-attention form. Emits a diagnostic and
+/// fails on options it cannot honour.
+LogicalResult tileAttention(RewriterBase &rewriter, AttentionOp op,
+                            const TileAttentionOptions &options);
+
+/// Adds the pattern that applies `tileAttention` to every fmha.attention.
+void populateFmhaTileAttentionPatterns(RewritePatternSet &patterns,
+                                       const TileAttentionOptions &options);
+
+} // namespace fmha
+} // namespace mlir
+
+#endif // FMHA_TRANSFORMS_PASSES_H
