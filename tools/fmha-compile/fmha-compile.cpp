@@ -1,0 +1,360 @@
+//===- fmha-compile.cpp - Problem signature -> kernel bundle --------------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Builds an fmha.attention for one problem signature (dtype, heads, head dims,
+// mask, scale, softcap; batch and sequence lengths stay dynamic), runs the
+// target's pipeline and writes a bundle the runtime loads, or prints the IR
+// after the pipeline (--emit=mlir), the LLVM IR (--emit=llvm) or the target
+// assembly (--emit=isa).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Conversion/Passes.h"
+#include "fmha/Dialect/FmhaOps.h"
+#include "fmha/InitAllFmha.h"
+#include "fmha/Runtime/Bundle.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+namespace rt = ::fmha::rt;
+
+namespace {
+
+cl::OptionCategory category("fmha-compile options");
+
+cl::opt<std::string> target("target", cl::desc("cpu | cuda | hip"),
+                            cl::init("cpu"), cl::cat(category));
+cl::opt<std::string> chip("chip",
+                          cl::desc("Target chip (cpu: LLVM CPU name, default "
+                                   "the host; cuda: sm_80, sm_90a; hip: "
+                                   "gfx942, ...)"),
+                          cl::init(""), cl::cat(category));
+cl::opt<std::string> dtype("dtype", cl::desc("f32 | f16 | bf16"),
+                           cl::init("f32"), cl::cat(category));
+cl::opt<int64_t> hq("hq", cl::desc("Query heads"), cl::init(-1),
+                    cl::cat(category));
+cl::opt<int64_t> hk("hk", cl::desc("Key/value heads (Hq % Hk == 0)"),
+                    cl::init(-1), cl::cat(category));
+cl::opt<int64_t> headDim("d", cl::desc("Head dim of q and k"), cl::init(-1),
+                         cl::cat(category));
+cl::opt<int64_t> headDimV("dv", cl::desc("Head dim of v and o (default d)"),
+                          cl::init(-1), cl::cat(category));
+cl::opt<std::string> mask("mask", cl::desc("Mask spec (CK): 0, t, b, t:L,R[,S], "
+                                           "b:L,R[,S], xt:W, xb:W"),
+                          cl::init("0"), cl::cat(category));
+cl::opt<double> scale("scale", cl::desc("Score scale (default 1/sqrt(d))"),
+                      cl::init(0.0), cl::cat(category));
+cl::opt<double> softcap("softcap", cl::desc("Softcap (default none)"),
+                        cl::init(0.0), cl::cat(category));
+cl::opt<bool> bwd("bwd", cl::desc("Compile the backward kernel"),
+                  cl::init(false), cl::cat(category));
+cl::opt<int64_t> blockM("block-m", cl::desc("Query rows per tile"),
+                        cl::init(64), cl::cat(category));
+cl::opt<int64_t> blockN("block-n", cl::desc("Keys per kv tile"), cl::init(64),
+                        cl::cat(category));
+cl::opt<std::string> emit("emit", cl::desc("bundle | mlir | llvm | isa"),
+                          cl::init("bundle"), cl::cat(category));
+cl::opt<std::string> output("o", cl::desc("Output file ('-' for stdout)"),
+                            cl::value_desc("file"), cl::init(""),
+                            cl::cat(category));
+
+constexpr const char *kKernelName = "fmha_fwd";
+
+[[noreturn]] void fail(const llvm::Twine &message) {
+  llvm::errs() << "fmha-compile: error: " << message << "\n";
+  std::exit(2);
+}
+
+Type elementType(MLIRContext &ctx, rt::DType t) {
+  switch (t) {
+  case rt::DType::F16:
+    return Float16Type::get(&ctx);
+  case rt::DType::BF16:
+    return BFloat16Type::get(&ctx);
+  case rt::DType::F32:
+    break;
+  }
+  return Float32Type::get(&ctx);
+}
+
+/// func @fmha_fwd(q, k, v, o, lse) with dynamic batch and sequence lengths.
+OwningOpRef<ModuleOp> buildForward(MLIRContext &ctx,
+                                   const rt::BundleMeta &meta) {
+  OpBuilder b(&ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  Type elt = elementType(ctx, meta.dtype);
+  int64_t dyn = ShapedType::kDynamic;
+  auto qType = MemRefType::get({dyn, meta.hq, dyn, meta.d}, elt);
+  auto kType = MemRefType::get({dyn, meta.hk, dyn, meta.d}, elt);
+  auto vType = MemRefType::get({dyn, meta.hk, dyn, meta.dv}, elt);
+  auto oType = MemRefType::get({dyn, meta.hq, dyn, meta.dv}, elt);
+  auto lseType = MemRefType::get({dyn, meta.hq, dyn}, b.getF32Type());
+  auto funcType =
+      b.getFunctionType({qType, kType, vType, oType, lseType}, TypeRange{});
+  auto func = func::FuncOp::create(b, loc, kKernelName, funcType);
+  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto args = body->getArguments();
+  mlir::fmha::MaskAttr maskAttr;
+  if (!meta.mask.isNone())
+    maskAttr = mlir::fmha::MaskAttr::get(&ctx, meta.mask);
+  FloatAttr scaleAttr, softcapAttr;
+  if (meta.scale > 0)
+    scaleAttr = b.getF32FloatAttr(meta.scale);
+  if (meta.softcap > 0)
+    softcapAttr = b.getF32FloatAttr(meta.softcap);
+  mlir::fmha::AttentionOp::create(b, loc, TypeRange{}, args[0], args[1], args[2],
+                            args[3], args[4], maskAttr, scaleAttr,
+                            softcapAttr);
+  func::ReturnOp::create(b, loc);
+  return module;
+}
+
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string cpu) {
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string error;
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!t)
+    fail("no LLVM target for host triple '" + triple.str() + "': " + error);
+  std::string features;
+  if (cpu.empty() || cpu == "native") {
+    cpu = llvm::sys::getHostCPUName().str();
+    for (auto &feature : llvm::sys::getHostCPUFeatures())
+      features += (feature.second ? "+" : "-") + feature.first().str() + ",";
+  }
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
+      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!tm)
+    fail("cannot create a target machine for CPU '" + cpu + "'");
+  return tm;
+}
+
+std::string emitToString(llvm::TargetMachine &tm, llvm::Module &module,
+                         llvm::CodeGenFileType type) {
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, type))
+    fail("the target cannot emit this file type");
+  pm.run(module);
+  return std::string(buffer.str());
+}
+
+std::string findLinker() {
+  if (llvm::sys::fs::can_execute(FMHA_LD_LLD))
+    return FMHA_LD_LLD;
+  for (const char *name : {"ld.lld-22", "ld.lld"})
+    if (auto path = llvm::sys::findProgramByName(name))
+      return *path;
+  fail("cannot find ld.lld (looked for " FMHA_LD_LLD
+       ", ld.lld-22 and ld.lld on PATH); install lld-22");
+}
+
+/// Links an object into a shared object with ld.lld and returns its bytes.
+std::string linkSharedObject(const std::string &object) {
+  llvm::SmallString<128> objPath, soPath;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("fmha-kernel", "o", fd, objPath))
+    fail("cannot create a temporary file");
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << object;
+  }
+  if (llvm::sys::fs::createTemporaryFile("fmha-kernel", "so", soPath))
+    fail("cannot create a temporary file");
+  std::string linker = findLinker();
+  llvm::SmallVector<llvm::StringRef> args = {
+      linker, "-shared", "--no-undefined-version", "-o", soPath, objPath};
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, {}, 0, 0,
+                                     &error);
+  llvm::sys::fs::remove(objPath);
+  if (rc != 0) {
+    llvm::sys::fs::remove(soPath);
+    fail("linking the kernel with " + linker + " failed" +
+         (error.empty() ? "" : ": " + error));
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(soPath);
+  llvm::sys::fs::remove(soPath);
+  if (!buffer)
+    fail("cannot read the linked kernel");
+  return (*buffer)->getBuffer().str();
+}
+
+void writeText(const std::string &text) {
+  std::string path = output.empty() ? "-" : output.getValue();
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    fail("cannot write '" + path + "': " + ec.message());
+  os << text;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions(category);
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "fmha-compile: compile one attention problem signature into a "
+          "bundle\n\n  fmha-compile --target=cpu --dtype=f32 --hq=8 --hk=2 "
+          "-d 64 --mask=b -o attn.fmha\n",
+          &llvm::errs()))
+    return 2;
+
+  // --- Validate the signature (DESIGN.md section 1). ---
+  rt::BundleMeta meta;
+  std::optional<rt::Target> parsedTarget = rt::parseTarget(target);
+  if (!parsedTarget)
+    fail("unknown --target '" + target + "' (expected cpu, cuda or hip)");
+  if (*parsedTarget != rt::Target::Cpu)
+    fail("--target=" + target +
+         " is not available in this build yet (only --target=cpu)");
+  meta.target = *parsedTarget;
+  meta.chip = chip;
+  std::optional<rt::DType> parsedType = rt::parseDType(dtype);
+  if (!parsedType)
+    fail("unknown --dtype '" + dtype + "' (expected f32, f16 or bf16)");
+  meta.dtype = *parsedType;
+  if (bwd)
+    fail("--bwd is not available in this build yet");
+  if (hq <= 0 || hk <= 0 || headDim <= 0)
+    fail("--hq, --hk and -d are required and must be positive");
+  if (hq % hk != 0)
+    fail("Hq (" + llvm::Twine(hq) + ") must be a multiple of Hk (" +
+         llvm::Twine(hk) + ")");
+  meta.hq = hq;
+  meta.hk = hk;
+  meta.d = headDim;
+  meta.dv = headDimV > 0 ? headDimV.getValue() : headDim.getValue();
+  if (headDimV.getNumOccurrences() && headDimV <= 0)
+    fail("--dv must be positive");
+  std::string maskError;
+  std::optional<::fmha::MaskSpec> spec = ::fmha::MaskSpec::parse(mask, &maskError);
+  if (!spec)
+    fail("--mask: " + maskError);
+  meta.mask = *spec;
+  if (scale.getNumOccurrences() && !(scale > 0.0 && std::isfinite(scale)))
+    fail("--scale must be positive and finite");
+  if (softcap.getNumOccurrences() && !(softcap > 0.0 && std::isfinite(softcap)))
+    fail("--softcap must be positive and finite");
+  meta.scale = static_cast<float>(scale);
+  meta.softcap = static_cast<float>(softcap);
+  if (blockM <= 0 || blockN <= 0)
+    fail("--block-m and --block-n must be positive");
+  meta.blockM = blockM;
+  meta.blockN = blockN;
+  meta.kernel = kKernelName;
+  meta.binaryFormat = rt::BinaryFormat::ElfSo;
+  if (emit != "bundle" && emit != "mlir" && emit != "llvm" && emit != "isa")
+    fail("unknown --emit '" + emit + "' (expected bundle, mlir, llvm or isa)");
+  if (emit == "bundle" && output.empty())
+    fail("-o FILE is required for --emit=bundle");
+  std::string metaError = meta.validate();
+  if (!metaError.empty())
+    fail(metaError);
+
+  // --- Build and lower. ---
+  DialectRegistry registry;
+  mlir::fmha::registerAllFmhaDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  ScopedDiagnosticHandler diagnostics(&ctx, [](Diagnostic &diag) {
+    llvm::errs() << "fmha-compile: error: " << diag << "\n";
+    return success();
+  });
+
+  OwningOpRef<ModuleOp> module = buildForward(ctx, meta);
+  if (failed(verify(*module)))
+    fail("the attention op does not verify (see above)");
+  PassManager pm(&ctx);
+  mlir::fmha::CpuPipelineOptions options;
+  options.blockM = blockM;
+  options.blockN = blockN;
+  options.chip = chip;
+  mlir::fmha::buildFmhaToCpuPipeline(pm, options);
+  if (failed(pm.run(*module)))
+    fail("the fmha-to-cpu pipeline failed (see above)");
+  if (emit == "mlir") {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    writeText(text);
+    return 0;
+  }
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmContext, "fmha");
+  if (!llvmModule)
+    fail("translation to LLVM IR failed");
+  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(chip);
+  llvmModule->setTargetTriple(tm->getTargetTriple());
+  llvmModule->setDataLayout(tm->createDataLayout());
+  auto optimize = makeOptimizingTransformer(3, 0, tm.get());
+  if (llvm::Error err = optimize(llvmModule.get()))
+    fail("LLVM optimization failed: " + llvm::toString(std::move(err)));
+
+  if (emit == "llvm") {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvmModule->print(os, nullptr);
+    writeText(text);
+    return 0;
+  }
+  if (emit == "isa") {
+    writeText(emitToString(*tm, *llvmModule,
+                           llvm::CodeGenFileType::AssemblyFile));
+    return 0;
+  }
+  std::string object =
+      emitToString(*tm, *llvmModule, llvm::CodeGenFileType::ObjectFile);
+  std::string shared = linkSharedObject(object);
+  std::string error;
+  if (!rt::writeBundle(output, meta, shared, &error))
+    fail(error);
+  return 0;
+}
