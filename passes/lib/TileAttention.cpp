@@ -42,27 +42,33 @@ namespace {
 /// keeps the index arithmetic free of overflow.
 constexpr int64_t kBoundCap = int64_t(1) << 40;
 
-/// Index arithmetic on `arith` ops at one location.
+/// Index arithmetic on `arith` ops at one location; folds constants as it
+/// goes so that the emitted bounds read like the formulas above.
 struct IndexMath {
   OpBuilder &b;
   Location loc;
 
   Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return arith::DivSIOp::create(b, loc, x, y); }
-  Value ceilDiv(Value x, Value y) {
-    return arith::CeilDivSIOp::create(b, loc, x, y);
+  template <typename OpTy, typename... Args> Value fold(Args... args) {
+    return b.createOrFold<OpTy>(loc, args...);
   }
-  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value add(Value x, Value y) { return fold<arith::AddIOp>(x, y); }
+  Value sub(Value x, Value y) { return fold<arith::SubIOp>(x, y); }
+  Value mul(Value x, Value y) { return fold<arith::MulIOp>(x, y); }
+  Value div(Value x, Value y) { return fold<arith::DivSIOp>(x, y); }
+  Value ceilDiv(Value x, Value y) { return fold<arith::CeilDivSIOp>(x, y); }
+  Value min(Value x, Value y) { return fold<arith::MinSIOp>(x, y); }
+  Value max(Value x, Value y) { return fold<arith::MaxSIOp>(x, y); }
   Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
+    return fold<arith::CmpIOp>(p, x, y);
   }
   Value le(Value x, Value y) { return cmp(arith::CmpIPredicate::sle, x, y); }
   Value select(Value cond, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, cond, x, y);
+    return fold<arith::SelectOp>(cond, x, y);
+  }
+  /// x && y where a null operand means `true`.
+  Value andOpt(Value x, Value y) {
+    return x ? (y ? fold<arith::AndIOp>(x, y) : x) : y;
   }
   Value dim(Value memref, int64_t i) {
     auto type = cast<MemRefType>(memref.getType());
@@ -227,14 +233,14 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   // Whether every key of tile [c0, c1) is visible to every row of the q tile.
   auto emitTileIsFull = [&](OpBuilder &builder, Value c0, Value c1) -> Value {
     IndexMath bi{builder, loc};
-    Value full = arith::ConstantIntOp::create(builder, loc, 1, 1);
+    Value full;
     if (left)
-      full = arith::AndIOp::create(
-          builder, loc, full, bi.le(bi.sub(bi.add(rowLast, off), left), c0));
+      full = bi.andOpt(full, bi.le(bi.sub(bi.add(rowLast, off), left), c0));
     if (right)
-      full = arith::AndIOp::create(
-          builder, loc, full,
-          bi.le(bi.sub(c1, one), bi.add(bi.add(r0, off), right)));
+      full = bi.andOpt(
+          full, bi.le(bi.sub(c1, one), bi.add(bi.add(r0, off), right)));
+    if (!full) // No window edge: every key is visible.
+      return arith::ConstantIntOp::create(builder, loc, 1, 1);
     if (mask.sink > 0)
       full = arith::OrIOp::create(
           builder, loc, full,

@@ -1,0 +1,88 @@
+// RUN: fmha-opt %s -canonicalize -split-input-file | FileCheck %s
+
+// A window that covers every key of a 100 x 300 problem hides nothing.
+// CHECK-LABEL: func @window_covers_all
+// CHECK: fmha.attention
+// CHECK-NOT: mask
+// CHECK-SAME: : memref<1x4x100x64xf32>
+func.func @window_covers_all(%q: memref<1x4x100x64xf32>, %k: memref<1x4x300x64xf32>, %o: memref<1x4x100x64xf32>) {
+  fmha.attention ins(%q, %k, %k : memref<1x4x100x64xf32>, memref<1x4x300x64xf32>, memref<1x4x300x64xf32>) outs(%o : memref<1x4x100x64xf32>) {mask = #fmha.mask<"t:99,299">}
+  return
+}
+
+// -----
+
+// One key short on the right: the window stays.
+// CHECK-LABEL: func @window_one_short
+// CHECK: mask = #fmha.mask<"t:-1,298">
+func.func @window_one_short(%q: memref<1x4x100x64xf32>, %k: memref<1x4x300x64xf32>, %o: memref<1x4x100x64xf32>) {
+  fmha.attention ins(%q, %k, %k : memref<1x4x100x64xf32>, memref<1x4x300x64xf32>, memref<1x4x300x64xf32>) outs(%o : memref<1x4x100x64xf32>) {mask = #fmha.mask<"t:99,298">}
+  return
+}
+
+// -----
+
+// Bottom-right: left covers when L >= Sk - 1, right when R >= Sq - 1.
+// CHECK-LABEL: func @bottom_right_bounds
+// CHECK: mask = #fmha.mask<"b">
+// CHECK: mask = #fmha.mask<"b:298,-1">
+// CHECK: fmha.attention
+// CHECK-NOT: mask
+// CHECK-SAME: : memref<1x4x100x64xf32>
+func.func @bottom_right_bounds(%q: memref<1x4x100x64xf32>, %k: memref<1x4x300x64xf32>, %o: memref<1x4x100x64xf32>) {
+  fmha.attention ins(%q, %k, %k : memref<1x4x100x64xf32>, memref<1x4x300x64xf32>, memref<1x4x300x64xf32>) outs(%o : memref<1x4x100x64xf32>) {mask = #fmha.mask<"b:299,0">}
+  fmha.attention ins(%q, %k, %k : memref<1x4x100x64xf32>, memref<1x4x300x64xf32>, memref<1x4x300x64xf32>) outs(%o : memref<1x4x100x64xf32>) {mask = #fmha.mask<"b:298,99">}
+  fmha.attention ins(%q, %k, %k : memref<1x4x100x64xf32>, memref<1x4x300x64xf32>, memref<1x4x300x64xf32>) outs(%o : memref<1x4x100x64xf32>) {mask = #fmha.mask<"b:299,99">}
+  return
+}
+
+// -----
+
+// With Sq == Sk static, bottom-right is top-left.
+// CHECK-LABEL: func @b_is_t_when_square
+// CHECK: mask = #fmha.mask<"t">
+// CHECK: mask = #fmha.mask<"t:8,0,4">
+func.func @b_is_t_when_square(%q: tensor<2x4x128x64xf32>, %o: tensor<2x4x128x64xf32>) -> (tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>) {
+  %0 = fmha.attention ins(%q, %q, %q : tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>) outs(%o : tensor<2x4x128x64xf32>) {mask = #fmha.mask<"b">} -> tensor<2x4x128x64xf32>
+  %1 = fmha.attention ins(%q, %q, %q : tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>) outs(%o : tensor<2x4x128x64xf32>) {mask = #fmha.mask<"b:8,0,4">} -> tensor<2x4x128x64xf32>
+  return %0, %1 : tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>
+}
+
+// -----
+
+// Dynamic lengths: only the shape-independent rules apply.
+// CHECK-LABEL: func @dynamic
+// CHECK: mask = #fmha.mask<"b">
+// CHECK: mask = #fmha.mask<"t:1000000,0">
+// CHECK: fmha.attention
+// CHECK-NOT: mask
+// CHECK-SAME: : memref<1x4x?x64xf32>
+func.func @dynamic(%q: memref<1x4x?x64xf32>, %o: memref<1x4x?x64xf32>) {
+  fmha.attention ins(%q, %q, %q : memref<1x4x?x64xf32>, memref<1x4x?x64xf32>, memref<1x4x?x64xf32>) outs(%o : memref<1x4x?x64xf32>) {mask = #fmha.mask<"b">}
+  fmha.attention ins(%q, %q, %q : memref<1x4x?x64xf32>, memref<1x4x?x64xf32>, memref<1x4x?x64xf32>) outs(%o : memref<1x4x?x64xf32>) {mask = #fmha.mask<"t:1000000,0">}
+  fmha.attention ins(%q, %q, %q : memref<1x4x?x64xf32>, memref<1x4x?x64xf32>, memref<1x4x?x64xf32>) outs(%o : memref<1x4x?x64xf32>) {mask = #fmha.mask<"t:-1,-1,4">}
+  return
+}
+
+// -----
+
+// Sinks covering every key, and the explicit `0`, leave no mask.
+// CHECK-LABEL: func @sink_covers_all
+// CHECK-COUNT-2: fmha.attention
+// CHECK-NOT: mask =
+func.func @sink_covers_all(%q: memref<1x4x10x64xf32>, %k: memref<1x4x16x64xf32>, %o: memref<1x4x10x64xf32>) {
+  fmha.attention ins(%q, %k, %k : memref<1x4x10x64xf32>, memref<1x4x16x64xf32>, memref<1x4x16x64xf32>) outs(%o : memref<1x4x10x64xf32>) {mask = #fmha.mask<"t:2,0,16">}
+  fmha.attention ins(%q, %k, %k : memref<1x4x10x64xf32>, memref<1x4x16x64xf32>, memref<1x4x16x64xf32>) outs(%o : memref<1x4x10x64xf32>) {mask = #fmha.mask<"0">}
+  return
+}
+
+// -----
+
+// The backward op simplifies its mask the same way.
+// CHECK-LABEL: func @bwd
+// CHECK: fmha.attention_bwd
+// CHECK-SAME: mask = #fmha.mask<"t">
+func.func @bwd(%q: memref<1x2x32x64xf32>, %l: memref<1x2x32xf32>) {
+  fmha.attention_bwd ins(%q, %q, %q, %q, %l, %q : memref<1x2x32x64xf32>, memref<1x2x32x64xf32>, memref<1x2x32x64xf32>, memref<1x2x32x64xf32>, memref<1x2x32xf32>, memref<1x2x32x64xf32>) outs(%q, %q, %q : memref<1x2x32x64xf32>, memref<1x2x32x64xf32>, memref<1x2x32x64xf32>) {mask = #fmha.mask<"b:-1,0">}
+  return
+}

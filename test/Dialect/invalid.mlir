@@ -1,0 +1,401 @@
+// RUN: fmha-opt %s -split-input-file -verify-diagnostics
+
+func.func @f(%q: tensor<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'fmha.attention' op operands must be all tensors or all memrefs, but 'k' is a memref while 'q' is a tensor}}
+  fmha.attention ins(%q, %k, %v : tensor<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'q' must have rank 4 [B, Hq, Sq, D], got rank 3}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64x1xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'k' must have rank 4 [B, Hk, Sk, D], got rank 5}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64x1xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'v' must have rank 4 [B, Hk, Sk, Dv], got rank 3}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x64xf32>) {
+  // expected-error @+1 {{'o' must have rank 4 [B, Hq, Sq, Dv], got rank 3}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>, %l: memref<2x8xf32>) {
+  // expected-error @+1 {{'lse' must have rank 3 [B, Hq, Sq], got rank 2}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>, %l : memref<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf16>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'k' element type 'f16' must be 'f32' as in 'q'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf16>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xbf16>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'v' element type 'bf16' must be 'f32' as in 'q'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xbf16>) outs(%o : memref<2x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>, %l: memref<2x8x?xf16>) {
+  // expected-error @+1 {{'lse' element type 'f16' must be 'f32'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>, %l : memref<2x8x?xf16>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x?x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x?x?x64xf32>) {
+  // expected-error @+1 {{'q' head count Hq (dim 1) must be static}}
+  fmha.attention ins(%q, %k, %v : memref<2x?x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x?x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x?xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'q' head dim D (dim 3) must be static}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x?xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x0x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'k' head count Hk (dim 1) must be positive, got 0}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x0x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x32xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'k' head dim D (dim 3) is 32, expected 64 as in 'q'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x32xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x4x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'v' head count Hk (dim 1) is 4, expected 2 as in 'k'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x4x?x64xf32>) outs(%o : memref<2x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x4x?x64xf32>) {
+  // expected-error @+1 {{'o' head count Hq (dim 1) is 4, expected 8 as in 'q'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x4x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x32xf32>) {
+  // expected-error @+1 {{'o' head dim Dv (dim 3) is 32, expected 64 as in 'v'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x12x?x64xf32>, %k: memref<2x5x?x64xf32>, %v: memref<2x5x?x64xf32>, %o: memref<2x12x?x64xf32>) {
+  // expected-error @+1 {{Hq (12) must be a multiple of Hk (5)}}
+  fmha.attention ins(%q, %k, %v : memref<2x12x?x64xf32>, memref<2x5x?x64xf32>, memref<2x5x?x64xf32>) outs(%o : memref<2x12x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<3x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'k' batch B (dim 0) is 3, expected 2 as in 'q'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<3x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<?x8x?x64xf32>, %k: memref<3x2x?x64xf32>, %v: memref<4x2x?x64xf32>, %o: memref<?x8x?x64xf32>) {
+  // expected-error @+1 {{'v' batch B (dim 0) is 4, expected 3 as in 'k'}}
+  fmha.attention ins(%q, %k, %v : memref<?x8x?x64xf32>, memref<3x2x?x64xf32>, memref<4x2x?x64xf32>) outs(%o : memref<?x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<1x8x?x64xf32>) {
+  // expected-error @+1 {{'o' batch B (dim 0) is 1, expected 2 as in 'q'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<1x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x10x64xf32>, %v: memref<2x2x11x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'v' sequence length Sk (dim 2) is 11, expected 10 as in 'k'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x10x64xf32>, memref<2x2x11x64xf32>) outs(%o : memref<2x8x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x7x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x9x64xf32>) {
+  // expected-error @+1 {{'o' sequence length Sq (dim 2) is 9, expected 7 as in 'q'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x7x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x9x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>, %l: memref<3x8x?xf32>) {
+  // expected-error @+1 {{'lse' batch B (dim 0) is 3, expected 2 as in 'q'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>, %l : memref<3x8x?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>, %l: memref<2x4x?xf32>) {
+  // expected-error @+1 {{'lse' head count Hq (dim 1) is 4, expected 8 as in 'q'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>, %l : memref<2x4x?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x5x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x5x64xf32>, %l: memref<2x8x6xf32>) {
+  // expected-error @+1 {{'lse' sequence length Sq (dim 2) is 6, expected 5 as in 'q'}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x5x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x5x64xf32>, %l : memref<2x8x6xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'scale' must be positive and finite, got -1}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>) {scale = -1.0 : f32}
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'softcap' must be positive and finite, got 0}}
+  fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>) {softcap = 0.0 : f32}
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x?x64xf32>, %k: memref<2x2x?x64xf32>, %v: memref<2x2x?x64xf32>, %o: memref<2x8x?x64xf32>) {
+  // expected-error @+1 {{'fmha.attention' op on memrefs has no results, got 1}}
+  %r = fmha.attention ins(%q, %k, %v : memref<2x8x?x64xf32>, memref<2x2x?x64xf32>, memref<2x2x?x64xf32>) outs(%o : memref<2x8x?x64xf32>) -> tensor<2x8x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x?x64xf32>, %k: tensor<2x2x?x64xf32>, %o: tensor<2x8x?x64xf32>) {
+  // expected-error @+1 {{expected the number of tensor results (2) to be equal to the number of output tensors (1)}}
+  %r:2 = fmha.attention ins(%q, %k, %k : tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x64xf32>) outs(%o : tensor<2x8x?x64xf32>) -> tensor<2x8x?x64xf32>, tensor<2x8x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<?x4x?x64xf32>, %l: memref<?x4x?xf32>, %d: memref<?x4x?x32xf32>) {
+  // expected-error @+1 {{'dout' shape [?, 4, ?, 32] must match 'o' shape [?, 4, ?, 64]}}
+  fmha.attention_bwd ins(%q, %q, %q, %q, %l, %d : memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?xf32>, memref<?x4x?x32xf32>) outs(%q, %q, %q : memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<?x4x?x64xf32>, %l: memref<?x4x?xf32>, %dq: memref<?x4x?x32xf32>) {
+  // expected-error @+1 {{'dq' shape [?, 4, ?, 32] must match 'q' shape [?, 4, ?, 64]}}
+  fmha.attention_bwd ins(%q, %q, %q, %q, %l, %q : memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?xf32>, memref<?x4x?x64xf32>) outs(%dq, %q, %q : memref<?x4x?x32xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<?x4x?x64xf32>, %k: memref<?x2x?x64xf32>, %l: memref<?x4x?xf32>) {
+  // expected-error @+1 {{'dk' shape [?, 4, ?, 64] must match 'k' shape [?, 2, ?, 64]}}
+  fmha.attention_bwd ins(%q, %k, %k, %q, %l, %q : memref<?x4x?x64xf32>, memref<?x2x?x64xf32>, memref<?x2x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?xf32>, memref<?x4x?x64xf32>) outs(%q, %q, %k : memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x2x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<?x4x?x64xf32>, %k: memref<?x2x?x64xf32>, %l: memref<?x4x?xf32>, %dv: memref<?x2x?x32xf32>) {
+  // expected-error @+1 {{'dv' shape [?, 2, ?, 32] must match 'v' shape [?, 2, ?, 64]}}
+  fmha.attention_bwd ins(%q, %k, %k, %q, %l, %q : memref<?x4x?x64xf32>, memref<?x2x?x64xf32>, memref<?x2x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?xf32>, memref<?x4x?x64xf32>) outs(%q, %k, %dv : memref<?x4x?x64xf32>, memref<?x2x?x64xf32>, memref<?x2x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<?x4x?x64xf32>, %k: memref<?x4x?x64xf32>, %l: tensor<?x4x?xf32>) {
+  // expected-error @+1 {{operands must be all tensors or all memrefs, but 'dq' is a memref while 'q' is a tensor}}
+  %r:2 = fmha.attention_bwd ins(%q, %q, %q, %q, %l, %q : tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?xf32>, tensor<?x4x?x64xf32>) outs(%k, %q, %q : memref<?x4x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) -> tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>) {
+  // expected-error @+1 {{'o1' must have rank 4 [B, H, S, Dv], got rank 3}}
+  fmha.merge ins(%l, %l, %o, %l : memref<1x4x?xf32>, memref<1x4x?xf32>, memref<1x4x?x64xf32>, memref<1x4x?xf32>) outs(%o, %l : memref<1x4x?x64xf32>, memref<1x4x?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>) {
+  // expected-error @+1 {{'lse1' must have rank 3 [B, H, S], got rank 4}}
+  fmha.merge ins(%o, %o, %o, %l : memref<1x4x?x64xf32>, memref<1x4x?x64xf32>, memref<1x4x?x64xf32>, memref<1x4x?xf32>) outs(%o, %l : memref<1x4x?x64xf32>, memref<1x4x?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>, %h: memref<1x4x?xf16>) {
+  // expected-error @+1 {{'lse2' element type 'f16' must be 'f32'}}
+  fmha.merge ins(%o, %l, %o, %h : memref<1x4x?x64xf32>, memref<1x4x?xf32>, memref<1x4x?x64xf32>, memref<1x4x?xf16>) outs(%o, %l : memref<1x4x?x64xf32>, memref<1x4x?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>, %o2: memref<1x4x?x32xf32>) {
+  // expected-error @+1 {{'o2' shape [1, 4, ?, 32] must match 'o1' shape [1, 4, ?, 64]}}
+  fmha.merge ins(%o, %l, %o2, %l : memref<1x4x?x64xf32>, memref<1x4x?xf32>, memref<1x4x?x32xf32>, memref<1x4x?xf32>) outs(%o, %l : memref<1x4x?x64xf32>, memref<1x4x?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>, %o3: memref<2x4x?x64xf32>) {
+  // expected-error @+1 {{'o' shape [2, 4, ?, 64] must match 'o1' shape [1, 4, ?, 64]}}
+  fmha.merge ins(%o, %l, %o, %l : memref<1x4x?x64xf32>, memref<1x4x?xf32>, memref<1x4x?x64xf32>, memref<1x4x?xf32>) outs(%o3, %l : memref<2x4x?x64xf32>, memref<1x4x?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>, %l2: memref<1x5x?xf32>) {
+  // expected-error @+1 {{'lse2' shape [1, 5, ?] must match 'lse1' shape [1, 4, ?]}}
+  fmha.merge ins(%o, %l, %o, %l2 : memref<1x4x?x64xf32>, memref<1x4x?xf32>, memref<1x4x?x64xf32>, memref<1x5x?xf32>) outs(%o, %l : memref<1x4x?x64xf32>, memref<1x4x?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>, %l2: memref<1x3x?xf32>) {
+  // expected-error @+1 {{'lse1' head count H (dim 1) is 3, expected 4 as in 'o1'}}
+  fmha.merge ins(%o, %l2, %o, %l2 : memref<1x4x?x64xf32>, memref<1x3x?xf32>, memref<1x4x?x64xf32>, memref<1x3x?xf32>) outs(%o, %l2 : memref<1x4x?x64xf32>, memref<1x3x?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<?x64xf32>, %s: memref<?x?xf32>, %i: index) {
+  // expected-error @+1 {{expects 4 mask coordinates [row0, col0, Sq, Sk], got 2}}
+  fmha.tile_qk %q, %q into %s masked[%i, %i] {mask = #fmha.mask<"t">, scale = 1.0 : f32} : memref<?x64xf32>, memref<?x64xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<?x64xf32>, %s: memref<?x?xf32>, %i: index) {
+  // expected-error @+1 {{with mask coordinates requires a 'mask'}}
+  fmha.tile_qk %q, %q into %s masked[%i, %i, %i, %i] {scale = 1.0 : f32} : memref<?x64xf32>, memref<?x64xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<?x64xf32>, %k: memref<?x32xf32>, %s: memref<?x?xf32>) {
+  // expected-error @+1 {{'k' head dim (32) must equal 'q' head dim (64)}}
+  fmha.tile_qk %q, %k into %s {scale = 1.0 : f32} : memref<?x64xf32>, memref<?x32xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown mask spec 'causal': expected one of 0, none, t, b, t:L,R, b:L,R, t:L,R,S, b:L,R,S, xt:W, xb:W}}
+func.func @f() attributes {m = #fmha.mask<"causal">} { return }
+
+// -----
+
+// expected-error @+1 {{malformed mask spec 't:a,0': 'a' is not an integer}}
+func.func @f() attributes {m = #fmha.mask<"t:a,0">} { return }
+
+// -----
+
+// expected-error @+1 {{malformed mask spec 'b:1': expected 2 or 3 integers after 'b:' (L,R or L,R,S), got 1}}
+func.func @f() attributes {m = #fmha.mask<"b:1">} { return }
+
+// -----
+
+// expected-error @+1 {{malformed mask spec 't:1,2,3,4': expected 2 or 3 integers after 't:' (L,R or L,R,S), got 4}}
+func.func @f() attributes {m = #fmha.mask<"t:1,2,3,4">} { return }
+
+// -----
+
+// expected-error @+1 {{malformed mask spec 't:-1,0,-2': sink (S) must be non-negative, got -2}}
+func.func @f() attributes {m = #fmha.mask<"t:-1,0,-2">} { return }
+
+// -----
+
+// expected-error @+1 {{malformed mask spec 'xt:0': window size W must be non-zero (W < 0 is causal)}}
+func.func @f() attributes {m = #fmha.mask<"xt:0">} { return }
+
+// -----
+
+// expected-error @+1 {{malformed mask spec 'xb:1,2': expected one window size W after 'xb:'}}
+func.func @f() attributes {m = #fmha.mask<"xb:1,2">} { return }
+
+// -----
+
+// expected-error @+1 {{malformed mask spec 't:99999999999999999999,0': integer '99999999999999999999' is out of range}}
+func.func @f() attributes {m = #fmha.mask<"t:99999999999999999999,0">} { return }
+
+// -----
+
+// expected-error @+1 {{malformed mask spec 't:1,': '' is not an integer}}
+func.func @f() attributes {m = #fmha.mask<"t:1,">} { return }
+
+// -----
+
+// expected-error @+1 {{expected string}}
+func.func @f() attributes {m = #fmha.mask<t>} { return }

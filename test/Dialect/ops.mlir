@@ -1,0 +1,96 @@
+// RUN: fmha-opt %s | fmha-opt | FileCheck %s
+// RUN: fmha-opt %s --mlir-print-op-generic | fmha-opt | FileCheck %s
+
+// CHECK-LABEL: func @attention_tensor
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x8x?x64xf16>, %[[K:.+]]: tensor<2x2x?x64xf16>, %[[V:.+]]: tensor<2x2x?x32xf16>, %[[O:.+]]: tensor<2x8x?x32xf16>, %[[L:.+]]: tensor<2x8x?xf32>)
+// CHECK: %{{.+}}:2 = fmha.attention ins(%[[Q]], %[[K]], %[[V]] : tensor<2x8x?x64xf16>, tensor<2x2x?x64xf16>, tensor<2x2x?x32xf16>) outs(%[[O]] : tensor<2x8x?x32xf16>, %[[L]] : tensor<2x8x?xf32>)
+// CHECK-SAME: mask = #fmha.mask<"b:-1,0,4">
+// CHECK-SAME: scale = 1.250000e-01 : f32
+// CHECK-SAME: softcap = 3.000000e+01 : f32
+// CHECK-SAME: -> tensor<2x8x?x32xf16>, tensor<2x8x?xf32>
+func.func @attention_tensor(%q: tensor<2x8x?x64xf16>, %k: tensor<2x2x?x64xf16>,
+    %v: tensor<2x2x?x32xf16>, %o: tensor<2x8x?x32xf16>, %l: tensor<2x8x?xf32>)
+    -> (tensor<2x8x?x32xf16>, tensor<2x8x?xf32>) {
+  %0:2 = fmha.attention ins(%q, %k, %v : tensor<2x8x?x64xf16>, tensor<2x2x?x64xf16>, tensor<2x2x?x32xf16>)
+      outs(%o : tensor<2x8x?x32xf16>, %l : tensor<2x8x?xf32>)
+      {mask = #fmha.mask<"b:-1,0,4">, scale = 0.125 : f32, softcap = 30.0 : f32}
+      -> tensor<2x8x?x32xf16>, tensor<2x8x?xf32>
+  return %0#0, %0#1 : tensor<2x8x?x32xf16>, tensor<2x8x?xf32>
+}
+
+// CHECK-LABEL: func @attention_no_lse
+// CHECK: fmha.attention ins(%{{.+}}, %{{.+}}, %{{.+}} : tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>) outs(%{{.+}} : tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16>
+func.func @attention_no_lse(%q: tensor<?x4x?x128xbf16>, %o: tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
+  %0 = fmha.attention ins(%q, %q, %q : tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>)
+      outs(%o : tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16>
+  return %0 : tensor<?x4x?x128xbf16>
+}
+
+// CHECK-LABEL: func @attention_memref
+// CHECK: fmha.attention ins({{.+}} : memref<?x8x?x64xf32>, memref<?x1x?x64xf32>, memref<?x1x?x64xf32>) outs(%{{.+}} : memref<?x8x?x64xf32>, %{{.+}} : memref<?x8x?xf32>) {mask = #fmha.mask<"t">}
+// CHECK-NOT: ->
+func.func @attention_memref(%q: memref<?x8x?x64xf32>, %k: memref<?x1x?x64xf32>, %v: memref<?x1x?x64xf32>,
+                            %o: memref<?x8x?x64xf32>, %l: memref<?x8x?xf32>) {
+  fmha.attention ins(%q, %k, %v : memref<?x8x?x64xf32>, memref<?x1x?x64xf32>, memref<?x1x?x64xf32>)
+      outs(%o : memref<?x8x?x64xf32>, %l : memref<?x8x?xf32>) {mask = #fmha.mask<"t">}
+  return
+}
+
+// Every spec form parses and prints its canonical spelling.
+// CHECK-LABEL: func @mask_specs
+// CHECK-SAME: m00 = #fmha.mask<"0">
+// CHECK-SAME: m01 = #fmha.mask<"0">
+// CHECK-SAME: m02 = #fmha.mask<"t">
+// CHECK-SAME: m03 = #fmha.mask<"b">
+// CHECK-SAME: m04 = #fmha.mask<"t:3,7">
+// CHECK-SAME: m05 = #fmha.mask<"b:-1,-1">
+// CHECK-SAME: m06 = #fmha.mask<"t:128,0,4">
+// CHECK-SAME: m07 = #fmha.mask<"b:-1,0,4">
+// CHECK-SAME: m08 = #fmha.mask<"t:2,2">
+// CHECK-SAME: m09 = #fmha.mask<"b:2,1">
+// CHECK-SAME: m10 = #fmha.mask<"t">
+// CHECK-SAME: m11 = #fmha.mask<"b">
+func.func @mask_specs() attributes {
+    m00 = #fmha.mask<"0">, m01 = #fmha.mask<"none">, m02 = #fmha.mask<"t">,
+    m03 = #fmha.mask<"b">, m04 = #fmha.mask<"t:3,7">, m05 = #fmha.mask<"b:-5,-9">,
+    m06 = #fmha.mask<"t:128,0,4">, m07 = #fmha.mask<"b:-1,0,4">,
+    m08 = #fmha.mask<"xt:5">, m09 = #fmha.mask<"xb:4">, m10 = #fmha.mask<"xt:-1">,
+    m11 = #fmha.mask<"xb:-3">} {
+  return
+}
+
+// CHECK-LABEL: func @bwd
+// CHECK: %{{.+}}:3 = fmha.attention_bwd ins({{.+}}) outs({{.+}}) {deterministic, mask = #fmha.mask<"t:16,0,2">, scale = 1.250000e-01 : f32} -> tensor<1x4x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32>
+func.func @bwd(%q: tensor<1x4x?x64xf32>, %k: tensor<1x2x?x64xf32>, %o: tensor<1x4x?x64xf32>, %l: tensor<1x4x?xf32>)
+    -> (tensor<1x4x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32>) {
+  %0:3 = fmha.attention_bwd ins(%q, %k, %k, %o, %l, %o : tensor<1x4x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?xf32>, tensor<1x4x?x64xf32>)
+      outs(%q, %k, %k : tensor<1x4x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32>)
+      {mask = #fmha.mask<"t:16,0,2">, scale = 0.125 : f32, deterministic}
+      -> tensor<1x4x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32>
+  return %0#0, %0#1, %0#2 : tensor<1x4x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32>
+}
+
+// CHECK-LABEL: func @merge
+// CHECK: fmha.merge ins(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : memref<1x4x?x64xf32>, memref<1x4x?xf32>, memref<1x4x?x64xf32>, memref<1x4x?xf32>) outs(%{{.+}}, %{{.+}} : memref<1x4x?x64xf32>, memref<1x4x?xf32>)
+func.func @merge(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>) {
+  fmha.merge ins(%o, %l, %o, %l : memref<1x4x?x64xf32>, memref<1x4x?xf32>, memref<1x4x?x64xf32>, memref<1x4x?xf32>)
+      outs(%o, %l : memref<1x4x?x64xf32>, memref<1x4x?xf32>)
+  return
+}
+
+// CHECK-LABEL: func @tile_ops
+// CHECK: fmha.tile_init
+// CHECK: fmha.tile_qk %{{.+}}, %{{.+}} into %{{.+}} {scale = 5.000000e-01 : f32}
+// CHECK: fmha.tile_qk %{{.+}}, %{{.+}} into %{{.+}} masked[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] {mask = #fmha.mask<"b">, scale = 5.000000e-01 : f32, softcap = 2.000000e+00 : f32}
+// CHECK: fmha.tile_softmax
+// CHECK: fmha.tile_pv %{{.+}}, %{{.+}} into %{{.+}}
+// CHECK: fmha.tile_finalize %{{.+}}, %{{.+}}, %{{.+}} into %{{.+}}, %{{.+}} :
+func.func @tile_ops(%q: memref<?x64xf16>, %s: memref<?x?xf32>, %m: memref<?xf32>, %acc: memref<?x64xf32>, %i: index) {
+  fmha.tile_init %m, %m, %acc : memref<?xf32>, memref<?xf32>, memref<?x64xf32>
+  fmha.tile_qk %q, %q into %s {scale = 0.5 : f32} : memref<?x64xf16>, memref<?x64xf16>, memref<?x?xf32>
+  fmha.tile_qk %q, %q into %s masked[%i, %i, %i, %i] {mask = #fmha.mask<"b">, scale = 0.5 : f32, softcap = 2.0 : f32} : memref<?x64xf16>, memref<?x64xf16>, memref<?x?xf32>
+  fmha.tile_softmax %s, %m, %m, %acc : memref<?x?xf32>, memref<?xf32>, memref<?xf32>, memref<?x64xf32>
+  fmha.tile_pv %s, %q into %acc : memref<?x?xf32>, memref<?x64xf16>, memref<?x64xf32>
+  fmha.tile_finalize %m, %m, %acc into %q, %m : memref<?xf32>, memref<?xf32>, memref<?x64xf32>, memref<?x64xf16>, memref<?xf32>
+  return
+}
