@@ -212,6 +212,10 @@ KvTileBounds kvTileBounds(const MaskSpec &mask, int64_t r0, int64_t blockM,
   }
   int64_t sinkTiles = ceilDiv(std::min(mask.sink, sk), blockN);
   b.sinkEnd = std::min(sinkTiles, b.begin);
+  // Sink keys are visible to every row, also past the window's last key
+  // (e.g. early rows of a causal mask with S > 1): sink tiles after the
+  // window extend the main loop (the union is then one interval).
+  b.end = std::max(b.end, sinkTiles);
   return b;
 }
 
