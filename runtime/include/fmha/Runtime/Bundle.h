@@ -1,0 +1,111 @@
+//===- Bundle.h - FMHA bundle files: metadata and binary --------*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A bundle is what `fmha-compile` writes and the runtime loads: one compiled
+// attention kernel plus the problem signature it was compiled for.
+//
+//   FMHA-BUNDLE 1\n
+//   key=value\n          one line per key, every key below exactly once
+//   \n                   an empty line ends the header
+//   <binary_size bytes>  the kernel binary, nothing after it
+//
+// Keys: target=cpu|cuda|hip, chip (may be empty for cpu), kind=fwd|bwd,
+// dtype=f32|f16|bf16, hq, hk, d, dv, mask (a MaskSpec string), scale (%.9g,
+// 0 = 1/sqrt(d)), softcap (%.9g, 0 = none), block_m, block_n, kernel (the
+// symbol name), abi=memref-ciface-v1, binary_format=elf-so|cubin|ptx|hsaco,
+// binary_size. The reader is strict: a missing, repeated or unknown key, a
+// value that does not parse, or a binary of the wrong size is an error whose
+// one-line message names the file and the problem. No byte sequence makes
+// the reader crash.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_RUNTIME_BUNDLE_H
+#define FMHA_RUNTIME_BUNDLE_H
+
+#include "fmha/Support/MaskSpec.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fmha::rt {
+
+enum class Target { Cpu, Cuda, Hip };
+enum class KernelKind { Forward, Backward };
+enum class DType { F32, F16, BF16 };
+enum class BinaryFormat { ElfSo, Cubin, Ptx, Hsaco };
+
+/// The spelling used in bundles and on the command line (`cpu`, `fwd`, `f16`,
+/// `elf-so`, ...).
+const char *toString(Target t);
+const char *toString(KernelKind k);
+const char *toString(DType t);
+const char *toString(BinaryFormat f);
+
+std::optional<Target> parseTarget(std::string_view s);
+std::optional<KernelKind> parseKernelKind(std::string_view s);
+std::optional<DType> parseDType(std::string_view s);
+std::optional<BinaryFormat> parseBinaryFormat(std::string_view s);
+
+/// Bytes per element of q, k, v and o (lse is always float32).
+size_t dtypeSize(DType t);
+
+/// The only kernel argument ABI so far: MLIR's `_mlir_ciface_` wrappers over
+/// memref descriptors (see Runtime.h).
+inline constexpr const char *kAbiMemrefCifaceV1 = "memref-ciface-v1";
+
+struct BundleMeta {
+  Target target = Target::Cpu;
+  std::string chip;
+  KernelKind kind = KernelKind::Forward;
+  DType dtype = DType::F32;
+  int64_t hq = 0, hk = 0, d = 0, dv = 0;
+  MaskSpec mask;
+  /// 0 means the default 1/sqrt(d).
+  float scale = 0.0f;
+  /// 0 means no softcap.
+  float softcap = 0.0f;
+  int64_t blockM = 0, blockN = 0;
+  /// The kernel symbol; the host ABI looks up `_mlir_ciface_<kernel>`.
+  std::string kernel;
+  std::string abi = kAbiMemrefCifaceV1;
+  BinaryFormat binaryFormat = BinaryFormat::ElfSo;
+
+  /// The scale the kernel applies: `scale`, or 1/sqrt(d) when it is 0.
+  float effectiveScale() const;
+
+  /// Checks every field and their consistency (hq % hk == 0, positive dims,
+  /// a valid mask, a C identifier as kernel, a binary format the target can
+  /// run, the known ABI). Returns an empty string when valid, else the
+  /// message (without a file name).
+  std::string validate() const;
+};
+
+/// The bundle as bytes. Fails (returns false, sets *err) when `meta` does
+/// not validate or the binary is empty.
+bool serializeBundle(const BundleMeta &meta, std::string_view binary,
+                     std::string *out, std::string *err);
+
+/// Writes a bundle file. `err` gets "bundle 'PATH': ..." on failure.
+bool writeBundle(const std::string &path, const BundleMeta &meta,
+                 const std::string &binary, std::string *err);
+
+/// Parses bundle bytes; `name` is what messages call the bundle (a path, or
+/// "<memory>"). On failure returns false and sets *err to one line:
+/// "bundle 'NAME': PROBLEM".
+bool parseBundle(std::string_view bytes, const std::string &name,
+                 BundleMeta *meta, std::string *binary, std::string *err);
+
+/// Reads and parses a bundle file.
+bool readBundle(const std::string &path, BundleMeta *meta, std::string *binary,
+                std::string *err);
+
+} // namespace fmha::rt
+
+#endif // FMHA_RUNTIME_BUNDLE_H

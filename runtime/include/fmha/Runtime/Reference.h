@@ -1,0 +1,79 @@
+//===- Reference.h - float64 reference of attention -------------*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The float64 reference of DESIGN.md section 1, written as the plainest loops
+// over double so that it can be checked by hand. Every test and
+// `fmha-run --validate` compares against it. Tensors are flat row-major BHSD
+// vectors: q [B,Hq,Sq,D], k [B,Hk,Sk,D], v [B,Hk,Sk,Dv], o and dO
+// [B,Hq,Sq,Dv], lse [B,Hq,Sq]. Library FMHAReference (links only
+// FMHASupport).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_RUNTIME_REFERENCE_H
+#define FMHA_RUNTIME_REFERENCE_H
+
+#include "fmha/Support/MaskSpec.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fmha::rt {
+
+struct ReferenceConfig {
+  int64_t b = 1, hq = 1, hk = 1, sq = 1, sk = 1, d = 1, dv = 1;
+  MaskSpec mask;
+  /// 0 means the default 1/sqrt(d).
+  double scale = 0.0;
+  /// 0 means no softcap; otherwise s = softcap * tanh(s / softcap).
+  double softcap = 0.0;
+
+  double effectiveScale() const;
+  /// Empty when the sizes are positive, hq % hk == 0, the mask and softcap
+  /// are valid; else the message.
+  std::string validate() const;
+};
+
+struct ReferenceForward {
+  std::vector<double> o;   ///< [B,Hq,Sq,Dv]; 0 for a row with no visible key.
+  std::vector<double> lse; ///< [B,Hq,Sq]; -inf for a row with no visible key.
+};
+
+struct ReferenceBackward {
+  std::vector<double> dq; ///< [B,Hq,Sq,D]
+  std::vector<double> dk; ///< [B,Hk,Sk,D], summed over the Hq/Hk group.
+  std::vector<double> dv; ///< [B,Hk,Sk,Dv], summed over the Hq/Hk group.
+};
+
+/// Forward attention. Returns false (and sets *err) when the config does not
+/// validate or a tensor has the wrong number of elements.
+bool referenceForward(const ReferenceConfig &cfg, const std::vector<double> &q,
+                      const std::vector<double> &k,
+                      const std::vector<double> &v, ReferenceForward *out,
+                      std::string *err);
+
+/// Backward attention: the gradients of sum(o * dO) with o the reference
+/// forward output (recomputed here, as are lse and Dsum = rowsum(dO * o)).
+bool referenceBackward(const ReferenceConfig &cfg, const std::vector<double> &q,
+                       const std::vector<double> &k,
+                       const std::vector<double> &v,
+                       const std::vector<double> &dO, ReferenceBackward *out,
+                       std::string *err);
+
+/// Merge of two partial results over disjoint key sets, `rows` rows of `dv`
+/// values each: lse = logaddexp(lse1, lse2), o = o1 * exp(lse1 - lse) +
+/// o2 * exp(lse2 - lse). A partial with lse = -inf weighs 0; both empty give
+/// o = 0, lse = -inf.
+bool referenceMerge(int64_t rows, int64_t dv, const std::vector<double> &o1,
+                    const std::vector<double> &lse1,
+                    const std::vector<double> &o2,
+                    const std::vector<double> &lse2, ReferenceForward *out,
+                    std::string *err);
+
+} // namespace fmha::rt
+
+#endif // FMHA_RUNTIME_REFERENCE_H

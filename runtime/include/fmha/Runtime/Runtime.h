@@ -1,0 +1,242 @@
+//===- Runtime.h - FMHA runtime C++ API -------------------------*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Loads a bundle (Bundle.h) into a Kernel for the backend its target names and
+// launches it. Backends are found at run time: the host backend is built in;
+// CUDA (libcuda.so.1) and HIP (libamdhip64.so) backends will be dlopen'ed by
+// their own Backend implementations. Every failure is a returned Status or
+// Expected carrying a one-line message; nothing aborts and no exception
+// leaves this API.
+//
+// Host kernel ABI (abi=memref-ciface-v1, binary_format=elf-so): the bundle's
+// binary is an ELF shared object exporting
+//
+//   void _mlir_ciface_<kernel>(MemRef4 *q, MemRef4 *k, MemRef4 *v,
+//                              MemRef4 *o, MemRef3 *lse);
+//
+// over contiguous row-major BHSD buffers: q [B,Hq,Sq,D], k [B,Hk,Sk,D],
+// v [B,Hk,Sk,Dv], o [B,Hq,Sq,Dv] in the bundle's dtype (f16 and bf16 as raw
+// uint16_t bits) and lse [B,Hq,Sq] in float32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_RUNTIME_RUNTIME_H
+#define FMHA_RUNTIME_RUNTIME_H
+
+#include "fmha/Runtime/Bundle.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace fmha::rt {
+
+/// The runtime version ("0.1.0").
+const char *versionString();
+
+//===----------------------------------------------------------------------===//
+// Status and Expected
+//===----------------------------------------------------------------------===//
+
+enum class ErrorCode {
+  Ok = 0,
+  InvalidArgument,    ///< A null pointer, a bad size, a bad option.
+  BadBundle,          ///< The bundle does not parse or validate.
+  ProblemMismatch,    ///< The problem does not fit the bundle's signature.
+  BackendUnavailable, ///< No driver / backend for the bundle's target.
+  LoadFailed,         ///< The binary could not be loaded (dlopen, module).
+  LaunchFailed,       ///< The launch or a synchronisation failed.
+  OutOfMemory,
+  Io, ///< Reading or writing a file failed.
+};
+
+/// Success, or an error code with a one-line message.
+class Status {
+public:
+  Status() = default;
+  static Status success() { return Status(); }
+  static Status error(ErrorCode code, std::string message) {
+    Status s;
+    s.code_ = code == ErrorCode::Ok ? ErrorCode::InvalidArgument : code;
+    s.message_ = std::move(message);
+    return s;
+  }
+  bool ok() const { return code_ == ErrorCode::Ok; }
+  ErrorCode code() const { return code_; }
+  const std::string &message() const { return message_; }
+
+private:
+  ErrorCode code_ = ErrorCode::Ok;
+  std::string message_;
+};
+
+/// A value or an error Status.
+template <typename T> class Expected {
+public:
+  Expected(T value) : value_(std::move(value)) {}
+  /// `status` must be an error.
+  Expected(Status status) : status_(std::move(status)) {
+    if (status_.ok())
+      status_ = Status::error(ErrorCode::InvalidArgument,
+                              "internal error: Expected built from success");
+  }
+  bool ok() const { return value_.has_value(); }
+  const Status &status() const { return status_; }
+  const std::string &message() const { return status_.message(); }
+  T &value() { return *value_; }
+  const T &value() const { return *value_; }
+  T &operator*() { return *value_; }
+  T *operator->() { return &*value_; }
+  const T *operator->() const { return &*value_; }
+  T take() { return std::move(*value_); }
+
+private:
+  std::optional<T> value_;
+  Status status_;
+};
+
+//===----------------------------------------------------------------------===//
+// Problems and arguments
+//===----------------------------------------------------------------------===//
+
+/// One attention problem, DESIGN.md section 1.
+struct Problem {
+  int64_t b = 0, hq = 0, hk = 0, sq = 0, sk = 0, d = 0, dv = 0;
+
+  int64_t qElements() const { return b * hq * sq * d; }
+  int64_t kElements() const { return b * hk * sk * d; }
+  int64_t vElements() const { return b * hk * sk * dv; }
+  int64_t oElements() const { return b * hq * sq * dv; }
+  int64_t lseElements() const { return b * hq * sq; }
+
+  /// Section 1 on its own: every size positive, hq % hk == 0, and no element
+  /// count that overflows int64 (the counts above are then safe to use).
+  Status validate() const;
+};
+
+/// Forward arguments: pointers the backend can read (host memory for the host
+/// backend, device memory for GPU backends). `lse` may be null: the runtime
+/// then gives the kernel scratch space for it.
+struct ForwardArgs {
+  const void *q = nullptr;
+  const void *k = nullptr;
+  const void *v = nullptr;
+  void *o = nullptr;
+  float *lse = nullptr;
+};
+
+/// Number of (i, j) pairs with key j visible to query i under `mask`, for one
+/// (batch, head). Computed row by row in O(sq).
+int64_t countVisiblePairs(const MaskSpec &mask, int64_t sq, int64_t sk);
+
+/// Forward FLOPs counting only visible pairs: 2 * (d + dv) * visible * b * hq.
+double forwardFlops(const Problem &p, const MaskSpec &mask);
+
+//===----------------------------------------------------------------------===//
+// Backends
+//===----------------------------------------------------------------------===//
+
+/// A kernel loaded by a backend; launched only through Kernel::run, which
+/// has checked the problem and the pointers.
+class LoadedKernel {
+public:
+  virtual ~LoadedKernel();
+  virtual Status launchForward(const Problem &p, const ForwardArgs &args,
+                               void *stream) = 0;
+};
+
+/// One execution target: loads binaries, owns memory, synchronises. The host
+/// backend's memory is ordinary host memory and its stream is ignored; a GPU
+/// backend allocates device memory and takes its API's stream handle.
+class Backend {
+public:
+  virtual ~Backend();
+  virtual Target target() const = 0;
+  /// A short description for messages ("host", "cuda: NVIDIA H200", ...).
+  virtual std::string description() const = 0;
+  /// Loads a validated bundle's binary. `name` is the bundle's name for
+  /// messages.
+  virtual Expected<std::unique_ptr<LoadedKernel>>
+  load(const BundleMeta &meta, std::string_view binary,
+       const std::string &name) = 0;
+  virtual Expected<void *> allocate(size_t bytes) = 0;
+  virtual void deallocate(void *ptr) = 0;
+  virtual Status copyToDevice(void *dst, const void *src, size_t bytes) = 0;
+  virtual Status copyToHost(void *dst, const void *src, size_t bytes) = 0;
+  /// Waits until all work queued on `stream` has finished.
+  virtual Status synchronize(void *stream) = 0;
+};
+
+/// The backend for `target`, created on first use and kept for the life of
+/// the process. Fails with BackendUnavailable when it cannot be loaded.
+Expected<Backend *> getBackend(Target target);
+
+/// A buffer allocated on a backend, freed on destruction.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Backend *backend, void *ptr, size_t size)
+      : backend_(backend), ptr_(ptr), size_(size) {}
+  DeviceBuffer(DeviceBuffer &&o) noexcept { *this = std::move(o); }
+  DeviceBuffer &operator=(DeviceBuffer &&o) noexcept;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer() { reset(); }
+
+  static Expected<DeviceBuffer> allocate(Backend &backend, size_t bytes);
+  void *get() const { return ptr_; }
+  size_t size() const { return size_; }
+  void reset();
+
+private:
+  Backend *backend_ = nullptr;
+  void *ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+class Kernel {
+public:
+  /// Reads, validates and loads a bundle file.
+  static Expected<std::unique_ptr<Kernel>> loadFile(const std::string &path);
+  /// The same from bytes in memory; `name` is used in messages.
+  static Expected<std::unique_ptr<Kernel>>
+  loadBytes(std::string_view bytes, const std::string &name = "<memory>");
+
+  const BundleMeta &meta() const { return meta_; }
+  const std::string &name() const { return name_; }
+  Backend &backend() const { return *backend_; }
+
+  /// Whether `p` is a valid problem (section 1) that this kernel computes:
+  /// hq, hk, d and dv must equal the bundle's. Messages read
+  /// "problem Hq=8 does not match bundle Hq=16".
+  Status checkProblem(const Problem &p) const;
+
+  /// Checks the problem and the pointers, then launches the forward kernel
+  /// on `stream` (ignored by the host backend, which runs synchronously).
+  Status run(const Problem &p, const ForwardArgs &args,
+             void *stream = nullptr) const;
+
+  ~Kernel();
+
+private:
+  Kernel() = default;
+  BundleMeta meta_;
+  std::string name_;
+  Backend *backend_ = nullptr;
+  std::unique_ptr<LoadedKernel> loaded_;
+};
+
+} // namespace fmha::rt
+
+#endif // FMHA_RUNTIME_RUNTIME_H

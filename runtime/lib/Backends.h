@@ -1,0 +1,29 @@
+//===- Backends.h - Factories of the built-in backends ----------*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Internal to runtime/: each backend under runtime/backends/<name>/ exposes
+// one factory here, and getBackend() (Runtime.cpp) picks by target. A CUDA
+// or HIP backend adds its factory, which dlopen's its driver library and
+// returns BackendUnavailable when that fails.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_RUNTIME_LIB_BACKENDS_H
+#define FMHA_RUNTIME_LIB_BACKENDS_H
+
+#include "fmha/Runtime/Runtime.h"
+
+#include <memory>
+
+namespace fmha::rt::detail {
+
+/// The host backend: kernels are ELF shared objects run on the calling
+/// thread; memory is host memory.
+Expected<std::unique_ptr<Backend>> createHostBackend();
+
+} // namespace fmha::rt::detail
+
+#endif // FMHA_RUNTIME_LIB_BACKENDS_H

@@ -1,0 +1,421 @@
+//===- Bundle.cpp - FMHA bundle files: metadata and binary ----------------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Runtime/Bundle.h"
+
+#include "Util.h"
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+namespace fmha::rt {
+
+using detail::quote;
+
+namespace {
+
+constexpr std::string_view kMagic = "FMHA-BUNDLE 1\n";
+constexpr std::string_view kMagicPrefix = "FMHA-BUNDLE ";
+
+/// Every key, in the order the writer prints them.
+constexpr const char *kKeys[] = {
+    "target",  "chip",   "kind", "dtype",         "hq",         "hk",
+    "d",       "dv",     "mask", "scale",         "softcap",    "block_m",
+    "block_n", "kernel", "abi",  "binary_format", "binary_size"};
+
+std::string formatFloat(float f) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(f));
+  return buf;
+}
+
+bool isIdentifier(std::string_view s) {
+  if (s.empty())
+    return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    bool digit = c >= '0' && c <= '9';
+    if (!alpha && !(digit && i > 0))
+      return false;
+  }
+  return true;
+}
+
+bool isChipName(std::string_view s) {
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.' ||
+              c == ':' || c == '+';
+    if (!ok)
+      return false;
+  }
+  return true;
+}
+
+/// The largest head count, head dim or block size a bundle may state; keeps
+/// every product of two of them far from overflow.
+constexpr int64_t kMaxDim = INT32_MAX;
+
+} // namespace
+
+const char *toString(Target t) {
+  switch (t) {
+  case Target::Cpu:
+    return "cpu";
+  case Target::Cuda:
+    return "cuda";
+  case Target::Hip:
+    return "hip";
+  }
+  return "?";
+}
+
+const char *toString(KernelKind k) {
+  return k == KernelKind::Forward ? "fwd" : "bwd";
+}
+
+const char *toString(DType t) {
+  switch (t) {
+  case DType::F32:
+    return "f32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  }
+  return "?";
+}
+
+const char *toString(BinaryFormat f) {
+  switch (f) {
+  case BinaryFormat::ElfSo:
+    return "elf-so";
+  case BinaryFormat::Cubin:
+    return "cubin";
+  case BinaryFormat::Ptx:
+    return "ptx";
+  case BinaryFormat::Hsaco:
+    return "hsaco";
+  }
+  return "?";
+}
+
+std::optional<Target> parseTarget(std::string_view s) {
+  if (s == "cpu")
+    return Target::Cpu;
+  if (s == "cuda")
+    return Target::Cuda;
+  if (s == "hip")
+    return Target::Hip;
+  return std::nullopt;
+}
+
+std::optional<KernelKind> parseKernelKind(std::string_view s) {
+  if (s == "fwd")
+    return KernelKind::Forward;
+  if (s == "bwd")
+    return KernelKind::Backward;
+  return std::nullopt;
+}
+
+std::optional<DType> parseDType(std::string_view s) {
+  if (s == "f32")
+    return DType::F32;
+  if (s == "f16")
+    return DType::F16;
+  if (s == "bf16")
+    return DType::BF16;
+  return std::nullopt;
+}
+
+std::optional<BinaryFormat> parseBinaryFormat(std::string_view s) {
+  if (s == "elf-so")
+    return BinaryFormat::ElfSo;
+  if (s == "cubin")
+    return BinaryFormat::Cubin;
+  if (s == "ptx")
+    return BinaryFormat::Ptx;
+  if (s == "hsaco")
+    return BinaryFormat::Hsaco;
+  return std::nullopt;
+}
+
+size_t dtypeSize(DType t) { return t == DType::F32 ? 4 : 2; }
+
+float BundleMeta::effectiveScale() const {
+  if (scale != 0.0f)
+    return scale;
+  return d > 0 ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)))
+               : 0.0f;
+}
+
+std::string BundleMeta::validate() const {
+  struct Dim {
+    const char *name;
+    int64_t value;
+  } dims[] = {{"hq", hq}, {"hk", hk},          {"d", d},
+              {"dv", dv}, {"block_m", blockM}, {"block_n", blockN}};
+  for (const Dim &dim : dims) {
+    if (dim.value <= 0)
+      return std::string(dim.name) + " must be positive, got " +
+             std::to_string(dim.value);
+    if (dim.value > kMaxDim)
+      return std::string(dim.name) +
+             " is too large: " + std::to_string(dim.value);
+  }
+  if (hq % hk != 0)
+    return "hq (" + std::to_string(hq) + ") must be a multiple of hk (" +
+           std::to_string(hk) + ")";
+  std::string maskErr = mask.validate();
+  if (!maskErr.empty())
+    return "invalid mask: " + maskErr;
+  if (!std::isfinite(scale))
+    return "scale must be finite";
+  if (!std::isfinite(softcap) || softcap < 0.0f)
+    return "softcap must be finite and non-negative (0 = none), got " +
+           formatFloat(softcap);
+  if (!isIdentifier(kernel))
+    return "kernel name " + quote(kernel) + " is not a C identifier";
+  if (!isChipName(chip))
+    return "chip name " + quote(chip) +
+           " has characters other than "
+           "[A-Za-z0-9_.:+-]";
+  if (target != Target::Cpu && chip.empty())
+    return std::string("target ") + toString(target) + " needs a chip";
+  if (abi != kAbiMemrefCifaceV1)
+    return "unknown abi " + quote(abi) + " (this runtime knows " +
+           kAbiMemrefCifaceV1 + ")";
+  bool formatOk = false;
+  const char *expected = "";
+  switch (target) {
+  case Target::Cpu:
+    formatOk = binaryFormat == BinaryFormat::ElfSo;
+    expected = "elf-so";
+    break;
+  case Target::Cuda:
+    formatOk = binaryFormat == BinaryFormat::Cubin ||
+               binaryFormat == BinaryFormat::Ptx;
+    expected = "cubin or ptx";
+    break;
+  case Target::Hip:
+    formatOk = binaryFormat == BinaryFormat::Hsaco;
+    expected = "hsaco";
+    break;
+  }
+  if (!formatOk)
+    return std::string("target ") + toString(target) + " needs binary_format " +
+           expected + ", got " + toString(binaryFormat);
+  return {};
+}
+
+bool serializeBundle(const BundleMeta &meta, std::string_view binary,
+                     std::string *out, std::string *err) {
+  std::string problem = meta.validate();
+  if (problem.empty() && binary.empty())
+    problem = "the binary is empty";
+  if (!problem.empty()) {
+    *err = problem;
+    return false;
+  }
+  std::string s(kMagic);
+  auto put = [&](const char *key, const std::string &value) {
+    s += key;
+    s += '=';
+    s += value;
+    s += '\n';
+  };
+  put("target", toString(meta.target));
+  put("chip", meta.chip);
+  put("kind", toString(meta.kind));
+  put("dtype", toString(meta.dtype));
+  put("hq", std::to_string(meta.hq));
+  put("hk", std::to_string(meta.hk));
+  put("d", std::to_string(meta.d));
+  put("dv", std::to_string(meta.dv));
+  put("mask", meta.mask.str());
+  put("scale", formatFloat(meta.scale));
+  put("softcap", formatFloat(meta.softcap));
+  put("block_m", std::to_string(meta.blockM));
+  put("block_n", std::to_string(meta.blockN));
+  put("kernel", meta.kernel);
+  put("abi", meta.abi);
+  put("binary_format", toString(meta.binaryFormat));
+  put("binary_size", std::to_string(binary.size()));
+  s += '\n';
+  s.append(binary.data(), binary.size());
+  *out = std::move(s);
+  return true;
+}
+
+bool writeBundle(const std::string &path, const BundleMeta &meta,
+                 const std::string &binary, std::string *err) {
+  std::string bytes, problem;
+  if (!serializeBundle(meta, binary, &bytes, &problem)) {
+    *err = "bundle '" + path + "': " + problem;
+    return false;
+  }
+  std::FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f) {
+    *err = "bundle '" + path + "': cannot create file: " + std::strerror(errno);
+    return false;
+  }
+  size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
+  int savedErrno = errno;
+  bool closeFailed = std::fclose(f) != 0;
+  if (written != bytes.size() || closeFailed) {
+    *err = "bundle '" + path + "': cannot write file: " +
+           std::strerror(closeFailed ? errno : savedErrno);
+    return false;
+  }
+  return true;
+}
+
+bool parseBundle(std::string_view bytes, const std::string &name,
+                 BundleMeta *meta, std::string *binary, std::string *err) {
+  auto fail = [&](const std::string &problem) {
+    *err = detail::printable("bundle '" + name + "': " + problem);
+    return false;
+  };
+  if (bytes.substr(0, kMagic.size()) != kMagic) {
+    if (bytes.substr(0, kMagicPrefix.size()) == kMagicPrefix) {
+      std::string_view rest = bytes.substr(kMagicPrefix.size());
+      size_t nl = rest.find('\n');
+      return fail(
+          "unsupported bundle version " +
+          quote(rest.substr(0, nl == std::string_view::npos ? 16 : nl), 16) +
+          " (this runtime reads version 1)");
+    }
+    return fail("bad magic: not an FMHA bundle (expected 'FMHA-BUNDLE 1' "
+                "on the first line)");
+  }
+
+  std::map<std::string, std::string, std::less<>> values;
+  size_t pos = kMagic.size();
+  int lineNo = 1;
+  while (true) {
+    ++lineNo;
+    size_t nl = bytes.find('\n', pos);
+    if (nl == std::string_view::npos)
+      return fail("truncated header: no empty line ends it");
+    std::string_view line = bytes.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.empty())
+      break;
+    size_t eq = line.find('=');
+    if (eq == std::string_view::npos || eq == 0)
+      return fail("malformed header line " + std::to_string(lineNo) + ": " +
+                  quote(line) + " (expected key=value)");
+    std::string_view key = line.substr(0, eq);
+    bool known = false;
+    for (const char *k : kKeys)
+      known |= key == k;
+    if (!known)
+      return fail("unknown key " + quote(key) + " on line " +
+                  std::to_string(lineNo));
+    if (!values.emplace(std::string(key), std::string(line.substr(eq + 1)))
+             .second)
+      return fail("key " + quote(key) + " appears twice");
+  }
+  for (const char *k : kKeys)
+    if (!values.count(k))
+      return fail(std::string("missing key '") + k + "'");
+
+  auto bad = [&](const char *key, const char *what) {
+    return fail(std::string("bad value for '") + key +
+                "': " + quote(values[key]) + " (" + what + ")");
+  };
+  BundleMeta m;
+  if (auto t = parseTarget(values["target"]))
+    m.target = *t;
+  else
+    return bad("target", "expected cpu, cuda or hip");
+  m.chip = values["chip"];
+  if (!isChipName(m.chip))
+    return bad("chip", "expected characters from [A-Za-z0-9_.:+-]");
+  if (auto k = parseKernelKind(values["kind"]))
+    m.kind = *k;
+  else
+    return bad("kind", "expected fwd or bwd");
+  if (auto t = parseDType(values["dtype"]))
+    m.dtype = *t;
+  else
+    return bad("dtype", "expected f32, f16 or bf16");
+  struct IntKey {
+    const char *key;
+    int64_t *field;
+  } ints[] = {{"hq", &m.hq}, {"hk", &m.hk},          {"d", &m.d},
+              {"dv", &m.dv}, {"block_m", &m.blockM}, {"block_n", &m.blockN}};
+  for (const IntKey &ik : ints) {
+    std::optional<int64_t> v = detail::parseInt(values[ik.key]);
+    if (!v)
+      return bad(ik.key, "expected a decimal integer");
+    if (*v <= 0)
+      return bad(ik.key, "must be positive");
+    *ik.field = *v;
+  }
+  std::string maskErr;
+  if (auto mask = MaskSpec::parse(values["mask"], &maskErr))
+    m.mask = *mask;
+  else
+    return fail("bad value for 'mask': " + maskErr);
+  struct FloatKey {
+    const char *key;
+    float *field;
+  } floats[] = {{"scale", &m.scale}, {"softcap", &m.softcap}};
+  for (const FloatKey &fk : floats) {
+    std::optional<double> v = detail::parseFiniteDouble(values[fk.key]);
+    if (!v)
+      return bad(fk.key, "expected a finite decimal number");
+    float f = static_cast<float>(*v);
+    if (!std::isfinite(f))
+      return bad(fk.key, "out of float range");
+    *fk.field = f;
+  }
+  m.kernel = values["kernel"];
+  if (!isIdentifier(m.kernel))
+    return bad("kernel", "expected a C identifier");
+  m.abi = values["abi"];
+  if (auto f = parseBinaryFormat(values["binary_format"]))
+    m.binaryFormat = *f;
+  else
+    return bad("binary_format", "expected elf-so, cubin, ptx or hsaco");
+  std::optional<int64_t> size = detail::parseInt(values["binary_size"]);
+  if (!size || *size < 0)
+    return bad("binary_size", "expected a non-negative decimal integer");
+  if (*size == 0)
+    return bad("binary_size", "the binary is empty");
+  std::string problem = m.validate();
+  if (!problem.empty())
+    return fail(problem);
+
+  uint64_t remaining = bytes.size() - pos;
+  if (static_cast<uint64_t>(*size) > remaining)
+    return fail("truncated binary: header says " + std::to_string(*size) +
+                " bytes, file has " + std::to_string(remaining));
+  if (static_cast<uint64_t>(*size) < remaining)
+    return fail("trailing data: header says " + std::to_string(*size) +
+                " bytes, file has " + std::to_string(remaining));
+  *meta = std::move(m);
+  binary->assign(bytes.data() + pos, remaining);
+  return true;
+}
+
+bool readBundle(const std::string &path, BundleMeta *meta, std::string *binary,
+                std::string *err) {
+  std::string bytes, problem;
+  if (!detail::readFile(path, &bytes, &problem)) {
+    *err = "bundle '" + path + "': " + problem;
+    return false;
+  }
+  return parseBundle(bytes, path, meta, binary, err);
+}
+
+} // namespace fmha::rt

@@ -1,0 +1,210 @@
+//===- CApi.cpp - FMHA runtime C API --------------------------------------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Thin wrappers over Runtime.h. Each entry point catches every exception so
+// that none crosses into C.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Runtime/Runtime.h"
+#include "fmha/Runtime/fmha_runtime.h"
+
+#include <exception>
+#include <new>
+
+using namespace fmha::rt;
+
+struct fmhaKernel_st {
+  std::unique_ptr<Kernel> kernel;
+  std::string mask;
+};
+
+static_assert(
+    FMHA_ERROR_INVALID_ARGUMENT ==
+            static_cast<int>(ErrorCode::InvalidArgument) &&
+        FMHA_ERROR_BAD_BUNDLE == static_cast<int>(ErrorCode::BadBundle) &&
+        FMHA_ERROR_PROBLEM_MISMATCH ==
+            static_cast<int>(ErrorCode::ProblemMismatch) &&
+        FMHA_ERROR_BACKEND_UNAVAILABLE ==
+            static_cast<int>(ErrorCode::BackendUnavailable) &&
+        FMHA_ERROR_LOAD_FAILED == static_cast<int>(ErrorCode::LoadFailed) &&
+        FMHA_ERROR_LAUNCH_FAILED == static_cast<int>(ErrorCode::LaunchFailed) &&
+        FMHA_ERROR_OUT_OF_MEMORY == static_cast<int>(ErrorCode::OutOfMemory) &&
+        FMHA_ERROR_IO == static_cast<int>(ErrorCode::Io),
+    "C status codes follow fmha::rt::ErrorCode");
+static_assert(FMHA_TARGET_CUDA == static_cast<int>(Target::Cuda) &&
+                  FMHA_TARGET_HIP == static_cast<int>(Target::Hip) &&
+                  FMHA_KIND_BWD == static_cast<int>(KernelKind::Backward) &&
+                  FMHA_DTYPE_F16 == static_cast<int>(DType::F16) &&
+                  FMHA_DTYPE_BF16 == static_cast<int>(DType::BF16),
+              "C enum values follow fmha::rt");
+
+namespace {
+
+thread_local std::string lastError;
+
+int setError(int code, const char *message) {
+  try {
+    lastError = message;
+  } catch (...) {
+  }
+  return code;
+}
+
+int report(const Status &s) {
+  if (s.ok())
+    return FMHA_SUCCESS;
+  return setError(static_cast<int>(s.code()), s.message().c_str());
+}
+
+/// Runs `body` (returning an int status), turning exceptions into errors.
+template <typename Body> int guarded(Body &&body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return setError(FMHA_ERROR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return setError(FMHA_ERROR_INVALID_ARGUMENT, e.what());
+  } catch (...) {
+    return setError(FMHA_ERROR_INVALID_ARGUMENT, "unknown C++ exception");
+  }
+}
+
+int wrap(Expected<std::unique_ptr<Kernel>> loaded, fmhaKernel *out) {
+  if (!loaded.ok())
+    return report(loaded.status());
+  auto *handle = new fmhaKernel_st;
+  handle->kernel = loaded.take();
+  handle->mask = handle->kernel->meta().mask.str();
+  *out = handle;
+  return FMHA_SUCCESS;
+}
+
+Problem toProblem(const fmhaProblem &p) {
+  Problem r;
+  r.b = p.b;
+  r.hq = p.hq;
+  r.hk = p.hk;
+  r.sq = p.sq;
+  r.sk = p.sk;
+  r.d = p.d;
+  r.dv = p.dv;
+  return r;
+}
+
+} // namespace
+
+extern "C" {
+
+const char *fmhaGetLastError(void) { return lastError.c_str(); }
+
+const char *fmhaStatusString(int status) {
+  switch (status) {
+  case FMHA_SUCCESS:
+    return "FMHA_SUCCESS";
+  case FMHA_ERROR_INVALID_ARGUMENT:
+    return "FMHA_ERROR_INVALID_ARGUMENT";
+  case FMHA_ERROR_BAD_BUNDLE:
+    return "FMHA_ERROR_BAD_BUNDLE";
+  case FMHA_ERROR_PROBLEM_MISMATCH:
+    return "FMHA_ERROR_PROBLEM_MISMATCH";
+  case FMHA_ERROR_BACKEND_UNAVAILABLE:
+    return "FMHA_ERROR_BACKEND_UNAVAILABLE";
+  case FMHA_ERROR_LOAD_FAILED:
+    return "FMHA_ERROR_LOAD_FAILED";
+  case FMHA_ERROR_LAUNCH_FAILED:
+    return "FMHA_ERROR_LAUNCH_FAILED";
+  case FMHA_ERROR_OUT_OF_MEMORY:
+    return "FMHA_ERROR_OUT_OF_MEMORY";
+  case FMHA_ERROR_IO:
+    return "FMHA_ERROR_IO";
+  default:
+    return "FMHA_ERROR_UNKNOWN";
+  }
+}
+
+const char *fmhaGetVersion(void) { return versionString(); }
+
+int fmhaKernelLoadFile(const char *path, fmhaKernel *kernel) {
+  return guarded([&] {
+    if (!path || !kernel)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelLoadFile: null argument");
+    *kernel = nullptr;
+    return wrap(Kernel::loadFile(path), kernel);
+  });
+}
+
+int fmhaKernelLoadBytes(const void *data, size_t size, fmhaKernel *kernel) {
+  return guarded([&] {
+    if (!kernel || (!data && size))
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelLoadBytes: null argument");
+    *kernel = nullptr;
+    std::string_view bytes(static_cast<const char *>(data), data ? size : 0);
+    return wrap(Kernel::loadBytes(bytes), kernel);
+  });
+}
+
+int fmhaKernelGetInfo(fmhaKernel kernel, fmhaKernelInfo *info) {
+  return guarded([&] {
+    if (!kernel || !info)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelGetInfo: null argument");
+    const BundleMeta &m = kernel->kernel->meta();
+    info->target = static_cast<int>(m.target);
+    info->kind = static_cast<int>(m.kind);
+    info->dtype = static_cast<int>(m.dtype);
+    info->hq = m.hq;
+    info->hk = m.hk;
+    info->d = m.d;
+    info->dv = m.dv;
+    info->block_m = m.blockM;
+    info->block_n = m.blockN;
+    info->scale = m.scale;
+    info->effective_scale = m.effectiveScale();
+    info->softcap = m.softcap;
+    info->mask = kernel->mask.c_str();
+    info->kernel = m.kernel.c_str();
+    info->chip = m.chip.c_str();
+    return FMHA_SUCCESS;
+  });
+}
+
+int fmhaKernelCheckProblem(fmhaKernel kernel, const fmhaProblem *problem) {
+  return guarded([&] {
+    if (!kernel || !problem)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelCheckProblem: null argument");
+    return report(kernel->kernel->checkProblem(toProblem(*problem)));
+  });
+}
+
+int fmhaKernelRunForward(fmhaKernel kernel, const fmhaProblem *problem,
+                         const void *q, const void *k, const void *v, void *o,
+                         float *lse, void *stream) {
+  return guarded([&] {
+    if (!kernel || !problem)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelRunForward: null kernel or problem");
+    ForwardArgs args;
+    args.q = q;
+    args.k = k;
+    args.v = v;
+    args.o = o;
+    args.lse = lse;
+    return report(kernel->kernel->run(toProblem(*problem), args, stream));
+  });
+}
+
+void fmhaKernelDestroy(fmhaKernel kernel) {
+  try {
+    delete kernel;
+  } catch (...) {
+  }
+}
+
+} // extern "C"

@@ -1,0 +1,237 @@
+//===- Reference.cpp - float64 reference of attention ---------------------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Runtime/Reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace fmha::rt {
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+bool sizeIs(const std::vector<double> &t, const char *name, int64_t expected,
+            std::string *err) {
+  if (static_cast<int64_t>(t.size()) == expected)
+    return true;
+  *err = std::string("reference: ") + name + " has " +
+         std::to_string(t.size()) + " elements, expected " +
+         std::to_string(expected);
+  return false;
+}
+
+/// The scores of row i of (batch bi, query head h) against every key, and
+/// which keys are visible. Returns the row's lse (-inf when no key is
+/// visible) and fills p with the probabilities (0 for hidden keys).
+struct Row {
+  std::vector<double> x;  ///< scale * q.k before the softcap
+  std::vector<double> p;  ///< softmax probabilities
+  std::vector<bool> seen; ///< visible keys
+  double lse = kNegInf;
+};
+
+Row computeRow(const ReferenceConfig &c, const std::vector<double> &q,
+               const std::vector<double> &k, int64_t bi, int64_t h, int64_t i) {
+  int64_t kvh = h / (c.hq / c.hk);
+  double scale = c.effectiveScale();
+  const double *qi = &q[((bi * c.hq + h) * c.sq + i) * c.d];
+  Row r;
+  r.x.assign(c.sk, 0.0);
+  r.p.assign(c.sk, 0.0);
+  r.seen.assign(c.sk, false);
+  std::vector<double> s(c.sk, kNegInf);
+  double m = kNegInf;
+  for (int64_t j = 0; j < c.sk; ++j) {
+    if (!c.mask.visible(i, j, c.sq, c.sk))
+      continue;
+    const double *kj = &k[((bi * c.hk + kvh) * c.sk + j) * c.d];
+    double dot = 0.0;
+    for (int64_t e = 0; e < c.d; ++e)
+      dot += qi[e] * kj[e];
+    r.x[j] = scale * dot;
+    s[j] = c.softcap > 0.0 ? c.softcap * std::tanh(r.x[j] / c.softcap) : r.x[j];
+    r.seen[j] = true;
+    m = std::max(m, s[j]);
+  }
+  if (m == kNegInf)
+    return r;
+  double sum = 0.0;
+  for (int64_t j = 0; j < c.sk; ++j)
+    if (r.seen[j])
+      sum += std::exp(s[j] - m);
+  r.lse = m + std::log(sum);
+  for (int64_t j = 0; j < c.sk; ++j)
+    if (r.seen[j])
+      r.p[j] = std::exp(s[j] - r.lse);
+  return r;
+}
+
+bool checkInputs(const ReferenceConfig &c, const std::vector<double> &q,
+                 const std::vector<double> &k, const std::vector<double> &v,
+                 std::string *err) {
+  std::string problem = c.validate();
+  if (!problem.empty()) {
+    *err = "reference: " + problem;
+    return false;
+  }
+  return sizeIs(q, "q", c.b * c.hq * c.sq * c.d, err) &&
+         sizeIs(k, "k", c.b * c.hk * c.sk * c.d, err) &&
+         sizeIs(v, "v", c.b * c.hk * c.sk * c.dv, err);
+}
+
+} // namespace
+
+double ReferenceConfig::effectiveScale() const {
+  return scale != 0.0 ? scale : 1.0 / std::sqrt(static_cast<double>(d));
+}
+
+std::string ReferenceConfig::validate() const {
+  const int64_t dims[] = {b, hq, hk, sq, sk, d, dv};
+  const char *names[] = {"B", "Hq", "Hk", "Sq", "Sk", "D", "Dv"};
+  for (int i = 0; i < 7; ++i)
+    if (dims[i] <= 0)
+      return std::string(names[i]) + " must be positive, got " +
+             std::to_string(dims[i]);
+  if (hq % hk != 0)
+    return "Hq (" + std::to_string(hq) + ") must be a multiple of Hk (" +
+           std::to_string(hk) + ")";
+  int64_t n = 1;
+  for (int64_t dim : {b, hq, hk, sq, sk, d, dv})
+    if (__builtin_mul_overflow(n, dim, &n))
+      return "problem too large";
+  if (!std::isfinite(scale))
+    return "scale must be finite";
+  if (!std::isfinite(softcap) || softcap < 0.0)
+    return "softcap must be finite and non-negative";
+  std::string maskErr = mask.validate();
+  if (!maskErr.empty())
+    return "invalid mask: " + maskErr;
+  return {};
+}
+
+bool referenceForward(const ReferenceConfig &c, const std::vector<double> &q,
+                      const std::vector<double> &k,
+                      const std::vector<double> &v, ReferenceForward *out,
+                      std::string *err) {
+  if (!checkInputs(c, q, k, v, err))
+    return false;
+  out->o.assign(c.b * c.hq * c.sq * c.dv, 0.0);
+  out->lse.assign(c.b * c.hq * c.sq, kNegInf);
+  for (int64_t bi = 0; bi < c.b; ++bi) {
+    for (int64_t h = 0; h < c.hq; ++h) {
+      int64_t kvh = h / (c.hq / c.hk);
+      for (int64_t i = 0; i < c.sq; ++i) {
+        Row r = computeRow(c, q, k, bi, h, i);
+        int64_t row = (bi * c.hq + h) * c.sq + i;
+        out->lse[row] = r.lse;
+        double *oi = &out->o[row * c.dv];
+        for (int64_t j = 0; j < c.sk; ++j) {
+          if (!r.seen[j])
+            continue;
+          const double *vj = &v[((bi * c.hk + kvh) * c.sk + j) * c.dv];
+          for (int64_t e = 0; e < c.dv; ++e)
+            oi[e] += r.p[j] * vj[e];
+        }
+      }
+    }
+  }
+  return true;
+}
+
+bool referenceBackward(const ReferenceConfig &c, const std::vector<double> &q,
+                       const std::vector<double> &k,
+                       const std::vector<double> &v,
+                       const std::vector<double> &dO, ReferenceBackward *out,
+                       std::string *err) {
+  if (!checkInputs(c, q, k, v, err) ||
+      !sizeIs(dO, "dO", c.b * c.hq * c.sq * c.dv, err))
+    return false;
+  ReferenceForward fwd;
+  if (!referenceForward(c, q, k, v, &fwd, err))
+    return false;
+  double scale = c.effectiveScale();
+  out->dq.assign(q.size(), 0.0);
+  out->dk.assign(k.size(), 0.0);
+  out->dv.assign(v.size(), 0.0);
+  for (int64_t bi = 0; bi < c.b; ++bi) {
+    for (int64_t h = 0; h < c.hq; ++h) {
+      int64_t kvh = h / (c.hq / c.hk);
+      for (int64_t i = 0; i < c.sq; ++i) {
+        Row r = computeRow(c, q, k, bi, h, i);
+        int64_t row = (bi * c.hq + h) * c.sq + i;
+        const double *qi = &q[row * c.d];
+        const double *doi = &dO[row * c.dv];
+        const double *oi = &fwd.o[row * c.dv];
+        double *dqi = &out->dq[row * c.d];
+        double dsum = 0.0;
+        for (int64_t e = 0; e < c.dv; ++e)
+          dsum += doi[e] * oi[e];
+        for (int64_t j = 0; j < c.sk; ++j) {
+          if (!r.seen[j])
+            continue;
+          int64_t kvRow = (bi * c.hk + kvh) * c.sk + j;
+          const double *kj = &k[kvRow * c.d];
+          const double *vj = &v[kvRow * c.dv];
+          double dp = 0.0;
+          for (int64_t e = 0; e < c.dv; ++e)
+            dp += doi[e] * vj[e];
+          // dS with respect to the (capped) score, then through the softcap:
+          // d/dx [c * tanh(x / c)] = 1 - tanh(x / c)^2.
+          double ds = r.p[j] * (dp - dsum);
+          if (c.softcap > 0.0) {
+            double t = std::tanh(r.x[j] / c.softcap);
+            ds *= 1.0 - t * t;
+          }
+          double *dkj = &out->dk[kvRow * c.d];
+          double *dvj = &out->dv[kvRow * c.dv];
+          for (int64_t e = 0; e < c.d; ++e) {
+            dqi[e] += scale * ds * kj[e];
+            dkj[e] += scale * ds * qi[e];
+          }
+          for (int64_t e = 0; e < c.dv; ++e)
+            dvj[e] += r.p[j] * doi[e];
+        }
+      }
+    }
+  }
+  return true;
+}
+
+bool referenceMerge(int64_t rows, int64_t dv, const std::vector<double> &o1,
+                    const std::vector<double> &lse1,
+                    const std::vector<double> &o2,
+                    const std::vector<double> &lse2, ReferenceForward *out,
+                    std::string *err) {
+  int64_t n = 0;
+  if (rows < 0 || dv <= 0 || __builtin_mul_overflow(rows, dv, &n)) {
+    *err = "reference merge: bad sizes rows=" + std::to_string(rows) +
+           " dv=" + std::to_string(dv);
+    return false;
+  }
+  if (!sizeIs(o1, "o1", n, err) || !sizeIs(o2, "o2", n, err) ||
+      !sizeIs(lse1, "lse1", rows, err) || !sizeIs(lse2, "lse2", rows, err))
+    return false;
+  out->o.assign(n, 0.0);
+  out->lse.assign(rows, kNegInf);
+  for (int64_t r = 0; r < rows; ++r) {
+    double a = lse1[r], b = lse2[r];
+    if (a == kNegInf && b == kNegInf)
+      continue;
+    double m = std::max(a, b);
+    double lse = m + std::log(std::exp(a - m) + std::exp(b - m));
+    double w1 = a == kNegInf ? 0.0 : std::exp(a - lse);
+    double w2 = b == kNegInf ? 0.0 : std::exp(b - lse);
+    out->lse[r] = lse;
+    for (int64_t e = 0; e < dv; ++e)
+      out->o[r * dv + e] = w1 * o1[r * dv + e] + w2 * o2[r * dv + e];
+  }
+  return true;
+}
+
+} // namespace fmha::rt

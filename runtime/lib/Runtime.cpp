@@ -1,0 +1,234 @@
+//===- Runtime.cpp - FMHA runtime C++ API ---------------------------------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Runtime/Runtime.h"
+
+#include "Backends.h"
+#include "Util.h"
+
+#include <algorithm>
+#include <mutex>
+#include <new>
+
+#ifndef FMHA_VERSION_STRING
+#define FMHA_VERSION_STRING "unknown"
+#endif
+
+namespace fmha::rt {
+
+const char *versionString() { return FMHA_VERSION_STRING; }
+
+//===----------------------------------------------------------------------===//
+// Problem
+//===----------------------------------------------------------------------===//
+
+Status Problem::validate() const {
+  struct Dim {
+    const char *name;
+    int64_t value;
+  } dims[] = {{"B", b},   {"Hq", hq}, {"Hk", hk}, {"Sq", sq},
+              {"Sk", sk}, {"D", d},   {"Dv", dv}};
+  for (const Dim &dim : dims)
+    if (dim.value <= 0)
+      return Status::error(ErrorCode::InvalidArgument,
+                           std::string("problem ") + dim.name +
+                               " must be positive, got " +
+                               std::to_string(dim.value));
+  if (hq % hk != 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "problem Hq=" + std::to_string(hq) +
+                             " is not a multiple of Hk=" + std::to_string(hk));
+  // Every element count, in bytes at 4 bytes an element, must fit int64.
+  const int64_t counts[][4] = {{b, hq, sq, d},
+                               {b, hk, sk, d},
+                               {b, hk, sk, dv},
+                               {b, hq, sq, dv},
+                               {b, hq, sq, 4}};
+  for (const auto &factors : counts) {
+    int64_t n = 4;
+    for (int64_t f : factors)
+      if (detail::mulOverflows(n, f, &n))
+        return Status::error(ErrorCode::InvalidArgument,
+                             "problem is too large: an element count "
+                             "overflows 64 bits");
+  }
+  return Status::success();
+}
+
+int64_t countVisiblePairs(const MaskSpec &mask, int64_t sq, int64_t sk) {
+  if (sq <= 0 || sk <= 0)
+    return 0;
+  if (mask.isNone())
+    return sq * sk;
+  int64_t off = mask.offset(sq, sk);
+  // Bounds beyond the problem hide nothing; clamping avoids overflow.
+  int64_t cap = sq + sk + 1;
+  int64_t left = std::min(mask.left, cap), right = std::min(mask.right, cap);
+  int64_t sink = std::min(mask.sink, sk);
+  int64_t total = 0;
+  for (int64_t i = 0; i < sq; ++i) {
+    int64_t lo = mask.hasLeft() ? std::max<int64_t>(0, i + off - left) : 0;
+    int64_t hi =
+        mask.hasRight() ? std::min<int64_t>(sk - 1, i + off + right) : sk - 1;
+    int64_t window = hi >= lo ? hi - lo + 1 : 0;
+    // Keys [0, sink) are visible too; do not count the overlap twice.
+    int64_t overlapHi = std::min(hi, sink - 1);
+    int64_t overlap = overlapHi >= lo ? overlapHi - lo + 1 : 0;
+    total += window + sink - overlap;
+  }
+  return total;
+}
+
+double forwardFlops(const Problem &p, const MaskSpec &mask) {
+  return 2.0 * static_cast<double>(p.d + p.dv) *
+         static_cast<double>(countVisiblePairs(mask, p.sq, p.sk)) *
+         static_cast<double>(p.b) * static_cast<double>(p.hq);
+}
+
+//===----------------------------------------------------------------------===//
+// Backends
+//===----------------------------------------------------------------------===//
+
+LoadedKernel::~LoadedKernel() = default;
+Backend::~Backend() = default;
+
+Expected<Backend *> getBackend(Target target) {
+  static std::mutex mutex;
+  static std::unique_ptr<Backend> host;
+  std::lock_guard<std::mutex> lock(mutex);
+  switch (target) {
+  case Target::Cpu:
+    if (!host) {
+      Expected<std::unique_ptr<Backend>> created = detail::createHostBackend();
+      if (!created.ok())
+        return created.status();
+      host = created.take();
+    }
+    return host.get();
+  case Target::Cuda:
+  case Target::Hip:
+    break;
+  }
+  return Status::error(ErrorCode::BackendUnavailable,
+                       std::string("backend '") + toString(target) +
+                           "' is not available yet in this runtime (only "
+                           "cpu bundles run)");
+}
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&o) noexcept {
+  if (this != &o) {
+    reset();
+    backend_ = std::exchange(o.backend_, nullptr);
+    ptr_ = std::exchange(o.ptr_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+Expected<DeviceBuffer> DeviceBuffer::allocate(Backend &backend, size_t bytes) {
+  Expected<void *> p = backend.allocate(bytes);
+  if (!p.ok())
+    return p.status();
+  return DeviceBuffer(&backend, *p, bytes);
+}
+
+void DeviceBuffer::reset() {
+  if (backend_ && ptr_)
+    backend_->deallocate(ptr_);
+  backend_ = nullptr;
+  ptr_ = nullptr;
+  size_ = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel
+//===----------------------------------------------------------------------===//
+
+Kernel::~Kernel() = default;
+
+Expected<std::unique_ptr<Kernel>> Kernel::loadFile(const std::string &path) {
+  std::string bytes, problem;
+  if (!detail::readFile(path, &bytes, &problem))
+    return Status::error(
+        ErrorCode::Io, detail::printable("bundle '" + path + "': " + problem));
+  return loadBytes(bytes, path);
+}
+
+Expected<std::unique_ptr<Kernel>> Kernel::loadBytes(std::string_view bytes,
+                                                    const std::string &name) {
+  std::unique_ptr<Kernel> kernel(new (std::nothrow) Kernel());
+  if (!kernel)
+    return Status::error(ErrorCode::OutOfMemory, "out of memory");
+  std::string binary, err;
+  if (!parseBundle(bytes, name, &kernel->meta_, &binary, &err))
+    return Status::error(ErrorCode::BadBundle, err);
+  Expected<Backend *> backend = getBackend(kernel->meta_.target);
+  if (!backend.ok())
+    return Status::error(backend.status().code(),
+                         "bundle '" + name + "': " + backend.message());
+  kernel->backend_ = *backend;
+  kernel->name_ = name;
+  Expected<std::unique_ptr<LoadedKernel>> loaded =
+      kernel->backend_->load(kernel->meta_, binary, name);
+  if (!loaded.ok())
+    return loaded.status();
+  kernel->loaded_ = loaded.take();
+  return kernel;
+}
+
+Status Kernel::checkProblem(const Problem &p) const {
+  Status valid = p.validate();
+  if (!valid.ok())
+    return valid;
+  struct Field {
+    const char *name;
+    int64_t problem, bundle;
+  } fields[] = {{"Hq", p.hq, meta_.hq},
+                {"Hk", p.hk, meta_.hk},
+                {"D", p.d, meta_.d},
+                {"Dv", p.dv, meta_.dv}};
+  for (const Field &f : fields)
+    if (f.problem != f.bundle)
+      return Status::error(ErrorCode::ProblemMismatch,
+                           std::string("problem ") + f.name + "=" +
+                               std::to_string(f.problem) +
+                               " does not match bundle " + f.name + "=" +
+                               std::to_string(f.bundle));
+  return Status::success();
+}
+
+Status Kernel::run(const Problem &p, const ForwardArgs &args,
+                   void *stream) const {
+  if (meta_.kind != KernelKind::Forward)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "bundle '" + name_ +
+                             "' holds a backward kernel; run() launches "
+                             "forward kernels");
+  Status check = checkProblem(p);
+  if (!check.ok())
+    return check;
+  if (!args.q || !args.k || !args.v || !args.o)
+    return Status::error(ErrorCode::InvalidArgument,
+                         std::string("null pointer for ") + (!args.q   ? "q"
+                                                             : !args.k ? "k"
+                                                             : !args.v ? "v"
+                                                                       : "o"));
+  if (args.lse)
+    return loaded_->launchForward(p, args, stream);
+  Expected<DeviceBuffer> scratch = DeviceBuffer::allocate(
+      *backend_, static_cast<size_t>(p.lseElements()) * sizeof(float));
+  if (!scratch.ok())
+    return scratch.status();
+  ForwardArgs withLse = args;
+  withLse.lse = static_cast<float *>(scratch->get());
+  Status launched = loaded_->launchForward(p, withLse, stream);
+  if (!launched.ok())
+    return launched;
+  // The scratch buffer is freed on return: wait for the kernel first.
+  return backend_->synchronize(stream);
+}
+
+} // namespace fmha::rt
