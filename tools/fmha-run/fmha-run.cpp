@@ -1,0 +1,857 @@
+//===- fmha-run.cpp - Load a bundle, run, validate, benchmark -------------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Runs one attention problem through a bundle with the FMHA runtime, checks it
+// against the float64 reference (--validate), times it (--bench), reads and
+// writes .npy tensors (--load/--save) and draws the mask and the kv tiles the
+// kernel visits (--show-mask). Links no MLIR: it runs wherever the runtime
+// does.
+//
+// Exit status: 0 success, 1 --validate failed, 2 any error (bad option,
+// missing file, bad bundle, mismatch with the bundle, launch failure).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Runtime/Bundle.h"
+#include "fmha/Runtime/Half.h"
+#include "fmha/Runtime/Npy.h"
+#include "fmha/Runtime/Reference.h"
+#include "fmha/Runtime/Runtime.h"
+#include "fmha/Support/MaskSpec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace fmha;
+using namespace fmha::rt;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+/// A usage or input error: printed as "fmha-run: error: MESSAGE", exit 2.
+struct ToolError {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string &message) { throw ToolError{message}; }
+
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+struct OptionDef {
+  const char *name;
+  bool takesValue;
+  const char *metavar;
+  const char *help;
+};
+
+const OptionDef kOptions[] = {
+    {"b", true, "N", "batch size B (required unless --load gives it)"},
+    {"hq", true, "N", "query heads (default: the bundle's)"},
+    {"hk", true, "N", "key/value heads (default: the bundle's)"},
+    {"sq", true, "N", "query length Sq (required unless --load gives it)"},
+    {"sk", true, "N", "key length Sk (required unless --load gives it)"},
+    {"d", true, "N", "head dim of q and k (default: the bundle's)"},
+    {"dv", true, "N", "head dim of v and o (default: the bundle's)"},
+    {"mask", true, "SPEC",
+     "mask spec: 0, t, b, t:L,R[,S], b:L,R[,S], xt:W, xb:W "
+     "(default: the bundle's)"},
+    {"dtype", true, "T", "f32, f16 or bf16 (default: the bundle's)"},
+    {"scale", true, "X",
+     "softmax scale, 0 = 1/sqrt(d) (default: the "
+     "bundle's)"},
+    {"softcap", true, "X", "score softcap, 0 = none (default: the bundle's)"},
+    {"seed", true, "N", "seed of the random inputs (default 0)"},
+    {"validate", false, nullptr,
+     "compare o and lse with the float64 reference; exit 1 on FAIL"},
+    {"bench", false, nullptr,
+     "time --iters runs after --warmup runs; print the median ms and "
+     "GFLOP/s"},
+    {"iters", true, "N", "timed runs for --bench (default 20)"},
+    {"warmup", true, "N", "untimed runs before --bench (default 3)"},
+    {"load", true, "DIR",
+     "read q.npy, k.npy, v.npy (BHSD, float32 or "
+     "float16) instead of random inputs"},
+    {"save", true, "DIR",
+     "write q, k, v (as used), o and lse as float32 "
+     ".npy files to DIR (created if missing)"},
+    {"show-mask", false, nullptr,
+     "draw the mask (first 32 rows, 64 columns) and the kv tiles visited "
+     "per q tile"},
+    {"block-m", true, "N",
+     "q tile size for --show-mask without a bundle "
+     "(default 64)"},
+    {"block-n", true, "N",
+     "kv tile size for --show-mask without a bundle "
+     "(default 64)"},
+    {"help", false, nullptr, "print this help"},
+    {"version", false, nullptr, "print the version"},
+};
+
+/// How an option is written in messages: -b, -d, --hq, --show-mask.
+std::string flagName(const std::string &name) {
+  return (name.size() == 1 ? "-" : "--") + name;
+}
+
+class CommandLine {
+public:
+  void parse(int argc, char **argv) {
+    bool endOfOptions = false;
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (!endOfOptions && arg == "--") {
+        endOfOptions = true;
+        continue;
+      }
+      if (endOfOptions || arg.size() < 2 || arg[0] != '-') {
+        if (file_)
+          fail("unexpected argument '" + arg + "' (one bundle FILE at most)");
+        file_ = arg;
+        continue;
+      }
+      std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
+      std::optional<std::string> value;
+      size_t eq = body.find('=');
+      if (eq != std::string::npos) {
+        value = body.substr(eq + 1);
+        body = body.substr(0, eq);
+      }
+      if (body == "h")
+        body = "help";
+      const OptionDef *def = nullptr;
+      for (const OptionDef &o : kOptions)
+        if (body == o.name)
+          def = &o;
+      if (!def)
+        fail("unknown option '" + arg + "'; see --help");
+      if (def->takesValue) {
+        if (!value) {
+          if (i + 1 >= argc)
+            fail(flagName(body) + " requires a value");
+          value = argv[++i];
+        }
+      } else if (!value) {
+        value = "true";
+      } else if (*value == "true" || *value == "1") {
+        value = "true";
+      } else if (*value == "false" || *value == "0") {
+        value = "false";
+      } else {
+        fail(flagName(body) + ": '" + *value +
+             "' is not a boolean (true or false)");
+      }
+      if (!values_.emplace(body, *value).second)
+        fail(flagName(body) + " given more than once");
+    }
+  }
+
+  const std::optional<std::string> &file() const { return file_; }
+  bool has(const std::string &name) const { return values_.count(name); }
+  bool flag(const std::string &name) const {
+    auto it = values_.find(name);
+    return it != values_.end() && it->second == "true";
+  }
+  std::optional<std::string> str(const std::string &name) const {
+    auto it = values_.find(name);
+    if (it == values_.end())
+      return std::nullopt;
+    return it->second;
+  }
+
+  /// An integer option >= `min`.
+  std::optional<int64_t> integer(const std::string &name, int64_t min) const {
+    std::optional<std::string> s = str(name);
+    if (!s)
+      return std::nullopt;
+    errno = 0;
+    char *end = nullptr;
+    long long v = std::strtoll(s->c_str(), &end, 10);
+    bool digits =
+        !s->empty() &&
+        ((*s)[0] == '-' || std::isdigit(static_cast<unsigned char>((*s)[0])));
+    if (!digits || *end != '\0' || errno == ERANGE || v < min)
+      fail(flagName(name) + ": '" + *s + "' is not " +
+           (min == 1   ? "a positive integer"
+            : min == 0 ? "a non-negative integer"
+                       : "an integer >= " + std::to_string(min)));
+    return v;
+  }
+
+  std::optional<uint64_t> unsignedInteger(const std::string &name) const {
+    std::optional<std::string> s = str(name);
+    if (!s)
+      return std::nullopt;
+    errno = 0;
+    char *end = nullptr;
+    unsigned long long v = std::strtoull(s->c_str(), &end, 10);
+    if (s->empty() || !std::isdigit(static_cast<unsigned char>((*s)[0])) ||
+        *end != '\0' || errno == ERANGE)
+      fail(flagName(name) + ": '" + *s + "' is not a non-negative integer");
+    return v;
+  }
+
+  /// A finite floating-point option >= 0.
+  std::optional<double> nonNegativeReal(const std::string &name) const {
+    std::optional<std::string> s = str(name);
+    if (!s)
+      return std::nullopt;
+    errno = 0;
+    char *end = nullptr;
+    double v = std::strtod(s->c_str(), &end);
+    if (s->empty() || std::isspace(static_cast<unsigned char>((*s)[0])) ||
+        *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < 0 ||
+        !std::isfinite(static_cast<float>(v)))
+      fail(flagName(name) + ": '" + *s +
+           "' is not a finite non-negative number");
+    return v;
+  }
+
+private:
+  std::optional<std::string> file_;
+  std::map<std::string, std::string> values_;
+};
+
+void printHelp() {
+  std::printf(
+      "OVERVIEW: run an FMHA bundle on one attention problem\n\n"
+      "USAGE: fmha-run FILE -b N --sq N --sk N [options]\n"
+      "       fmha-run --show-mask --mask SPEC --sq N --sk N "
+      "[--block-m N --block-n N]\n\n"
+      "Options take --flag=value or --flag value; one dash works too.\n"
+      "The signature options (--hq --hk -d --dv --mask --dtype --scale "
+      "--softcap)\ndefault to the bundle's and must match it when given.\n\n"
+      "OPTIONS:\n");
+  for (const OptionDef &o : kOptions) {
+    std::string left = flagName(o.name);
+    if (o.metavar)
+      left += std::string(" ") + o.metavar;
+    std::printf("  %-18s %s\n", left.c_str(), o.help);
+  }
+  std::printf(
+      "\nInputs are standard normal values from a splitmix64 generator "
+      "(--seed),\nrounded to the dtype; o and lse are set to NaN before the "
+      "run.\n"
+      "--validate prints max_abs_err, rel_err = ||o-ref||_2/||ref||_2 and\n"
+      "lse_max_abs_err (over finite entries; -inf rows must match exactly, "
+      "NaN fails).\nIt passes when rel_err <= 1e-5 (f32), 2e-3 (f16), 1e-2 "
+      "(bf16) and every\n|lse-ref| <= t*(1+|ref|), t = 1e-4 (f32), 5e-3 "
+      "(f16), 2e-2 (bf16).\n"
+      "--bench counts FLOPs as 2*(D+Dv)*B*Hq*(visible (i,j) pairs): only "
+      "pairs the\nmask leaves visible are counted.\n"
+      "Exit status: 0 ok, 1 validation failed, 2 error.\n");
+}
+
+//===----------------------------------------------------------------------===//
+// Inputs and conversions
+//===----------------------------------------------------------------------===//
+
+/// splitmix64 with Box-Muller normals.
+class Normal {
+public:
+  explicit Normal(uint64_t seed) : state_(seed) {}
+  double next() {
+    if (hasSpare_) {
+      hasSpare_ = false;
+      return spare_;
+    }
+    // u1 in (0, 1] so that log(u1) is finite; u2 in [0, 1).
+    double u1 = static_cast<double>((bits() >> 11) + 1) * 0x1.0p-53;
+    double u2 = static_cast<double>(bits() >> 11) * 0x1.0p-53;
+    double r = std::sqrt(-2.0 * std::log(u1));
+    double theta = 2.0 * M_PI * u2;
+    spare_ = r * std::sin(theta);
+    hasSpare_ = true;
+    return r * std::cos(theta);
+  }
+
+private:
+  uint64_t bits() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t state_;
+  double spare_ = 0.0;
+  bool hasSpare_ = false;
+};
+
+float roundTo(float x, DType t) {
+  switch (t) {
+  case DType::F32:
+    return x;
+  case DType::F16:
+    return roundToHalf(x);
+  case DType::BF16:
+    return roundToBFloat16(x);
+  }
+  return x;
+}
+
+/// The kernel's storage bytes for `values` (already representable).
+std::vector<unsigned char> toStorage(const std::vector<float> &values,
+                                     DType t) {
+  std::vector<unsigned char> out(values.size() * dtypeSize(t));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (t == DType::F32) {
+      std::memcpy(&out[4 * i], &values[i], 4);
+    } else {
+      uint16_t h = t == DType::F16 ? floatToHalfBits(values[i])
+                                   : floatToBFloat16Bits(values[i]);
+      std::memcpy(&out[2 * i], &h, 2);
+    }
+  }
+  return out;
+}
+
+std::vector<float> fromStorage(const std::vector<unsigned char> &bytes,
+                               DType t) {
+  size_t n = bytes.size() / dtypeSize(t);
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (t == DType::F32) {
+      std::memcpy(&out[i], &bytes[4 * i], 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, &bytes[2 * i], 2);
+      out[i] = t == DType::F16 ? halfBitsToFloat(h) : bfloat16BitsToFloat(h);
+    }
+  }
+  return out;
+}
+
+std::vector<double> toDouble(const std::vector<float> &v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+std::string formatReal(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", x);
+  return buf;
+}
+
+//===----------------------------------------------------------------------===//
+// The problem signature
+//===----------------------------------------------------------------------===//
+
+struct Signature {
+  int64_t hq = 0, hk = 0, d = 0, dv = 0;
+  DType dtype = DType::F32;
+  MaskSpec mask;
+  double scale = 0.0; // effective
+  double softcap = 0.0;
+  int64_t blockM = 64, blockN = 64;
+};
+
+/// Takes the bundle's signature and checks every signature flag against it.
+Signature signatureFromBundle(const CommandLine &cl, const BundleMeta &meta) {
+  Signature s;
+  s.hq = meta.hq;
+  s.hk = meta.hk;
+  s.d = meta.d;
+  s.dv = meta.dv;
+  s.dtype = meta.dtype;
+  s.mask = meta.mask;
+  s.scale = meta.effectiveScale();
+  s.softcap = meta.softcap;
+  s.blockM = meta.blockM;
+  s.blockN = meta.blockN;
+  auto mismatch = [&](const std::string &flag, const std::string &given,
+                      const std::string &key, const std::string &bundle) {
+    fail(flagName(flag) + "=" + given + " does not match the bundle (" + key +
+         "=" + bundle + ")");
+  };
+  struct IntFlag {
+    const char *flag, *key;
+    int64_t bundle;
+  } ints[] = {{"hq", "hq", meta.hq},
+              {"hk", "hk", meta.hk},
+              {"d", "d", meta.d},
+              {"dv", "dv", meta.dv},
+              {"block-m", "block_m", meta.blockM},
+              {"block-n", "block_n", meta.blockN}};
+  for (const IntFlag &f : ints)
+    if (std::optional<int64_t> v = cl.integer(f.flag, 1); v && *v != f.bundle)
+      mismatch(f.flag, std::to_string(*v), f.key, std::to_string(f.bundle));
+  if (std::optional<std::string> t = cl.str("dtype")) {
+    std::optional<DType> dt = parseDType(*t);
+    if (!dt)
+      fail("--dtype: '" + *t + "' is not one of f32, f16, bf16");
+    if (*dt != meta.dtype)
+      mismatch("dtype", *t, "dtype", toString(meta.dtype));
+  }
+  if (std::optional<std::string> m = cl.str("mask")) {
+    std::string err;
+    std::optional<MaskSpec> spec = MaskSpec::parse(*m, &err);
+    if (!spec)
+      fail("--mask: " + err);
+    if (*spec != meta.mask)
+      mismatch("mask", *m, "mask", meta.mask.str());
+  }
+  if (std::optional<double> x = cl.nonNegativeReal("scale")) {
+    float given = static_cast<float>(*x);
+    if (given != meta.scale && given != meta.effectiveScale())
+      mismatch("scale", *cl.str("scale"), "scale",
+               formatReal(meta.effectiveScale()));
+  }
+  if (std::optional<double> x = cl.nonNegativeReal("softcap"))
+    if (static_cast<float>(*x) != meta.softcap)
+      mismatch("softcap", *cl.str("softcap"), "softcap",
+               formatReal(meta.softcap));
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// --show-mask
+//===----------------------------------------------------------------------===//
+
+void showMask(const MaskSpec &mask, int64_t sq, int64_t sk, int64_t blockM,
+              int64_t blockN) {
+  const int64_t maxRows = 32, maxCols = 64, maxTiles = 128;
+  int64_t rows = std::min(sq, maxRows), cols = std::min(sk, maxCols);
+  std::printf("mask %s (Sq=%lld, Sk=%lld): rows 0..%lld, columns 0..%lld; "
+              "1 visible, . hidden\n",
+              mask.str().c_str(), static_cast<long long>(sq),
+              static_cast<long long>(sk), static_cast<long long>(rows - 1),
+              static_cast<long long>(cols - 1));
+  for (int64_t i = 0; i < rows; ++i) {
+    std::string line;
+    for (int64_t j = 0; j < cols; ++j)
+      line += mask.visible(i, j, sq, sk) ? '1' : '.';
+    std::printf("%s\n", line.c_str());
+  }
+  int64_t numQ = (sq + blockM - 1) / blockM, numKv = (sk + blockN - 1) / blockN;
+  std::printf("kv tiles (block_m=%lld, block_n=%lld): %lld q tiles x %lld kv "
+              "tiles; F full, P partial (element mask), . skipped\n",
+              static_cast<long long>(blockM), static_cast<long long>(blockN),
+              static_cast<long long>(numQ), static_cast<long long>(numKv));
+  int64_t full = 0, partial = 0;
+  for (int64_t qt = 0; qt < numQ; ++qt) {
+    // Count over the visited ranges only; draw the first tiles.
+    KvTileBounds b = kvTileBounds(mask, qt * blockM, blockM, blockN, sq, sk);
+    auto countRange = [&](int64_t lo, int64_t hi) {
+      for (int64_t kt = lo; kt < hi; ++kt)
+        (classifyTile(mask, qt, kt, blockM, blockN, sq, sk) == TileVisit::Full
+             ? full
+             : partial)++;
+    };
+    countRange(0, b.sinkEnd);
+    countRange(b.begin, b.end);
+    if (qt >= maxTiles)
+      continue;
+    std::string line;
+    for (int64_t kt = 0; kt < std::min(numKv, maxTiles); ++kt) {
+      TileVisit v = classifyTile(mask, qt, kt, blockM, blockN, sq, sk);
+      line += v == TileVisit::Full ? 'F' : v == TileVisit::Partial ? 'P' : '.';
+    }
+    if (numKv > maxTiles)
+      line += " ...";
+    std::printf("q tile %4lld: %s\n", static_cast<long long>(qt), line.c_str());
+  }
+  if (numQ > maxTiles)
+    std::printf("... (%lld more q tiles)\n",
+                static_cast<long long>(numQ - maxTiles));
+  double total = static_cast<double>(numQ) * static_cast<double>(numKv);
+  std::printf("visited %lld of %.0f tiles (%lld full, %lld partial, %.0f "
+              "skipped)\n",
+              static_cast<long long>(full + partial), total,
+              static_cast<long long>(full), static_cast<long long>(partial),
+              total - static_cast<double>(full + partial));
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+struct Tolerance {
+  double rel, lse;
+};
+
+Tolerance toleranceFor(DType t) {
+  switch (t) {
+  case DType::F32:
+    return {1e-5, 1e-4};
+  case DType::F16:
+    return {2e-3, 5e-3};
+  case DType::BF16:
+    return {1e-2, 2e-2};
+  }
+  return {0, 0};
+}
+
+/// Prints the errors and PASS/FAIL; returns whether it passed.
+bool validate(const Problem &p, const Signature &sig,
+              const std::vector<float> &q, const std::vector<float> &k,
+              const std::vector<float> &v, const std::vector<float> &o,
+              const std::vector<float> &lse) {
+  ReferenceConfig cfg;
+  cfg.b = p.b;
+  cfg.hq = p.hq;
+  cfg.hk = p.hk;
+  cfg.sq = p.sq;
+  cfg.sk = p.sk;
+  cfg.d = p.d;
+  cfg.dv = p.dv;
+  cfg.mask = sig.mask;
+  cfg.scale = sig.scale;
+  cfg.softcap = sig.softcap;
+  ReferenceForward ref;
+  std::string err;
+  if (!referenceForward(cfg, toDouble(q), toDouble(k), toDouble(v), &ref, &err))
+    fail(err);
+
+  int64_t nanO = 0, nanLse = 0, infMismatch = 0, firstBadRow = -1;
+  double maxAbs = 0, diff2 = 0, ref2 = 0, o2 = 0, lseMax = 0, lseWorst = 0;
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (std::isnan(o[i])) {
+      ++nanO;
+      continue;
+    }
+    double dlt = static_cast<double>(o[i]) - ref.o[i];
+    maxAbs = std::max(maxAbs, std::fabs(dlt));
+    diff2 += dlt * dlt;
+    ref2 += ref.o[i] * ref.o[i];
+    o2 += static_cast<double>(o[i]) * o[i];
+  }
+  Tolerance tol = toleranceFor(sig.dtype);
+  for (size_t r = 0; r < lse.size(); ++r) {
+    double got = lse[r], want = ref.lse[r];
+    if (std::isnan(got)) {
+      ++nanLse;
+      continue;
+    }
+    bool wantInf = std::isinf(want), gotInf = std::isinf(got);
+    if (wantInf || gotInf) {
+      if (got != want) {
+        ++infMismatch;
+        if (firstBadRow < 0)
+          firstBadRow = static_cast<int64_t>(r);
+      }
+      continue;
+    }
+    double e = std::fabs(got - want);
+    lseMax = std::max(lseMax, e);
+    lseWorst = std::max(lseWorst, e / (1.0 + std::fabs(want)));
+  }
+  double rel = ref2 > 0  ? std::sqrt(diff2 / ref2)
+               : o2 == 0 ? 0.0
+                         : std::numeric_limits<double>::infinity();
+  if (nanO)
+    rel = maxAbs = std::numeric_limits<double>::quiet_NaN();
+  std::printf("max_abs_err=%.3e rel_err=%.3e lse_max_abs_err=%.3e\n", maxAbs,
+              rel, lseMax);
+  std::vector<std::string> reasons;
+  if (nanO)
+    reasons.push_back(std::to_string(nanO) + " NaN in o");
+  if (nanLse)
+    reasons.push_back(std::to_string(nanLse) + " NaN in lse");
+  if (infMismatch) {
+    int64_t r = firstBadRow;
+    int64_t i = r % p.sq, h = (r / p.sq) % p.hq, b = r / (p.sq * p.hq);
+    reasons.push_back(std::to_string(infMismatch) +
+                      " lse rows where -inf does not match the reference "
+                      "(first: b=" +
+                      std::to_string(b) + " h=" + std::to_string(h) + " i=" +
+                      std::to_string(i) + ", got " + formatReal(lse[r]) +
+                      ", reference " + formatReal(ref.lse[r]) + ")");
+  }
+  if (!nanO && !(rel <= tol.rel))
+    reasons.push_back("rel_err " + formatReal(rel) + " > " +
+                      formatReal(tol.rel));
+  if (lseWorst > tol.lse)
+    reasons.push_back("lse error exceeds " + formatReal(tol.lse) +
+                      "*(1+|lse|)");
+  if (reasons.empty()) {
+    std::printf("PASS (%s: rel_err <= %g, |lse-ref| <= %g*(1+|ref|))\n",
+                toString(sig.dtype), tol.rel, tol.lse);
+    return true;
+  }
+  std::string all;
+  for (const std::string &r : reasons)
+    all += (all.empty() ? "" : "; ") + r;
+  std::printf("FAIL: %s\n", all.c_str());
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Main flow
+//===----------------------------------------------------------------------===//
+
+std::string joinPath(const std::string &dir, const char *file) {
+  return (std::filesystem::path(dir) / file).string();
+}
+
+NpyArray loadInput(const std::string &dir, const char *file) {
+  NpyArray a;
+  std::string err;
+  if (!readNpy(joinPath(dir, file), &a, &err))
+    fail(err);
+  if (a.shape.size() != 4)
+    fail("npy '" + joinPath(dir, file) +
+         "': expected a 4-d BHSD array, got "
+         "shape " +
+         formatShape(a.shape));
+  return a;
+}
+
+void check(const Status &s) {
+  if (!s.ok())
+    fail(s.message());
+}
+
+int run(int argc, char **argv) {
+  CommandLine cl;
+  cl.parse(argc, argv);
+  if (cl.flag("help")) {
+    printHelp();
+    return 0;
+  }
+  if (cl.flag("version")) {
+    std::printf("fmha-run (FMHA) %s\n", versionString());
+    return 0;
+  }
+  // Options used late are checked now, before anything runs.
+  int64_t iters = cl.integer("iters", 1).value_or(20);
+  int64_t warmup = cl.integer("warmup", 0).value_or(3);
+  uint64_t seed = cl.unsignedInteger("seed").value_or(0);
+  bool showMaskRequested = cl.flag("show-mask");
+  bool runRequested = cl.flag("validate") || cl.flag("bench") ||
+                      cl.has("save") || cl.has("load") || !showMaskRequested;
+
+  // The signature: from the bundle, or (--show-mask without FILE) the flags.
+  Signature sig;
+  std::optional<BundleMeta> meta;
+  if (cl.file()) {
+    BundleMeta m;
+    std::string binary, err;
+    if (!readBundle(*cl.file(), &m, &binary, &err))
+      fail(err);
+    meta = m;
+    sig = signatureFromBundle(cl, m);
+  } else {
+    if (runRequested)
+      fail(showMaskRequested ? "no bundle FILE given (needed to run a kernel)"
+                             : "no bundle FILE given; see --help");
+    if (std::optional<std::string> m = cl.str("mask")) {
+      std::string err;
+      std::optional<MaskSpec> spec = MaskSpec::parse(*m, &err);
+      if (!spec)
+        fail("--mask: " + err);
+      sig.mask = *spec;
+    }
+    sig.blockM = cl.integer("block-m", 1).value_or(64);
+    sig.blockN = cl.integer("block-n", 1).value_or(64);
+  }
+
+  // Sizes: flags, else --load's files.
+  std::optional<int64_t> b = cl.integer("b", 1), sq = cl.integer("sq", 1),
+                         sk = cl.integer("sk", 1);
+  NpyArray qIn, kIn, vIn;
+  std::optional<std::string> loadDir = cl.str("load");
+  if (loadDir) {
+    qIn = loadInput(*loadDir, "q.npy");
+    kIn = loadInput(*loadDir, "k.npy");
+    vIn = loadInput(*loadDir, "v.npy");
+    b = b.value_or(qIn.shape[0]);
+    sq = sq.value_or(qIn.shape[2]);
+    sk = sk.value_or(kIn.shape[2]);
+  }
+  if (showMaskRequested) {
+    if (!sq || !sk)
+      fail("--show-mask needs --sq and --sk");
+    showMask(sig.mask, *sq, *sk, sig.blockM, sig.blockN);
+    if (!runRequested)
+      return 0;
+  }
+  if (!b)
+    fail("-b is required (or --load DIR)");
+  if (!sq)
+    fail("--sq is required (or --load DIR)");
+  if (!sk)
+    fail("--sk is required (or --load DIR)");
+  if (meta->kind != KernelKind::Forward)
+    fail("bundle '" + *cl.file() +
+         "' holds a backward kernel; fmha-run runs forward kernels only");
+
+  Problem p;
+  p.b = *b;
+  p.hq = sig.hq;
+  p.hk = sig.hk;
+  p.sq = *sq;
+  p.sk = *sk;
+  p.d = sig.d;
+  p.dv = sig.dv;
+  check(p.validate());
+
+  // Inputs, rounded to the dtype.
+  std::vector<float> q, k, v;
+  if (loadDir) {
+    std::string err;
+    if (!checkNpyShape(qIn, joinPath(*loadDir, "q.npy"), {p.b, p.hq, p.sq, p.d},
+                       &err) ||
+        !checkNpyShape(kIn, joinPath(*loadDir, "k.npy"), {p.b, p.hk, p.sk, p.d},
+                       &err) ||
+        !checkNpyShape(vIn, joinPath(*loadDir, "v.npy"),
+                       {p.b, p.hk, p.sk, p.dv}, &err))
+      fail(err);
+    q = std::move(qIn.data);
+    k = std::move(kIn.data);
+    v = std::move(vIn.data);
+  } else {
+    Normal rng(seed);
+    q.resize(p.qElements());
+    k.resize(p.kElements());
+    v.resize(p.vElements());
+    for (std::vector<float> *t : {&q, &k, &v})
+      for (float &x : *t)
+        x = static_cast<float>(rng.next());
+  }
+  for (std::vector<float> *t : {&q, &k, &v})
+    for (float &x : *t)
+      x = roundTo(x, sig.dtype);
+
+  Expected<std::unique_ptr<Kernel>> loaded = Kernel::loadFile(*cl.file());
+  if (!loaded.ok())
+    fail(loaded.message());
+  Kernel &kernel = **loaded;
+  Backend &backend = kernel.backend();
+  check(kernel.checkProblem(p));
+
+  auto upload = [&](const std::vector<unsigned char> &bytes) {
+    Expected<DeviceBuffer> buf = DeviceBuffer::allocate(backend, bytes.size());
+    if (!buf.ok())
+      fail(buf.message());
+    check(backend.copyToDevice(buf->get(), bytes.data(), bytes.size()));
+    return buf.take();
+  };
+  DeviceBuffer qBuf = upload(toStorage(q, sig.dtype));
+  DeviceBuffer kBuf = upload(toStorage(k, sig.dtype));
+  DeviceBuffer vBuf = upload(toStorage(v, sig.dtype));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<unsigned char> oBytes =
+      toStorage(std::vector<float>(p.oElements(), nan), sig.dtype);
+  std::vector<float> lse(p.lseElements(), nan);
+  DeviceBuffer oBuf = upload(oBytes);
+  DeviceBuffer lseBuf = upload(std::vector<unsigned char>(
+      reinterpret_cast<unsigned char *>(lse.data()),
+      reinterpret_cast<unsigned char *>(lse.data() + lse.size())));
+  ForwardArgs args;
+  args.q = qBuf.get();
+  args.k = kBuf.get();
+  args.v = vBuf.get();
+  args.o = oBuf.get();
+  args.lse = static_cast<float *>(lseBuf.get());
+
+  auto timedRun = [&]() {
+    auto t0 = std::chrono::steady_clock::now();
+    check(kernel.run(p, args));
+    check(backend.synchronize(nullptr));
+    auto t1 = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::milli>(t1 - t0).count();
+  };
+  double firstMs = timedRun();
+  check(backend.copyToHost(oBytes.data(), oBuf.get(), oBytes.size()));
+  check(
+      backend.copyToHost(lse.data(), lseBuf.get(), lse.size() * sizeof(float)));
+  std::vector<float> o = fromStorage(oBytes, sig.dtype);
+
+  std::printf("kernel %s (%s, %s, mask=%s, scale=%s, softcap=%s, block "
+              "%lldx%lld)\n",
+              kernel.meta().kernel.c_str(), backend.description().c_str(),
+              toString(sig.dtype), sig.mask.str().c_str(),
+              formatReal(sig.scale).c_str(), formatReal(sig.softcap).c_str(),
+              static_cast<long long>(sig.blockM),
+              static_cast<long long>(sig.blockN));
+  std::printf("problem B=%lld Hq=%lld Hk=%lld Sq=%lld Sk=%lld D=%lld "
+              "Dv=%lld: first run %.3f ms\n",
+              static_cast<long long>(p.b), static_cast<long long>(p.hq),
+              static_cast<long long>(p.hk), static_cast<long long>(p.sq),
+              static_cast<long long>(p.sk), static_cast<long long>(p.d),
+              static_cast<long long>(p.dv), firstMs);
+
+  bool passed = true;
+  if (cl.flag("validate"))
+    passed = validate(p, sig, q, k, v, o, lse);
+
+  if (std::optional<std::string> dir = cl.str("save")) {
+    std::error_code ec;
+    std::filesystem::create_directories(*dir, ec);
+    if (ec)
+      fail("--save: cannot create directory '" + *dir + "': " + ec.message());
+    struct Out {
+      const char *file;
+      std::vector<int64_t> shape;
+      const std::vector<float> *data;
+    } outs[] = {{"q.npy", {p.b, p.hq, p.sq, p.d}, &q},
+                {"k.npy", {p.b, p.hk, p.sk, p.d}, &k},
+                {"v.npy", {p.b, p.hk, p.sk, p.dv}, &v},
+                {"o.npy", {p.b, p.hq, p.sq, p.dv}, &o},
+                {"lse.npy", {p.b, p.hq, p.sq}, &lse}};
+    for (const Out &out : outs) {
+      std::string err;
+      if (!writeNpy(joinPath(*dir, out.file), out.shape, out.data->data(),
+                    &err))
+        fail(err);
+    }
+    std::printf("saved q.npy k.npy v.npy o.npy lse.npy to %s\n", dir->c_str());
+  }
+
+  if (cl.flag("bench")) {
+    for (int64_t i = 0; i < warmup; ++i)
+      timedRun();
+    std::vector<double> times;
+    for (int64_t i = 0; i < iters; ++i)
+      times.push_back(timedRun());
+    std::sort(times.begin(), times.end());
+    size_t n = times.size();
+    double median =
+        n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+    double flops = forwardFlops(p, sig.mask);
+    std::printf("bench: iters=%lld warmup=%lld median_ms=%.4f min_ms=%.4f "
+                "GFLOP/s=%.2f (visible pairs only)\n",
+                static_cast<long long>(iters), static_cast<long long>(warmup),
+                median, times.front(),
+                median > 0 ? flops / (median * 1e6) : 0.0);
+  }
+  return passed ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return run(argc, argv);
+  } catch (const ToolError &e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "fmha-run: error: %s\n", e.message.c_str());
+    return 2;
+  } catch (const std::bad_alloc &) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "fmha-run: error: out of memory\n");
+    return 2;
+  } catch (const std::exception &e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "fmha-run: error: %s\n", e.what());
+    return 2;
+  }
+}
