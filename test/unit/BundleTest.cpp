@@ -1,0 +1,314 @@
+//===- BundleTest.cpp - Bundle writing, reading and every error -----------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Runtime/Bundle.h"
+
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+
+using namespace fmha;
+using namespace fmha::rt;
+using fmha::test::TempDir;
+
+namespace {
+
+BundleMeta sampleMeta() {
+  BundleMeta m;
+  m.target = Target::Cuda;
+  m.chip = "sm_90a";
+  m.kind = KernelKind::Forward;
+  m.dtype = DType::BF16;
+  m.hq = 32;
+  m.hk = 8;
+  m.d = 128;
+  m.dv = 64;
+  m.mask = *MaskSpec::parse("b:128,0,4");
+  m.scale = 0.0883883476f;
+  m.softcap = 30.0f;
+  m.blockM = 128;
+  m.blockN = 64;
+  m.kernel = "fmha_fwd_bf16";
+  m.binaryFormat = BinaryFormat::Cubin;
+  return m;
+}
+
+const std::string kBinary = std::string("\x7f"
+                                        "ELF\0\x01\x02\n\n",
+                                        10) +
+                            "payload";
+
+std::string sampleBytes() {
+  std::string bytes, err;
+  EXPECT_TRUE(serializeBundle(sampleMeta(), kBinary, &bytes, &err)) << err;
+  return bytes;
+}
+
+std::string parseError(const std::string &bytes) {
+  BundleMeta m;
+  std::string bin, err;
+  EXPECT_FALSE(parseBundle(bytes, "x.fmha", &m, &bin, &err));
+  EXPECT_EQ(err.find('\n'), std::string::npos);
+  return err;
+}
+
+/// sampleBytes() with the line of `key` replaced by `line` (or removed).
+std::string withLine(const std::string &key, const std::string &line) {
+  std::string bytes = sampleBytes();
+  size_t at = bytes.find("\n" + key + "=") + 1;
+  size_t end = bytes.find('\n', at);
+  return bytes.substr(0, at) + (line.empty() ? "" : line + "\n") +
+         bytes.substr(end + 1);
+}
+
+TEST(Bundle, SerializedForm) {
+  EXPECT_EQ(sampleBytes(), "FMHA-BUNDLE 1\n"
+                           "target=cuda\n"
+                           "chip=sm_90a\n"
+                           "kind=fwd\n"
+                           "dtype=bf16\n"
+                           "hq=32\n"
+                           "hk=8\n"
+                           "d=128\n"
+                           "dv=64\n"
+                           "mask=b:128,0,4\n"
+                           "scale=0.0883883461\n"
+                           "softcap=30\n"
+                           "block_m=128\n"
+                           "block_n=64\n"
+                           "kernel=fmha_fwd_bf16\n"
+                           "abi=memref-ciface-v1\n"
+                           "binary_format=cubin\n"
+                           "binary_size=17\n"
+                           "\n" +
+                               kBinary);
+}
+
+TEST(Bundle, FileRoundTrip) {
+  TempDir dir;
+  std::string path = dir.file("a.fmha"), err;
+  BundleMeta in = sampleMeta();
+  ASSERT_TRUE(writeBundle(path, in, kBinary, &err)) << err;
+  BundleMeta out;
+  std::string binary;
+  ASSERT_TRUE(readBundle(path, &out, &binary, &err)) << err;
+  EXPECT_EQ(binary, kBinary);
+  EXPECT_EQ(out.target, in.target);
+  EXPECT_EQ(out.chip, in.chip);
+  EXPECT_EQ(out.kind, in.kind);
+  EXPECT_EQ(out.dtype, in.dtype);
+  EXPECT_EQ(out.hq, in.hq);
+  EXPECT_EQ(out.hk, in.hk);
+  EXPECT_EQ(out.d, in.d);
+  EXPECT_EQ(out.dv, in.dv);
+  EXPECT_EQ(out.mask, in.mask);
+  EXPECT_EQ(out.scale, in.scale); // %.9g round-trips every float
+  EXPECT_EQ(out.softcap, in.softcap);
+  EXPECT_EQ(out.blockM, in.blockM);
+  EXPECT_EQ(out.blockN, in.blockN);
+  EXPECT_EQ(out.kernel, in.kernel);
+  EXPECT_EQ(out.abi, in.abi);
+  EXPECT_EQ(out.binaryFormat, in.binaryFormat);
+}
+
+TEST(Bundle, CpuWithEmptyChipAndDefaultScale) {
+  BundleMeta m = fmha::test::testMeta("k", DType::F32, 4, 4, 64, 64, "t");
+  std::string bytes, err;
+  ASSERT_TRUE(serializeBundle(m, kBinary, &bytes, &err)) << err;
+  EXPECT_NE(bytes.find("\nchip=\n"), std::string::npos);
+  EXPECT_NE(bytes.find("\nscale=0\n"), std::string::npos);
+  BundleMeta out;
+  std::string bin;
+  ASSERT_TRUE(parseBundle(bytes, "m", &out, &bin, &err)) << err;
+  EXPECT_EQ(out.chip, "");
+  EXPECT_EQ(out.effectiveScale(), 0.125f);
+}
+
+TEST(Bundle, StructuralErrors) {
+  std::string bytes = sampleBytes();
+  EXPECT_EQ(parseError(""), "bundle 'x.fmha': bad magic: not an FMHA bundle "
+                            "(expected 'FMHA-BUNDLE 1' on the first line)");
+  EXPECT_EQ(parseError("\x7f"
+                       "ELF..."),
+            "bundle 'x.fmha': bad magic: not an FMHA bundle (expected "
+            "'FMHA-BUNDLE 1' on the first line)");
+  EXPECT_EQ(parseError("FMHA-BUNDLE 2\n" + bytes.substr(14)),
+            "bundle 'x.fmha': unsupported bundle version '2' (this runtime "
+            "reads version 1)");
+  EXPECT_EQ(parseError(bytes.substr(0, 30)),
+            "bundle 'x.fmha': truncated header: no empty line ends it");
+  size_t headerEnd = bytes.find("\n\n") + 2;
+  EXPECT_EQ(parseError(bytes.substr(0, bytes.size() - 7)),
+            "bundle 'x.fmha': truncated binary: header says 17 bytes, file "
+            "has 10");
+  EXPECT_EQ(parseError(bytes.substr(0, headerEnd)),
+            "bundle 'x.fmha': truncated binary: header says 17 bytes, file "
+            "has 0");
+  EXPECT_EQ(parseError(bytes + "++"),
+            "bundle 'x.fmha': trailing data: header says 17 bytes, file has "
+            "19");
+  EXPECT_EQ(parseError(withLine("dtype", "dtype")),
+            "bundle 'x.fmha': malformed header line 5: 'dtype' (expected "
+            "key=value)");
+  EXPECT_EQ(parseError(withLine("dtype", "=f32")),
+            "bundle 'x.fmha': malformed header line 5: '=f32' (expected "
+            "key=value)");
+  EXPECT_EQ(parseError(withLine("dtype", "dtype=bf16\nflavour=mint")),
+            "bundle 'x.fmha': unknown key 'flavour' on line 6");
+  EXPECT_EQ(parseError(withLine("dtype", "dtype=bf16\ndtype=f32")),
+            "bundle 'x.fmha': key 'dtype' appears twice");
+  EXPECT_EQ(parseError(withLine("hq", "hq=32\x01")),
+            "bundle 'x.fmha': bad value for 'hq': '32\\x01' (expected a "
+            "decimal integer)");
+}
+
+TEST(Bundle, EveryMissingKey) {
+  for (const char *key :
+       {"target", "chip", "kind", "dtype", "hq", "hk", "d", "dv", "mask",
+        "scale", "softcap", "block_m", "block_n", "kernel", "abi",
+        "binary_format", "binary_size"}) {
+    EXPECT_EQ(parseError(withLine(key, "")),
+              std::string("bundle 'x.fmha': missing key '") + key + "'");
+  }
+}
+
+TEST(Bundle, BadValues) {
+  struct Case {
+    const char *key, *line, *message;
+  } cases[] = {
+      {"target", "target=gpu",
+       "bad value for 'target': 'gpu' (expected cpu, cuda or hip)"},
+      {"chip", "chip=sm 90",
+       "bad value for 'chip': 'sm 90' (expected characters from "
+       "[A-Za-z0-9_.:+-])"},
+      {"kind", "kind=forward",
+       "bad value for 'kind': 'forward' (expected fwd "
+       "or bwd)"},
+      {"dtype", "dtype=f64",
+       "bad value for 'dtype': 'f64' (expected f32, f16 or bf16)"},
+      {"hq", "hq=abc",
+       "bad value for 'hq': 'abc' (expected a decimal integer)"},
+      {"hq", "hq=+32",
+       "bad value for 'hq': '+32' (expected a decimal integer)"},
+      {"hq", "hq= 32",
+       "bad value for 'hq': ' 32' (expected a decimal integer)"},
+      {"hk", "hk=0", "bad value for 'hk': '0' (must be positive)"},
+      {"d", "d=-64", "bad value for 'd': '-64' (must be positive)"},
+      {"dv", "dv=99999999999999999999",
+       "bad value for 'dv': '99999999999999999999' (expected a decimal "
+       "integer)"},
+      {"dv", "dv=4294967296", "dv is too large: 4294967296"},
+      {"hk", "hk=5", "hq (32) must be a multiple of hk (5)"},
+      {"mask", "mask=causal",
+       "bad value for 'mask': unknown mask spec 'causal': expected one of 0, "
+       "none, t, b, t:L,R, b:L,R, t:L,R,S, b:L,R,S, xt:W, xb:W"},
+      {"mask", "mask=t:1,2,-3",
+       "bad value for 'mask': malformed mask spec 't:1,2,-3': sink (S) must "
+       "be non-negative, got -3"},
+      {"scale", "scale=nan",
+       "bad value for 'scale': 'nan' (expected a finite decimal number)"},
+      {"scale", "scale=inf",
+       "bad value for 'scale': 'inf' (expected a finite decimal number)"},
+      {"scale", "scale=0x1p-3",
+       "bad value for 'scale': '0x1p-3' (expected a finite decimal number)"},
+      {"scale", "scale=1e39",
+       "bad value for 'scale': '1e39' (out of float "
+       "range)"},
+      {"scale", "scale=",
+       "bad value for 'scale': '' (expected a finite "
+       "decimal number)"},
+      {"softcap", "softcap=-1",
+       "softcap must be finite and non-negative (0 = none), got -1"},
+      {"block_m", "block_m=0",
+       "bad value for 'block_m': '0' (must be "
+       "positive)"},
+      {"kernel", "kernel=fmha fwd",
+       "bad value for 'kernel': 'fmha fwd' (expected a C identifier)"},
+      {"kernel", "kernel=",
+       "bad value for 'kernel': '' (expected a C "
+       "identifier)"},
+      {"kernel", "kernel=9lives",
+       "bad value for 'kernel': '9lives' (expected a C identifier)"},
+      {"abi", "abi=memref-ciface-v2",
+       "unknown abi 'memref-ciface-v2' (this runtime knows memref-ciface-v1)"},
+      {"binary_format", "binary_format=elf",
+       "bad value for 'binary_format': 'elf' (expected elf-so, cubin, ptx or "
+       "hsaco)"},
+      {"binary_format", "binary_format=hsaco",
+       "target cuda needs binary_format cubin or ptx, got hsaco"},
+      {"binary_size", "binary_size=ten",
+       "bad value for 'binary_size': 'ten' (expected a non-negative decimal "
+       "integer)"},
+      {"binary_size", "binary_size=-1",
+       "bad value for 'binary_size': '-1' (expected a non-negative decimal "
+       "integer)"},
+      {"binary_size", "binary_size=0",
+       "bad value for 'binary_size': '0' (the binary is empty)"},
+      {"chip", "chip=", "target cuda needs a chip"},
+  };
+  for (const Case &c : cases)
+    EXPECT_EQ(parseError(withLine(c.key, c.line)),
+              std::string("bundle 'x.fmha': ") + c.message)
+        << c.line;
+}
+
+TEST(Bundle, WriterRejectsInvalidMeta) {
+  TempDir dir;
+  std::string err;
+  BundleMeta m = sampleMeta();
+  m.hk = 3;
+  EXPECT_FALSE(writeBundle(dir.file("a.fmha"), m, kBinary, &err));
+  EXPECT_EQ(err, "bundle '" + dir.file("a.fmha") +
+                     "': hq (32) must be a multiple of hk (3)");
+  m = sampleMeta();
+  EXPECT_FALSE(writeBundle(dir.file("b.fmha"), m, "", &err));
+  EXPECT_EQ(err, "bundle '" + dir.file("b.fmha") + "': the binary is empty");
+  m.target = Target::Cpu;
+  EXPECT_FALSE(writeBundle(dir.file("c.fmha"), m, kBinary, &err));
+  EXPECT_EQ(err, "bundle '" + dir.file("c.fmha") +
+                     "': target cpu needs binary_format elf-so, got cubin");
+  EXPECT_FALSE(
+      writeBundle("/nonexistent/dir/a.fmha", sampleMeta(), kBinary, &err));
+  EXPECT_EQ(err, "bundle '/nonexistent/dir/a.fmha': cannot create file: No "
+                 "such file or directory");
+  BundleMeta out;
+  std::string bin;
+  EXPECT_FALSE(readBundle("/nonexistent.fmha", &out, &bin, &err));
+  EXPECT_EQ(err, "bundle '/nonexistent.fmha': cannot open file: No such file "
+                 "or directory");
+}
+
+TEST(Bundle, NeverCrashesOnAnyBytes) {
+  // Every prefix, and many random corruptions of the header; the result is
+  // either a valid bundle or a one-line error.
+  std::string good = sampleBytes();
+  for (size_t cut = 0; cut < good.size(); ++cut)
+    parseError(good.substr(0, cut));
+  std::mt19937 gen(11);
+  size_t header = good.find("\n\n") + 2;
+  int accepted = 0;
+  for (int n = 0; n < 50000; ++n) {
+    std::string bytes = good;
+    int flips = 1 + gen() % 4;
+    for (int f = 0; f < flips; ++f)
+      bytes[gen() % header] = static_cast<char>(gen() % 256);
+    if (gen() % 4 == 0)
+      bytes.insert(gen() % bytes.size(), 1, static_cast<char>(gen() % 256));
+    BundleMeta m;
+    std::string bin, err;
+    if (parseBundle(bytes, "f", &m, &bin, &err)) {
+      ++accepted;
+      EXPECT_EQ(m.validate(), "");
+    } else {
+      ASSERT_FALSE(err.empty());
+      ASSERT_EQ(err.find('\n'), std::string::npos) << err;
+    }
+  }
+  // Some flips land in values that still parse (digits to digits).
+  EXPECT_GT(accepted, 0);
+}
+
+} // namespace

@@ -1,0 +1,287 @@
+//===- ReferenceTest.cpp - The float64 reference on hand-checked cases ----===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Runtime/Reference.h"
+
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace fmha;
+using namespace fmha::rt;
+using fmha::test::randomNormal;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+ReferenceConfig config(int64_t b, int64_t hq, int64_t hk, int64_t sq,
+                       int64_t sk, int64_t d, int64_t dv,
+                       const char *mask = "0", double scale = 0,
+                       double softcap = 0) {
+  ReferenceConfig c;
+  c.b = b;
+  c.hq = hq;
+  c.hk = hk;
+  c.sq = sq;
+  c.sk = sk;
+  c.d = d;
+  c.dv = dv;
+  c.mask = *MaskSpec::parse(mask);
+  c.scale = scale;
+  c.softcap = softcap;
+  return c;
+}
+
+ReferenceForward forward(const ReferenceConfig &c, const std::vector<double> &q,
+                         const std::vector<double> &k,
+                         const std::vector<double> &v) {
+  ReferenceForward out;
+  std::string err;
+  EXPECT_TRUE(referenceForward(c, q, k, v, &out, &err)) << err;
+  return out;
+}
+
+TEST(Reference, OneKeyGivesV) {
+  ReferenceConfig c = config(1, 1, 1, 3, 1, 2, 3);
+  std::vector<double> q = {1, 2, -1, 0.5, 3, 3};
+  std::vector<double> k = {0.25, -2};
+  std::vector<double> v = {7, -1, 2};
+  ReferenceForward r = forward(c, q, k, v);
+  double scale = 1 / std::sqrt(2.0);
+  for (int i = 0; i < 3; ++i) {
+    for (int e = 0; e < 3; ++e)
+      EXPECT_DOUBLE_EQ(r.o[i * 3 + e], v[e]);
+    // lse of one score is the score.
+    EXPECT_DOUBLE_EQ(r.lse[i], scale * (q[2 * i] * 0.25 - 2 * q[2 * i + 1]));
+  }
+}
+
+TEST(Reference, UniformScoresGiveMeanOfV) {
+  // q = 0: every score is 0, p = 1/Sk, lse = log(Sk).
+  ReferenceConfig c = config(1, 1, 1, 2, 4, 3, 2);
+  std::vector<double> q(6, 0.0), k = randomNormal(12, 1);
+  std::vector<double> v = {1, 10, 2, 20, 3, 30, 6, 60};
+  ReferenceForward r = forward(c, q, k, v);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_DOUBLE_EQ(r.o[i * 2 + 0], 3.0);
+    EXPECT_DOUBLE_EQ(r.o[i * 2 + 1], 30.0);
+    EXPECT_DOUBLE_EQ(r.lse[i], std::log(4.0));
+  }
+}
+
+TEST(Reference, TwoKeysByHand) {
+  // d = 1, scale 1: scores 0 and log 3 give p = 1/4, 3/4.
+  ReferenceConfig c = config(1, 1, 1, 1, 2, 1, 1, "0", 1.0);
+  ReferenceForward r = forward(c, {1.0}, {0.0, std::log(3.0)}, {4.0, 8.0});
+  EXPECT_NEAR(r.o[0], 0.25 * 4 + 0.75 * 8, 1e-14);
+  EXPECT_NEAR(r.lse[0], std::log(4.0), 1e-14);
+}
+
+TEST(Reference, SoftcapByHand) {
+  // Scores x = 0 and x = 3 with softcap 2: s = 2 tanh(x / 2).
+  ReferenceConfig c = config(1, 1, 1, 1, 2, 1, 1, "0", 1.0, 2.0);
+  ReferenceForward r = forward(c, {1.0}, {0.0, 3.0}, {1.0, 0.0});
+  double s1 = 2.0 * std::tanh(1.5);
+  EXPECT_NEAR(r.o[0], 1.0 / (1.0 + std::exp(s1)), 1e-14);
+  EXPECT_NEAR(r.lse[0], std::log(1.0 + std::exp(s1)), 1e-14);
+}
+
+TEST(Reference, CausalFirstRowSeesFirstKey) {
+  ReferenceConfig c = config(1, 1, 1, 4, 4, 2, 2, "t");
+  std::vector<double> q = randomNormal(8, 2), k = randomNormal(8, 3),
+                      v = randomNormal(8, 4);
+  ReferenceForward r = forward(c, q, k, v);
+  EXPECT_DOUBLE_EQ(r.o[0], v[0]);
+  EXPECT_DOUBLE_EQ(r.o[1], v[1]);
+  EXPECT_DOUBLE_EQ(r.lse[0], (q[0] * k[0] + q[1] * k[1]) / std::sqrt(2.0));
+  // Row 1 sees keys 0 and 1 only: changing key 2 changes nothing there.
+  std::vector<double> k2 = k, v2 = v;
+  k2[4] += 5;
+  v2[4] += 5;
+  ReferenceForward r2 = forward(c, q, k2, v2);
+  EXPECT_EQ(r2.o[2], r.o[2]);
+  EXPECT_EQ(r2.lse[1], r.lse[1]);
+  EXPECT_NE(r2.o[4], r.o[4]);
+}
+
+TEST(Reference, FullyMaskedRowIsZeroAndMinusInf) {
+  // b with Sq = 3 > Sk = 1: row i sees j <= i - 2, so rows 0 and 1 see
+  // nothing.
+  ReferenceConfig c = config(1, 1, 1, 3, 1, 2, 2, "b");
+  std::vector<double> q = randomNormal(6, 5), k = {0.5, 1.0}, v = {3.0, -4.0};
+  ReferenceForward r = forward(c, q, k, v);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.lse[i], -kInf);
+    EXPECT_EQ(r.o[2 * i], 0.0);
+    EXPECT_EQ(r.o[2 * i + 1], 0.0);
+    EXPECT_FALSE(std::isnan(r.o[2 * i]));
+  }
+  EXPECT_DOUBLE_EQ(r.o[4], 3.0);
+  EXPECT_DOUBLE_EQ(r.o[5], -4.0);
+}
+
+TEST(Reference, GqaEqualsRepeatedKv) {
+  // Hq = 6, Hk = 2: head h reads kv head h / 3, as np.repeat(k, 3, axis=1).
+  const int64_t b = 2, hq = 6, hk = 2, sq = 3, sk = 5, d = 4, dv = 3;
+  std::vector<double> q = randomNormal(b * hq * sq * d, 6),
+                      k = randomNormal(b * hk * sk * d, 7),
+                      v = randomNormal(b * hk * sk * dv, 8);
+  std::vector<double> kr, vr;
+  for (int64_t bi = 0; bi < b; ++bi) {
+    for (int64_t h = 0; h < hq; ++h) {
+      int64_t g = h / (hq / hk);
+      auto kBegin = k.begin() + (bi * hk + g) * sk * d;
+      auto vBegin = v.begin() + (bi * hk + g) * sk * dv;
+      kr.insert(kr.end(), kBegin, kBegin + sk * d);
+      vr.insert(vr.end(), vBegin, vBegin + sk * dv);
+    }
+  }
+  for (const char *mask : {"0", "b:1,0,1"}) {
+    ReferenceForward gqa =
+        forward(config(b, hq, hk, sq, sk, d, dv, mask), q, k, v);
+    ReferenceForward mha =
+        forward(config(b, hq, hq, sq, sk, d, dv, mask), q, kr, vr);
+    EXPECT_EQ(gqa.o, mha.o) << mask;
+    EXPECT_EQ(gqa.lse, mha.lse) << mask;
+  }
+}
+
+TEST(Reference, MergeOfSplitKeysEqualsFull) {
+  const int64_t sq = 4, sk = 7, split = 3, d = 3, dv = 2;
+  std::vector<double> q = randomNormal(sq * d, 9), k = randomNormal(sk * d, 10),
+                      v = randomNormal(sk * dv, 11);
+  ReferenceForward full = forward(config(1, 1, 1, sq, sk, d, dv), q, k, v);
+  std::vector<double> k1(k.begin(), k.begin() + split * d),
+      k2(k.begin() + split * d, k.end());
+  std::vector<double> v1(v.begin(), v.begin() + split * dv),
+      v2(v.begin() + split * dv, v.end());
+  ReferenceForward p1 = forward(config(1, 1, 1, sq, split, d, dv), q, k1, v1);
+  ReferenceForward p2 =
+      forward(config(1, 1, 1, sq, sk - split, d, dv), q, k2, v2);
+  ReferenceForward merged;
+  std::string err;
+  ASSERT_TRUE(referenceMerge(sq, dv, p1.o, p1.lse, p2.o, p2.lse, &merged, &err))
+      << err;
+  for (size_t i = 0; i < full.o.size(); ++i)
+    EXPECT_NEAR(merged.o[i], full.o[i], 1e-13);
+  for (size_t i = 0; i < full.lse.size(); ++i)
+    EXPECT_NEAR(merged.lse[i], full.lse[i], 1e-13);
+}
+
+TEST(Reference, MergeWithEmptyPartials) {
+  // Row 0: second partial empty; row 1: first empty; row 2: both empty;
+  // row 3: equal lse, so the mean.
+  std::vector<double> o1 = {1, 2, 9, 9, 9, 9, 1, 3};
+  std::vector<double> lse1 = {0.5, -kInf, -kInf, 2.0};
+  std::vector<double> o2 = {9, 9, 5, 6, 9, 9, 3, 5};
+  std::vector<double> lse2 = {-kInf, 1.5, -kInf, 2.0};
+  ReferenceForward m;
+  std::string err;
+  ASSERT_TRUE(referenceMerge(4, 2, o1, lse1, o2, lse2, &m, &err)) << err;
+  EXPECT_EQ(m.o[0], 1);
+  EXPECT_EQ(m.o[1], 2);
+  EXPECT_EQ(m.lse[0], 0.5);
+  EXPECT_EQ(m.o[2], 5);
+  EXPECT_EQ(m.o[3], 6);
+  EXPECT_EQ(m.lse[1], 1.5);
+  EXPECT_EQ(m.o[4], 0);
+  EXPECT_EQ(m.o[5], 0);
+  EXPECT_EQ(m.lse[2], -kInf);
+  EXPECT_NEAR(m.o[6], 2, 1e-15);
+  EXPECT_NEAR(m.o[7], 4, 1e-15);
+  EXPECT_NEAR(m.lse[3], 2.0 + std::log(2.0), 1e-15);
+}
+
+TEST(Reference, Errors) {
+  ReferenceForward out;
+  std::string err;
+  EXPECT_FALSE(referenceForward(config(1, 3, 2, 1, 1, 1, 1), {0, 0, 0}, {0, 0},
+                                {0, 0}, &out, &err));
+  EXPECT_EQ(err, "reference: Hq (3) must be a multiple of Hk (2)");
+  EXPECT_FALSE(
+      referenceForward(config(1, 1, 1, 2, 1, 1, 1), {0}, {0}, {0}, &out, &err));
+  EXPECT_EQ(err, "reference: q has 1 elements, expected 2");
+  EXPECT_FALSE(
+      referenceForward(config(1, 1, 1, 0, 1, 1, 1), {}, {0}, {0}, &out, &err));
+  EXPECT_EQ(err, "reference: Sq must be positive, got 0");
+  EXPECT_FALSE(referenceMerge(2, 1, {0, 0}, {0, 0}, {0}, {0, 0}, &out, &err));
+  EXPECT_EQ(err, "reference: o2 has 1 elements, expected 2");
+}
+
+//===----------------------------------------------------------------------===//
+// Backward against central finite differences of the forward
+//===----------------------------------------------------------------------===//
+
+double loss(const ReferenceConfig &c, const std::vector<double> &q,
+            const std::vector<double> &k, const std::vector<double> &v,
+            const std::vector<double> &dO) {
+  ReferenceForward r = forward(c, q, k, v);
+  double s = 0;
+  for (size_t i = 0; i < r.o.size(); ++i)
+    s += r.o[i] * dO[i];
+  return s;
+}
+
+void checkGradients(const ReferenceConfig &c, unsigned seed) {
+  std::vector<double> q = randomNormal(c.b * c.hq * c.sq * c.d, seed),
+                      k = randomNormal(c.b * c.hk * c.sk * c.d, seed + 1),
+                      v = randomNormal(c.b * c.hk * c.sk * c.dv, seed + 2),
+                      dO = randomNormal(c.b * c.hq * c.sq * c.dv, seed + 3);
+  ReferenceBackward g;
+  std::string err;
+  ASSERT_TRUE(referenceBackward(c, q, k, v, dO, &g, &err)) << err;
+  const double eps = 1e-5;
+  struct Input {
+    const char *name;
+    std::vector<double> *x;
+    const std::vector<double> *grad;
+  } inputs[] = {{"q", &q, &g.dq}, {"k", &k, &g.dk}, {"v", &v, &g.dv}};
+  for (const Input &in : inputs) {
+    for (size_t i = 0; i < in.x->size(); ++i) {
+      double saved = (*in.x)[i];
+      (*in.x)[i] = saved + eps;
+      double up = loss(c, q, k, v, dO);
+      (*in.x)[i] = saved - eps;
+      double down = loss(c, q, k, v, dO);
+      (*in.x)[i] = saved;
+      double numeric = (up - down) / (2 * eps);
+      EXPECT_NEAR((*in.grad)[i], numeric, 1e-7 * (1 + std::fabs(numeric)))
+          << in.name << "[" << i << "] mask " << c.mask.str();
+    }
+  }
+}
+
+TEST(ReferenceBackward, MatchesFiniteDifferences) {
+  checkGradients(config(1, 2, 2, 3, 4, 3, 2), 20);
+}
+
+TEST(ReferenceBackward, GqaTwoToOneWithCausalMask) {
+  checkGradients(config(2, 4, 2, 3, 5, 2, 3, "b"), 30);
+}
+
+TEST(ReferenceBackward, WindowSinkSoftcapAndScale) {
+  checkGradients(config(1, 2, 1, 5, 6, 3, 2, "t:1,0,2", 0.7, 1.5), 40);
+}
+
+TEST(ReferenceBackward, FullyMaskedRowsHaveNoGradient) {
+  // b with Sq = 4 > Sk = 2: rows 0 and 1 see nothing.
+  ReferenceConfig c = config(1, 2, 1, 4, 2, 2, 2, "b");
+  checkGradients(c, 50);
+  std::vector<double> q = randomNormal(16, 1), k = randomNormal(4, 2),
+                      v = randomNormal(4, 3), dO = randomNormal(16, 4);
+  ReferenceBackward g;
+  std::string err;
+  ASSERT_TRUE(referenceBackward(c, q, k, v, dO, &g, &err)) << err;
+  for (int h = 0; h < 2; ++h)
+    for (int e = 0; e < 4; ++e)
+      EXPECT_EQ(g.dq[h * 8 + e], 0.0);
+}
+
+} // namespace
