@@ -13,8 +13,9 @@
 // Sk - Sq for bottom-right), the visible keys through the window lie in
 //   [jlo, jhi] = [max(0, r0 + off - L), min(Sk - 1, r1 - 1 + off + R)],
 // so the main loop visits kv tiles [jlo / BN, jhi / BN]; sink tiles before it
-// get a leading loop; a tile gets the element mask only when some key of it is
-// hidden from some row of the q tile.
+// get a leading loop and sink tiles after it extend the main loop; a tile gets
+// the element mask only when some key of it is hidden from some row of the q
+// tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -226,7 +227,11 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     }
     if (mask.sink > 0) {
       Value sinkKeys = im.min(im.c(std::min(mask.sink, kBoundCap)), sk);
-      sinkEnd = im.min(im.ceilDiv(sinkKeys, im.c(bn)), begin);
+      Value sinkTiles = im.ceilDiv(sinkKeys, im.c(bn));
+      // Sink tiles before the window get the leading loop; those after it
+      // extend the main loop (the union is then one interval).
+      sinkEnd = im.min(sinkTiles, begin);
+      end = im.max(end, sinkTiles);
     }
   }
 

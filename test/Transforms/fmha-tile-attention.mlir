@@ -120,7 +120,8 @@ func.func @window(%q: memref<?x8x?x64xf32>, %k: memref<?x2x?x64xf32>, %o: memref
 // -----
 
 // Window + 4 sinks: a leading loop visits the sink tiles [0, ceil(min(4, Sk)
-// / 64)) that lie before the window's first tile; the window loop follows.
+// / 64)) that lie before the window's first tile; the window loop follows and
+// also covers sink tiles past the window's last tile.
 // Tiles entirely made of sinks need no element mask.
 // CHECK-LABEL: func @window_sink
 // CHECK-DAG: %[[SK:.+]] = memref.dim %arg1, %c2
@@ -130,6 +131,7 @@ func.func @window(%q: memref<?x8x?x64xf32>, %k: memref<?x2x?x64xf32>, %o: memref
 // CHECK: %[[SINKKEYS:.+]] = arith.minsi %[[SK]], %c4
 // CHECK: %[[SINKTILES:.+]] = arith.ceildivsi %[[SINKKEYS]], %c64
 // CHECK: %[[SINKEND:.+]] = arith.minsi %[[SINKTILES]], %[[BEGIN]]
+// CHECK: %[[MAINEND:.+]] = arith.maxsi %[[END]], %[[SINKTILES]]
 // CHECK: scf.for %{{.+}} = %c0 to %[[SINKEND]] step %c1
 // CHECK:   %[[C1:.+]] = arith.addi
 // CHECK:   %[[WINDOWFULL:.+]] = arith.andi
@@ -138,7 +140,7 @@ func.func @window(%q: memref<?x8x?x64xf32>, %k: memref<?x2x?x64xf32>, %o: memref
 // CHECK:   scf.if %[[FULL]]
 // CHECK:     masked[{{.+}}] {mask = #fmha.mask<"b:256,0,4">
 // CHECK: } {fmha.kv_loop = "sink"}
-// CHECK: scf.for %{{.+}} = %[[BEGIN]] to %[[END]] step %c1
+// CHECK: scf.for %{{.+}} = %[[BEGIN]] to %[[MAINEND]] step %c1
 // CHECK: } {fmha.kv_loop = "window"}
 // CHECK: fmha.tile_finalize
 func.func @window_sink(%q: memref<?x8x?x64xf32>, %k: memref<?x2x?x64xf32>, %o: memref<?x8x?x64xf32>) {

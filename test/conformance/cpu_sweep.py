@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""CPU conformance sweep: fmha-compile + fmha-run --validate over the problem
+space of DESIGN.md section 1 (every mask kind, windows and sinks, GQA 1:1,
+2:1, 8:1 and MQA, Sq != Sk both ways, sizes that are not tile multiples,
+Sq = 1 decoding, D/Dv in {32, 64, 128} with Dv != D, rows with no visible
+key, softcap, scale, f32/f16/bf16). Every run is checked by fmha-run against
+the float64 reference; this script fails if any run fails or if an f32 run's
+relative error is not far under 1e-5."""
+
+import argparse
+import concurrent.futures
+import itertools
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+MASKS = ["0", "t", "b", "t:16,0", "b:40,0", "t:3,5", "b:0,7", "t:-1,0,4",
+         "b:64,0,4", "t:10,10,70", "xt:33", "xb:128", "xt:-1", "b:0,0",
+         "t:0,0", "b:-1,3,1"]
+SHAPES = [(1, 1, 1), (1, 1, 200), (2, 77, 77), (1, 130, 65), (1, 65, 130),
+          (1, 100, 37), (1, 64, 64), (2, 200, 333), (1, 1, 129)]
+HEADS = [(4, 4), (4, 2), (8, 1), (3, 1)]
+DIMS = [(32, 32), (64, 64), (128, 128), (64, 32), (32, 128)]
+F32_BAR = 1e-6  # "far under 1e-5"
+
+
+def signatures():
+    """(dtype, hq, hk, d, dv, mask, extra flags, block) -> shapes to run."""
+    out = []
+    for mask in MASKS:
+        out.append((("f32", 4, 2, 64, 64, mask, (), (64, 64)), SHAPES))
+    for (hq, hk), (d, dv) in itertools.product(HEADS, DIMS):
+        for mask in ("0", "b:40,0,4"):
+            out.append((("f32", hq, hk, d, dv, mask, (), (64, 64)),
+                        SHAPES[::2]))
+    for dtype in ("f16", "bf16"):
+        for mask in ("0", "t", "b:64,0,4", "xb:128"):
+            out.append(((dtype, 8, 2, 64, 64, mask, (), (64, 64)), SHAPES))
+    extras = [("--softcap=5",), ("--scale=0.3",), ("--softcap=30", "--scale=0.05")]
+    for extra in extras:
+        for mask in ("0", "b:40,0,4"):
+            out.append((("f32", 4, 1, 64, 32, mask, extra, (64, 64)), SHAPES))
+    for block in ((16, 32), (32, 16), (128, 64)):
+        for mask in ("t", "b:40,0,4", "t:3,5"):
+            out.append((("f32", 4, 2, 32, 32, mask, (), block), SHAPES))
+    return out
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def check_signature(args, tmp, index, sig, shapes):
+    dtype, hq, hk, d, dv, mask, extra, (bm, bn) = sig
+    bundle = os.path.join(tmp, f"s{index}.fmha")
+    compile_cmd = [os.path.join(args.bin, "fmha-compile"), "--target=cpu",
+                   f"--dtype={dtype}", f"--hq={hq}", f"--hk={hk}", "-d", str(d),
+                   f"--dv={dv}", f"--mask={mask}", f"--block-m={bm}",
+                   f"--block-n={bn}", "-o", bundle, *extra]
+    rc, text = run(compile_cmd)
+    if rc != 0:
+        return [f"COMPILE FAIL {' '.join(compile_cmd)}\n{text}"], 0, 0.0
+    failures, worst = [], 0.0
+    for seed, (b, sq, sk) in enumerate(shapes):
+        cmd = [os.path.join(args.bin, "fmha-run"), bundle, "-b", str(b),
+               "--sq", str(sq), "--sk", str(sk), "--seed", str(seed),
+               "--validate"]
+        rc, text = run(cmd)
+        m = re.search(r"rel_err=([0-9.eE+-]+|nan|inf)", text)
+        rel = float(m.group(1)) if m else float("nan")
+        if dtype == "f32":
+            worst = max(worst, rel) if rel == rel else float("inf")
+        bad = rc != 0 or not m or (dtype == "f32" and not rel <= F32_BAR)
+        if bad:
+            failures.append(f"FAIL [{' '.join(compile_cmd)}] {' '.join(cmd[2:])}"
+                            f"\n{text}")
+    return failures, len(shapes), worst
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bin", required=True, help="folder with fmha-compile and fmha-run")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    args = parser.parse_args()
+    sigs = signatures()
+    failures, runs, worst = [], 0, 0.0
+    with tempfile.TemporaryDirectory() as tmp, \
+            concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(check_signature, args, tmp, i, sig, shapes)
+                   for i, (sig, shapes) in enumerate(sigs)]
+        for f in futures:
+            fails, n, w = f.result()
+            failures += fails
+            runs += n
+            worst = max(worst, w)
+    for f in failures:
+        print(f)
+    print(f"cpu sweep: {len(sigs)} bundles, {runs} problems, "
+          f"{len(failures)} failures, worst f32 rel_err {worst:.3e}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
