@@ -82,7 +82,8 @@ struct MaskSpec {
 struct KvTileBounds {
   /// Sink tiles [0, sinkEnd) are visited by a leading loop.
   int64_t sinkEnd = 0;
-  /// Window tiles [begin, end) are visited by the main loop; sinkEnd <= begin.
+  /// Tiles [begin, end) are visited by the main loop: the window's tiles and
+  /// any sink tiles after them. sinkEnd <= begin.
   int64_t begin = 0;
   int64_t end = 0;
 };
