@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fmha/Transforms/Passes.h"
+#include "fmha/Transforms/MaskUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -38,46 +39,6 @@ using namespace mlir;
 using namespace mlir::fmha;
 
 namespace {
-
-/// Window bounds larger than any sequence behave as unbounded; capping them
-/// keeps the index arithmetic free of overflow.
-constexpr int64_t kBoundCap = int64_t(1) << 40;
-
-/// Index arithmetic on `arith` ops at one location; folds constants as it
-/// goes so that the emitted bounds read like the formulas above.
-struct IndexMath {
-  OpBuilder &b;
-  Location loc;
-
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  template <typename OpTy, typename... Args> Value fold(Args... args) {
-    return b.createOrFold<OpTy>(loc, args...);
-  }
-  Value add(Value x, Value y) { return fold<arith::AddIOp>(x, y); }
-  Value sub(Value x, Value y) { return fold<arith::SubIOp>(x, y); }
-  Value mul(Value x, Value y) { return fold<arith::MulIOp>(x, y); }
-  Value div(Value x, Value y) { return fold<arith::DivSIOp>(x, y); }
-  Value ceilDiv(Value x, Value y) { return fold<arith::CeilDivSIOp>(x, y); }
-  Value min(Value x, Value y) { return fold<arith::MinSIOp>(x, y); }
-  Value max(Value x, Value y) { return fold<arith::MaxSIOp>(x, y); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return fold<arith::CmpIOp>(p, x, y);
-  }
-  Value le(Value x, Value y) { return cmp(arith::CmpIPredicate::sle, x, y); }
-  Value select(Value cond, Value x, Value y) {
-    return fold<arith::SelectOp>(cond, x, y);
-  }
-  /// x && y where a null operand means `true`.
-  Value andOpt(Value x, Value y) {
-    return x ? (y ? fold<arith::AndIOp>(x, y) : x) : y;
-  }
-  Value dim(Value memref, int64_t i) {
-    auto type = cast<MemRefType>(memref.getType());
-    if (!type.isDynamicDim(i))
-      return c(type.getDimSize(i));
-    return memref::DimOp::create(b, loc, memref, i);
-  }
-};
 
 /// A rank-reducing subview `source[offsets][sizes]` with unit strides that
 /// drops the leading unit dims.
@@ -202,56 +163,8 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
                            {rows, rewriter.getIndexAttr(dv)}, 2);
   TileInitOp::create(rewriter, loc, mTile, lTile, accTile);
 
-  // --- Mask-derived kv tile bounds for this q tile. ---
-  Value numKvTiles = im.ceilDiv(sk, im.c(bn));
-  Value off = mask.kind == ::fmha::MaskKind::BottomRight ? im.sub(sk, sq)
-                                                         : Value(zero);
-  Value left, right;
-  if (mask.hasLeft())
-    left = im.c(std::min(mask.left, kBoundCap));
-  if (mask.hasRight())
-    right = im.c(std::min(mask.right, kBoundCap));
-  Value rowLast = im.sub(r1, one);
-  Value begin = zero, end = numKvTiles, sinkEnd;
-  if (!mask.isNone()) {
-    Value jlo = zero, jhi = im.sub(sk, one);
-    if (left)
-      jlo = im.max(zero, im.sub(im.add(r0, off), left));
-    if (right)
-      jhi = im.min(jhi, im.add(im.add(rowLast, off), right));
-    if (left || right) {
-      Value empty = im.cmp(arith::CmpIPredicate::sgt, jlo, jhi);
-      begin = im.select(empty, numKvTiles, im.div(jlo, im.c(bn)));
-      end = im.select(empty, numKvTiles,
-                      im.add(im.div(jhi, im.c(bn)), one));
-    }
-    if (mask.sink > 0) {
-      Value sinkKeys = im.min(im.c(std::min(mask.sink, kBoundCap)), sk);
-      Value sinkTiles = im.ceilDiv(sinkKeys, im.c(bn));
-      // Sink tiles before the window get the leading loop; those after it
-      // extend the main loop (the union is then one interval).
-      sinkEnd = im.min(sinkTiles, begin);
-      end = im.max(end, sinkTiles);
-    }
-  }
-
-  // Whether every key of tile [c0, c1) is visible to every row of the q tile.
-  auto emitTileIsFull = [&](OpBuilder &builder, Value c0, Value c1) -> Value {
-    IndexMath bi{builder, loc};
-    Value full;
-    if (left)
-      full = bi.andOpt(full, bi.le(bi.sub(bi.add(rowLast, off), left), c0));
-    if (right)
-      full = bi.andOpt(
-          full, bi.le(bi.sub(c1, one), bi.add(bi.add(r0, off), right)));
-    if (!full) // No window edge: every key is visible.
-      return arith::ConstantIntOp::create(builder, loc, 1, 1);
-    if (mask.sink > 0)
-      full = arith::OrIOp::create(
-          builder, loc, full,
-          bi.le(c1, bi.c(std::min(mask.sink, kBoundCap))));
-    return full;
-  };
+  // --- Mask-derived kv tile bounds for this q tile (MaskUtils.h). ---
+  KvLoopBounds bounds = emitKvLoopBounds(rewriter, loc, mask, r0, r1, sq, sk, bn);
 
   // One kv tile: scores (element mask only on tiles that cross a mask
   // edge), online softmax, accumulate.
@@ -274,7 +187,8 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     if (mask.isNone()) {
       emitQK(builder, /*masked=*/false);
     } else {
-      Value full = emitTileIsFull(builder, c0, bi.add(c0, cols));
+      Value full = emitKvTileIsFull(builder, loc, mask, r0, r1, c0,
+                                    bi.add(c0, cols), sq, sk);
       scf::IfOp::create(
           builder, loc, full,
           [&](OpBuilder &then, Location) {
@@ -299,9 +213,9 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
         });
     loop->setAttr("fmha.kv_loop", rewriter.getStringAttr(name));
   };
-  if (sinkEnd)
-    emitKvLoop(zero, sinkEnd, "sink");
-  emitKvLoop(begin, end, "window");
+  if (bounds.sinkEnd)
+    emitKvLoop(zero, bounds.sinkEnd, "sink");
+  emitKvLoop(bounds.begin, bounds.end, "window");
 
   TileFinalizeOp::create(rewriter, loc, mTile, lTile, accTile, oTile, lseTile);
 

@@ -13,6 +13,7 @@
 
 #include "fmha/Conversion/Passes.h"
 #include "fmha/Dialect/FmhaOps.h"
+#include "fmha/Transforms/MaskUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -118,38 +119,6 @@ struct TileInitLowering : OpRewritePattern<TileInitOp> {
     return success();
   }
 };
-
-/// Emits `visible(row, col)` of DESIGN.md section 1 (as fmha::MaskSpec).
-Value emitVisible(OpBuilder &b, Location loc, const ::fmha::MaskSpec &mask,
-                  Value row, Value col, Value sq, Value sk) {
-  auto cst = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  };
-  constexpr int64_t cap = int64_t(1) << 40;
-  Value visible = arith::ConstantIntOp::create(b, loc, 1, 1);
-  Value diag = row;
-  if (mask.kind == ::fmha::MaskKind::BottomRight)
-    diag = arith::AddIOp::create(b, loc, row,
-                                 arith::SubIOp::create(b, loc, sk, sq));
-  if (mask.hasLeft()) {
-    Value lo = arith::SubIOp::create(b, loc, diag,
-                                     cst(std::min(mask.left, cap)));
-    visible = arith::AndIOp::create(
-        b, loc, visible, cmp(arith::CmpIPredicate::sge, col, lo));
-  }
-  if (mask.hasRight()) {
-    Value hi = arith::AddIOp::create(b, loc, diag,
-                                     cst(std::min(mask.right, cap)));
-    visible = arith::AndIOp::create(
-        b, loc, visible, cmp(arith::CmpIPredicate::sle, col, hi));
-  }
-  if (mask.sink > 0)
-    visible = arith::OrIOp::create(
-        b, loc, visible,
-        cmp(arith::CmpIPredicate::slt, col, cst(std::min(mask.sink, cap))));
-  return visible;
-}
 
 struct TileQKLowering : OpRewritePattern<TileQKOp> {
   using OpRewritePattern::OpRewritePattern;
