@@ -27,14 +27,23 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 
 void mlir::fmha::registerAllFmhaDialects(DialectRegistry &registry) {
   registry.insert<FmhaDialect, arith::ArithDialect, func::FuncDialect,
                   LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
                   scf::SCFDialect, tensor::TensorDialect,
                   bufferization::BufferizationDialect, affine::AffineDialect,
-                  cf::ControlFlowDialect, index::IndexDialect, ub::UBDialect>();
+                  cf::ControlFlowDialect, index::IndexDialect, ub::UBDialect,
+                  gpu::GPUDialect, NVVM::NVVMDialect, vector::VectorDialect>();
   // What `convert-to-llvm` needs to lower the dialects the pipelines emit.
   arith::registerConvertArithToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);
@@ -43,6 +52,12 @@ void mlir::fmha::registerAllFmhaDialects(DialectRegistry &registry) {
   registerConvertMathToLLVMInterface(registry);
   registerConvertMemRefToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
+  // What gpu-module-to-binary needs to serialize NVVM kernels.
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
 }
 
 void mlir::fmha::registerAllFmhaPasses() {

@@ -8,6 +8,7 @@
 #include "fmha/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -35,7 +36,39 @@ void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
+void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
+                                         const NVVMPipelineOptions &options) {
+  FmhaLowerToGpuPassOptions gpu;
+  gpu.target = "nvvm";
+  gpu.chip = options.chip;
+  gpu.blockM = options.blockM;
+  gpu.blockN = options.blockN;
+  gpu.kernelName = options.kernelName;
+  pm.addPass(createFmhaLowerToGpuPass(gpu));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  GpuNVVMAttachTargetOptions attach;
+  attach.chip = options.chip;
+  attach.features = "+ptx80";
+  attach.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(attach));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(createConvertVectorToLLVMPass());
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
 void mlir::fmha::registerFmhaPipelines() {
+  PassPipelineRegistration<NVVMPipelineOptions>(
+      "fmha-to-nvvm-pipeline",
+      "Lower fmha.attention to an NVIDIA GPU kernel (NVVM, PTX or cubin)",
+      buildFmhaToNVVMPipeline);
   PassPipelineRegistration<CpuPipelineOptions>(
       "fmha-to-cpu-pipeline",
       "Tile fmha.attention and lower it to the LLVM dialect for the host CPU",

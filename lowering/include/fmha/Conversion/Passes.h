@@ -8,6 +8,10 @@
 #define FMHA_CONVERSION_PASSES_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -39,6 +43,28 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                                           "the host when empty)"),
                            llvm::cl::init("")};
 };
+
+/// Options of `fmha-to-nvvm-pipeline`.
+struct NVVMPipelineOptions : public PassPipelineOptions<NVVMPipelineOptions> {
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("NVIDIA chip"),
+                           llvm::cl::init("sm_90")};
+  Option<int64_t> blockM{*this, "block-m",
+                         llvm::cl::desc("Query rows per workgroup"),
+                         llvm::cl::init(64)};
+  Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Keys per kv tile"),
+                         llvm::cl::init(64)};
+  Option<std::string> format{*this, "format",
+                             llvm::cl::desc("Binary format: bin (cubin, needs "
+                                            "ptxas), isa (PTX), fatbin"),
+                             llvm::cl::init("isa")};
+  Option<std::string> kernelName{*this, "kernel-name",
+                                 llvm::cl::desc("Kernel name"),
+                                 llvm::cl::init("")};
+};
+
+/// fmha.attention -> GPU kernel -> NVVM -> PTX/cubin (gpu.binary).
+void buildFmhaToNVVMPipeline(OpPassManager &pm,
+                             const NVVMPipelineOptions &options);
 
 /// fmha.attention -> tiled form -> loops -> LLVM dialect for the host.
 void buildFmhaToCpuPipeline(OpPassManager &pm,

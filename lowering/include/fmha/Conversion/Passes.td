@@ -25,4 +25,37 @@ def FmhaLowerToCpuPass : Pass<"fmha-lower-to-cpu"> {
   ];
 }
 
+def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower fmha.attention to a GPU flash-attention kernel";
+  let description = [{
+    Each `fmha.attention` on memrefs becomes a `gpu.func` kernel in
+    `gpu.module @fmha_kernels` and a `gpu.launch_func` on the host: one
+    workgroup per (q-tile, q-head, batch), one warp per row block of the
+    q tile, Q in registers, S = Q K^T and O += P V on the target's matrix
+    instruction with f32 accumulators, online softmax in base 2 with the scale
+    folded in, the mask-derived kv loops of `--fmha-tile-attention` (sink loop,
+    window loop, fully hidden tiles skipped, element mask only on edge tiles).
+    The target (`nvvm`) supplies fragment layouts, the matrix instruction and
+    shuffles. Kernel ABI: (q, k, v, o: memref<?xT>, lse: memref<?xf32>, B, Sq,
+    Sk: index) over contiguous BHSD buffers; grid (ceil(Sq / block-m), Hq, B);
+    block (block-m / 16 warps).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+  let options = [
+    Option<"target", "target", "std::string", "\"nvvm\"",
+           "GPU target: nvvm">,
+    Option<"chip", "chip", "std::string", "\"sm_90\"", "Target chip">,
+    Option<"blockM", "block-m", "int64_t", "64",
+           "Query rows per workgroup (16 per warp)">,
+    Option<"blockN", "block-n", "int64_t", "64", "Keys per kv tile">,
+    Option<"kernelName", "kernel-name", "std::string", "\"\"",
+           "Name of the kernel (default: <function>_kernel)">
+  ];
+}
+
 #endif // FMHA_CONVERSION_PASSES_TD

@@ -1,0 +1,101 @@
+//===- GpuTarget.h - What a GPU target supplies to the lowering -*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The flash-attention kernel structure (workgroup per (b, hq, q-tile), warps
+// owning row blocks, online softmax in registers, mask-derived kv loops) is
+// written once in GpuAttentionKernel.cpp. A target answers only this
+// interface: the warp size, the matrix instruction and its fragment layouts,
+// and cross-lane shuffles (compare Triton's TargetInfoBase).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_CONVERSION_GPUTARGET_H
+#define FMHA_CONVERSION_GPUTARGET_H
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace mlir::fmha {
+
+/// Where one fragment element of a lane lives in its matrix tile.
+struct FragmentCoord {
+  Value row;
+  Value col;
+};
+
+class GpuTarget {
+public:
+  virtual ~GpuTarget() = default;
+
+  /// `nvvm` or `rocdl`.
+  virtual StringRef getName() const = 0;
+  virtual int64_t getWarpSize() const = 0;
+
+  /// The warp-level matrix instruction: D[M x N] = A[M x K] * B[K x N] + C,
+  /// with 16-bit float A/B (f16 or bf16) and f32 C/D.
+  virtual int64_t getMmaM() const = 0;
+  virtual int64_t getMmaN() const = 0;
+  virtual int64_t getMmaK() const = 0;
+  /// Elements of A, B and C/D each lane holds.
+  virtual int64_t getNumAElements() const = 0;
+  virtual int64_t getNumBElements() const = 0;
+  virtual int64_t getNumCElements() const = 0;
+
+  /// The (row, col) of element `e` of a lane's fragment, as index IR of the
+  /// lane id. A is M x K, B is K x N (row = k), C is M x N.
+  virtual FragmentCoord getACoord(OpBuilder &b, Location loc, Value lane,
+                                  int64_t e) const = 0;
+  virtual FragmentCoord getBCoord(OpBuilder &b, Location loc, Value lane,
+                                  int64_t e) const = 0;
+  virtual FragmentCoord getCCoord(OpBuilder &b, Location loc, Value lane,
+                                  int64_t e) const = 0;
+
+  /// Elements (e, e+1) of A and of B are adjacent columns (A) or rows (B)
+  /// of the same row (A) / column (B): they can be loaded as one pair.
+  virtual bool pairsAreAdjacent() const = 0;
+
+  /// A lane's C elements cover this many distinct rows ("row slots"); element
+  /// e lies in slot getCRowSlot(e).
+  virtual int64_t getNumCRowSlots() const = 0;
+  virtual int64_t getCRowSlot(int64_t e) const = 0;
+  /// The xor masks that combine the lanes sharing a C row.
+  virtual SmallVector<int64_t> getRowReduceXorMasks() const = 0;
+
+  /// When the C fragments of N-adjacent tiles hold, in the same lane, the
+  /// elements of an A fragment of K = mmaK columns: element e of that A
+  /// fragment is element `second` of C tile `first` (0 .. K/N - 1). The
+  /// kernel then feeds P = softmax(S) to the second product from registers.
+  virtual std::optional<std::pair<int64_t, int64_t>>
+  getAFromC(int64_t e) const = 0;
+
+  /// D = A * B + C. `a` and `b` hold getNumAElements()/getNumBElements()
+  /// scalars of the 16-bit type `elementType`; `c` f32 scalars.
+  virtual SmallVector<Value> emitMma(OpBuilder &b, Location loc,
+                                     Type elementType, ArrayRef<Value> a,
+                                     ArrayRef<Value> bFrag,
+                                     ArrayRef<Value> c) const = 0;
+
+  /// A cross-lane exchange: the value of lane (lane xor mask).
+  virtual Value emitShuffleXor(OpBuilder &b, Location loc, Value value,
+                               int64_t mask) const = 0;
+
+  /// Checks that the chip is one the target knows; returns a message when not.
+  virtual std::string checkChip(StringRef chip) const = 0;
+};
+
+/// The NVVM target (mma.sync m16n8k16, sm_80 and newer).
+std::unique_ptr<GpuTarget> createNVVMTarget();
+
+/// The target called `name` (`nvvm`), or null.
+std::unique_ptr<GpuTarget> createGpuTarget(StringRef name);
+
+} // namespace mlir::fmha
+
+#endif // FMHA_CONVERSION_GPUTARGET_H

@@ -1,0 +1,585 @@
+//===- GpuAttentionKernel.cpp - fmha.attention -> GPU flash kernel --------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// --fmha-lower-to-gpu: each fmha.attention on memrefs becomes a gpu.func
+// kernel in `gpu.module @fmha_kernels` and a gpu.launch_func on the host.
+//
+// Kernel (target-independent; the target supplies GpuTarget):
+//   workgroup (qt, hq, b) = (block_id.x, block_id.y, block_id.z);
+//   warp w of the workgroup owns query rows [r0 + M w, r0 + M (w + 1));
+//   Q fragments are held in registers for the whole kv loop;
+//   kv tiles come from the mask-derived loops (MaskUtils.h): a leading sink
+//   loop and the window loop; fully hidden tiles are never visited;
+//   S = Q K^T and O += P V on the matrix units, f32 accumulators;
+//   online softmax in base 2 with scale * log2(e) folded in, row max by
+//   cross-lane shuffles, the row sum kept per lane until the end;
+//   the element mask only on tiles that cross a mask edge or the end of K.
+//
+// Kernel ABI (gpu-flat-v1): (q, k, v, o: memref<?xT>, lse: memref<?xf32>,
+// B, Sq, Sk: index) over contiguous BHSD buffers; grid (ceil(Sq / block-m),
+// Hq, B), block (warps * warp size).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Conversion/GpuTarget.h"
+#include "fmha/Conversion/Passes.h"
+#include "fmha/Dialect/FmhaOps.h"
+#include "fmha/Transforms/MaskUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mlir::fmha {
+#define GEN_PASS_DEF_FMHALOWERTOGPUPASS
+#include "fmha/Conversion/Passes.h.inc"
+} // namespace mlir::fmha
+
+using namespace mlir;
+using namespace mlir::fmha;
+
+namespace {
+
+constexpr const char *kKernelModuleName = "fmha_kernels";
+
+/// Float helpers for the kernel body.
+struct FloatMath {
+  OpBuilder &b;
+  Location loc;
+
+  Value c(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value negInf() { return c(-std::numeric_limits<double>::infinity()); }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
+  Value exp2(Value x) { return math::Exp2Op::create(b, loc, x); }
+  Value select(Value cond, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, cond, x, y);
+  }
+};
+
+/// Everything the kernel builder needs to know about one problem signature.
+struct KernelConfig {
+  Type elementType;
+  int64_t hq, hk, d, dv;
+  int64_t blockM, blockN, warps;
+  ::fmha::MaskSpec mask;
+  double scale;
+  std::optional<double> softcap;
+};
+
+/// Builds the body of the flash-attention kernel.
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &b, Location loc, const GpuTarget &target,
+                const KernelConfig &config)
+      : b(b), loc(loc), target(target), cfg(config) {}
+
+  void build(gpu::GPUFuncOp func);
+
+private:
+  /// The running state of one warp's rows: per row slot the max and the
+  /// (lane-partial) sum, then the O accumulators tile by tile.
+  struct State {
+    SmallVector<Value> m, l;
+    SmallVector<SmallVector<Value>> acc; // [Dv / N][numC]
+  };
+
+  SmallVector<Value> flatten(const State &s) const;
+  State unflatten(ValueRange values) const;
+  State visitTile(OpBuilder &ob, Value kt, const State &in);
+  Value loadPair(OpBuilder &ob, Value memref, Value index, int64_t count);
+
+  OpBuilder &b;
+  Location loc;
+  const GpuTarget &target;
+  KernelConfig cfg;
+
+  // Values of the kernel prologue.
+  Value qMem, kMem, vMem, oMem, lseMem, sq, sk;
+  Value lane, warpRow0, r0, r1, kBase, vBase;
+  SmallVector<SmallVector<Value>> qFrags; // [D / K][numA]
+  SmallVector<FragmentCoord> cCoords;
+  SmallVector<FragmentCoord> bCoords;
+};
+
+Value KernelBuilder::loadPair(OpBuilder &ob, Value memref, Value index,
+                              int64_t count) {
+  auto type = VectorType::get({count}, cfg.elementType);
+  return vector::LoadOp::create(ob, loc, type, memref, ValueRange{index});
+}
+
+SmallVector<Value> KernelBuilder::flatten(const State &s) const {
+  SmallVector<Value> out(s.m.begin(), s.m.end());
+  out.append(s.l.begin(), s.l.end());
+  for (const SmallVector<Value> &tile : s.acc)
+    out.append(tile.begin(), tile.end());
+  return out;
+}
+
+KernelBuilder::State KernelBuilder::unflatten(ValueRange values) const {
+  State s;
+  int64_t slots = target.getNumCRowSlots(), numC = target.getNumCElements();
+  size_t pos = 0;
+  for (int64_t i = 0; i < slots; ++i)
+    s.m.push_back(values[pos++]);
+  for (int64_t i = 0; i < slots; ++i)
+    s.l.push_back(values[pos++]);
+  for (int64_t j = 0; j < cfg.dv / target.getMmaN(); ++j) {
+    SmallVector<Value> tile;
+    for (int64_t e = 0; e < numC; ++e)
+      tile.push_back(values[pos++]);
+    s.acc.push_back(tile);
+  }
+  return s;
+}
+
+KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
+                                              const State &in) {
+  IndexMath im{ob, loc};
+  FloatMath fm{ob, loc};
+  const int64_t mmaN = target.getMmaN(), mmaK = target.getMmaK();
+  const int64_t numA = target.getNumAElements(),
+                numB = target.getNumBElements(),
+                numC = target.getNumCElements();
+  const int64_t slots = target.getNumCRowSlots();
+  Value c0 = im.mul(kt, im.c(cfg.blockN));
+  Value skLast = im.sub(sk, im.c(1));
+
+  // S = Q K^T, one N-wide tile of keys at a time.
+  SmallVector<SmallVector<Value>> s;
+  for (int64_t j = 0; j < cfg.blockN / mmaN; ++j) {
+    SmallVector<Value> acc(numC, fm.c(0.0));
+    for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk) {
+      SmallVector<Value> frag;
+      for (int64_t e = 0; e < numB; e += 2) {
+        // B[k][n] = K[c0 + j N + n][kk K + k]; keys past Sk are clamped (and
+        // masked below).
+        Value key = im.min(im.add(c0, im.add(im.c(j * mmaN), bCoords[e].col)),
+                           skLast);
+        Value idx = im.add(im.add(kBase, im.mul(key, im.c(cfg.d))),
+                           im.add(im.c(kk * mmaK), bCoords[e].row));
+        Value pair = loadPair(ob, kMem, idx, 2);
+        for (int64_t h = 0; h < 2; ++h)
+          frag.push_back(vector::ExtractOp::create(ob, loc, pair, h));
+      }
+      acc = target.emitMma(ob, loc, cfg.elementType, qFrags[kk], frag, acc);
+    }
+    s.push_back(acc);
+  }
+
+  // Scores in base 2: x = softcap(scale * s) * log2(e).
+  const double log2e = 1.4426950408889634;
+  for (SmallVector<Value> &tile : s)
+    for (Value &x : tile) {
+      if (cfg.softcap) {
+        x = fm.mul(x, fm.c(cfg.scale / *cfg.softcap));
+        x = fm.mul(math::TanhOp::create(ob, loc, x),
+                   fm.c(*cfg.softcap * log2e));
+      } else {
+        x = fm.mul(x, fm.c(cfg.scale * log2e));
+      }
+    }
+
+  // The element mask, only on tiles that cross a mask edge or Sk.
+  Value c1 = im.add(c0, im.c(cfg.blockN));
+  Value full = emitKvTileIsFull(ob, loc, cfg.mask, r0, r1, c0, c1, sq, sk);
+  full = arith::AndIOp::create(ob, loc, full, im.le(c1, sk));
+  SmallVector<Value> flatS;
+  for (const SmallVector<Value> &tile : s)
+    flatS.append(tile.begin(), tile.end());
+  SmallVector<Type> types(flatS.size(), ob.getF32Type());
+  auto ifOp = scf::IfOp::create(
+      ob, loc, full,
+      [&](OpBuilder &then, Location) { scf::YieldOp::create(then, loc, flatS); },
+      [&](OpBuilder &els, Location) {
+        IndexMath em{els, loc};
+        FloatMath ef{els, loc};
+        Value negInf = ef.negInf();
+        SmallVector<Value> masked;
+        for (int64_t j = 0; j < (int64_t)s.size(); ++j)
+          for (int64_t e = 0; e < numC; ++e) {
+            Value row = em.add(warpRow0, cCoords[e].row);
+            Value col = em.add(c0, em.add(em.c(j * mmaN), cCoords[e].col));
+            Value vis = emitVisible(els, loc, cfg.mask, row, col, sq, sk);
+            vis = arith::AndIOp::create(els, loc, vis, em.lt(col, sk));
+            masked.push_back(ef.select(vis, s[j][e], negInf));
+          }
+        scf::YieldOp::create(els, loc, masked);
+      });
+  for (int64_t j = 0, pos = 0; j < (int64_t)s.size(); ++j)
+    for (int64_t e = 0; e < numC; ++e)
+      s[j][e] = ifOp.getResult(pos++);
+
+  // Online softmax per row slot.
+  State out;
+  SmallVector<Value> mSafe(slots), alpha(slots);
+  for (int64_t slot = 0; slot < slots; ++slot) {
+    Value rowMax = fm.negInf();
+    for (const SmallVector<Value> &tile : s)
+      for (int64_t e = 0; e < numC; ++e)
+        if (target.getCRowSlot(e) == slot)
+          rowMax = fm.max(rowMax, tile[e]);
+    for (int64_t mask : target.getRowReduceXorMasks())
+      rowMax = fm.max(rowMax, target.emitShuffleXor(ob, loc, rowMax, mask));
+    Value mNew = fm.max(in.m[slot], rowMax);
+    // Rows that have seen no visible key keep m = -inf; subtracting 0 keeps
+    // exp2(-inf) = 0 instead of NaN.
+    Value hidden = arith::CmpFOp::create(ob, loc, arith::CmpFPredicate::OEQ,
+                                         mNew, fm.negInf());
+    mSafe[slot] = fm.select(hidden, fm.c(0.0), mNew);
+    alpha[slot] = fm.exp2(fm.sub(in.m[slot], mSafe[slot]));
+    out.m.push_back(mNew);
+  }
+  SmallVector<Value> rowSum(slots, fm.c(0.0));
+  for (SmallVector<Value> &tile : s)
+    for (int64_t e = 0; e < numC; ++e) {
+      int64_t slot = target.getCRowSlot(e);
+      tile[e] = fm.exp2(fm.sub(tile[e], mSafe[slot]));
+      rowSum[slot] = fm.add(rowSum[slot], tile[e]);
+    }
+  for (int64_t slot = 0; slot < slots; ++slot)
+    out.l.push_back(fm.add(fm.mul(in.l[slot], alpha[slot]), rowSum[slot]));
+  for (const SmallVector<Value> &tile : in.acc) {
+    SmallVector<Value> scaled;
+    for (int64_t e = 0; e < numC; ++e)
+      scaled.push_back(fm.mul(tile[e], alpha[target.getCRowSlot(e)]));
+    out.acc.push_back(scaled);
+  }
+
+  // O += P V: P's A fragments come straight from the S registers.
+  const int64_t tilesPerK = mmaK / mmaN;
+  for (int64_t kk = 0; kk < cfg.blockN / mmaK; ++kk) {
+    SmallVector<Value> pFrag;
+    for (int64_t e = 0; e < numA; ++e) {
+      auto [tile, elem] = *target.getAFromC(e);
+      pFrag.push_back(arith::TruncFOp::create(ob, loc, cfg.elementType,
+                                              s[kk * tilesPerK + tile][elem]));
+    }
+    for (int64_t jv = 0; jv < cfg.dv / mmaN; ++jv) {
+      SmallVector<Value> vFrag;
+      for (int64_t e = 0; e < numB; ++e) {
+        // B[k][n] = V[c0 + kk K + k][jv N + n].
+        Value key = im.min(im.add(c0, im.add(im.c(kk * mmaK), bCoords[e].row)),
+                           skLast);
+        Value idx = im.add(im.add(vBase, im.mul(key, im.c(cfg.dv))),
+                           im.add(im.c(jv * mmaN), bCoords[e].col));
+        vFrag.push_back(memref::LoadOp::create(ob, loc, vMem, idx));
+      }
+      out.acc[jv] =
+          target.emitMma(ob, loc, cfg.elementType, pFrag, vFrag, out.acc[jv]);
+    }
+  }
+  return out;
+}
+
+void KernelBuilder::build(gpu::GPUFuncOp func) {
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  IndexMath im{b, loc};
+  FloatMath fm{b, loc};
+  qMem = entry.getArgument(0);
+  kMem = entry.getArgument(1);
+  vMem = entry.getArgument(2);
+  oMem = entry.getArgument(3);
+  lseMem = entry.getArgument(4);
+  sq = entry.getArgument(6);
+  sk = entry.getArgument(7);
+  const int64_t mmaM = target.getMmaM(), mmaK = target.getMmaK(),
+                mmaN = target.getMmaN();
+  const int64_t numA = target.getNumAElements(),
+                numC = target.getNumCElements();
+  const int64_t slots = target.getNumCRowSlots();
+
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value warpSize = im.c(target.getWarpSize());
+  lane = im.rem(tid, warpSize);
+  Value warp = im.div(tid, warpSize);
+  Value qt = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  Value kvHead = cfg.hq == cfg.hk ? h : im.div(h, im.c(cfg.hq / cfg.hk));
+  r0 = im.mul(qt, im.c(cfg.blockM));
+  r1 = im.min(im.add(r0, im.c(cfg.blockM)), sq);
+  warpRow0 = im.add(r0, im.mul(warp, im.c(mmaM)));
+  Value qHead = im.add(im.mul(batch, im.c(cfg.hq)), h);
+  Value kvHeadFlat = im.add(im.mul(batch, im.c(cfg.hk)), kvHead);
+  Value qBase = im.mul(im.mul(qHead, sq), im.c(cfg.d));
+  Value oBase = im.mul(im.mul(qHead, sq), im.c(cfg.dv));
+  Value lseBase = im.mul(qHead, sq);
+  kBase = im.mul(im.mul(kvHeadFlat, sk), im.c(cfg.d));
+  vBase = im.mul(im.mul(kvHeadFlat, sk), im.c(cfg.dv));
+
+  for (int64_t e = 0; e < numC; ++e)
+    cCoords.push_back(target.getCCoord(b, loc, lane, e));
+  for (int64_t e = 0; e < target.getNumBElements(); ++e)
+    bCoords.push_back(target.getBCoord(b, loc, lane, e));
+
+  // Q fragments for the whole head dim, kept in registers. Rows past Sq are
+  // clamped (their results are never stored).
+  Value sqLast = im.sub(sq, im.c(1));
+  for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk) {
+    SmallVector<Value> frag;
+    for (int64_t e = 0; e < numA; e += 2) {
+      FragmentCoord coord = target.getACoord(b, loc, lane, e);
+      Value row = im.min(im.add(warpRow0, coord.row), sqLast);
+      Value idx = im.add(im.add(qBase, im.mul(row, im.c(cfg.d))),
+                         im.add(im.c(kk * mmaK), coord.col));
+      Value pair = loadPair(b, qMem, idx, 2);
+      for (int64_t i = 0; i < 2; ++i)
+        frag.push_back(vector::ExtractOp::create(b, loc, pair, i));
+    }
+    qFrags.push_back(frag);
+  }
+
+  State init;
+  for (int64_t slot = 0; slot < slots; ++slot) {
+    init.m.push_back(fm.negInf());
+    init.l.push_back(fm.c(0.0));
+  }
+  for (int64_t jv = 0; jv < cfg.dv / mmaN; ++jv)
+    init.acc.push_back(SmallVector<Value>(numC, fm.c(0.0)));
+
+  KvLoopBounds bounds =
+      emitKvLoopBounds(b, loc, cfg.mask, r0, r1, sq, sk, cfg.blockN);
+  auto emitLoop = [&](Value lb, Value ub, const State &in, StringRef name) {
+    auto loop = scf::ForOp::create(
+        b, loc, lb, ub, im.c(1), flatten(in),
+        [&](OpBuilder &ob, Location, Value kt, ValueRange args) {
+          State next = visitTile(ob, kt, unflatten(args));
+          scf::YieldOp::create(ob, loc, flatten(next));
+        });
+    loop->setAttr("fmha.kv_loop", b.getStringAttr(name));
+    return unflatten(loop.getResults());
+  };
+  State state = init;
+  if (bounds.sinkEnd)
+    state = emitLoop(im.c(0), bounds.sinkEnd, state, "sink");
+  state = emitLoop(bounds.begin, bounds.end, state, "window");
+
+  // Finalize: combine the lane-partial sums of each row, o = acc / l,
+  // lse = (m + log2 l) ln 2; rows with no visible key get 0 and -inf.
+  const double ln2 = 0.6931471805599453;
+  for (int64_t slot = 0; slot < slots; ++slot) {
+    Value l = state.l[slot];
+    for (int64_t mask : target.getRowReduceXorMasks())
+      l = fm.add(l, target.emitShuffleXor(b, loc, l, mask));
+    Value any =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, fm.c(0.0));
+    Value safeL = fm.select(any, l, fm.c(1.0));
+    Value inv = arith::DivFOp::create(b, loc, fm.c(1.0), safeL);
+    // The elements of this slot share one row.
+    int64_t firstElem = 0;
+    while (target.getCRowSlot(firstElem) != slot)
+      ++firstElem;
+    Value row = im.add(warpRow0, cCoords[firstElem].row);
+    auto inRange = scf::IfOp::create(b, loc, im.lt(row, sq),
+                                     /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inRange.thenBlock());
+    IndexMath rm{b, loc};
+    FloatMath rf{b, loc};
+    for (int64_t jv = 0; jv < cfg.dv / mmaN; ++jv)
+      for (int64_t e = 0; e < numC; ++e) {
+        if (target.getCRowSlot(e) != slot)
+          continue;
+        Value value = rf.select(any, rf.mul(state.acc[jv][e], inv), rf.c(0.0));
+        Value col = rm.add(rm.c(jv * mmaN), cCoords[e].col);
+        Value idx = rm.add(rm.add(oBase, rm.mul(row, rm.c(cfg.dv))), col);
+        memref::StoreOp::create(
+            b, loc, arith::TruncFOp::create(b, loc, cfg.elementType, value),
+            oMem, ValueRange{idx});
+      }
+    // One lane per row writes lse: the one holding column 0.
+    Value writesLse =
+        rm.cmp(arith::CmpIPredicate::eq, cCoords[firstElem].col, rm.c(0));
+    auto lseIf = scf::IfOp::create(b, loc, writesLse, false);
+    b.setInsertionPointToStart(lseIf.thenBlock());
+    FloatMath lf{b, loc};
+    Value lse = lf.select(
+        any,
+        lf.mul(lf.add(state.m[slot], math::Log2Op::create(b, loc, safeL)),
+               lf.c(ln2)),
+        lf.negInf());
+    memref::StoreOp::create(b, loc, lse, lseMem,
+                            ValueRange{IndexMath{b, loc}.add(lseBase, row)});
+  }
+}
+
+/// Checks what the kernel supports; returns a message naming what is not.
+std::string checkSupported(AttentionOp op, const GpuTarget &target,
+                           int64_t blockM, int64_t blockN) {
+  auto qType = cast<ShapedType>(op.getQ().getType());
+  auto vType = cast<ShapedType>(op.getV().getType());
+  Type elt = qType.getElementType();
+  if (!elt.isF16() && !elt.isBF16())
+    return "the " + target.getName().str() +
+           " kernel needs f16 or bf16 inputs, got " +
+           [&] {
+             std::string s;
+             llvm::raw_string_ostream os(s);
+             os << elt;
+             return s;
+           }();
+  if (cast<ShapedType>(op.getO().getType()).getElementType() != elt)
+    return "the GPU kernel writes o in the input element type";
+  int64_t d = qType.getDimSize(3), dv = vType.getDimSize(3);
+  for (int64_t dim : {d, dv})
+    if (dim != 64 && dim != 128)
+      return "head dims D=" + std::to_string(d) + ", Dv=" + std::to_string(dv) +
+             " are not supported by the GPU kernel (supported: 64, 128)";
+  if (blockM % target.getMmaM() != 0 ||
+      blockM / target.getMmaM() * target.getWarpSize() > 1024)
+    return "block-m=" + std::to_string(blockM) + " must be a multiple of " +
+           std::to_string(target.getMmaM()) + " with at most " +
+           std::to_string(1024 / target.getWarpSize()) + " warps";
+  if (blockN % target.getMmaK() != 0 || blockN <= 0)
+    return "block-n=" + std::to_string(blockN) + " must be a positive multiple of " +
+           std::to_string(target.getMmaK());
+  if (!isa<MemRefType>(op.getQ().getType()))
+    return "the GPU lowering takes fmha.attention on memrefs (bufferize first)";
+  for (Value v : op->getOperands())
+    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity())
+      return "the GPU lowering needs contiguous (identity-layout) memrefs";
+  return {};
+}
+
+struct FmhaLowerToGpuPass
+    : mlir::fmha::impl::FmhaLowerToGpuPassBase<FmhaLowerToGpuPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::unique_ptr<GpuTarget> gpuTarget = createGpuTarget(target);
+    if (!gpuTarget) {
+      module.emitError() << "unknown GPU target '" << target
+                         << "' (expected nvvm)";
+      return signalPassFailure();
+    }
+    std::string chipError = gpuTarget->checkChip(chip);
+    if (!chipError.empty()) {
+      module.emitError() << chipError;
+      return signalPassFailure();
+    }
+    SmallVector<AttentionOp> ops;
+    module.walk([&](AttentionOp op) { ops.push_back(op); });
+    for (AttentionOp op : ops)
+      if (failed(lower(op, *gpuTarget)))
+        return signalPassFailure();
+  }
+
+  LogicalResult lower(AttentionOp op, const GpuTarget &gpuTarget) {
+    std::string error = checkSupported(op, gpuTarget, blockM, blockN);
+    if (!error.empty())
+      return op.emitOpError() << error;
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = module.getContext();
+    Location loc = op.getLoc();
+    OpBuilder b(ctx);
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(ctx));
+
+    auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
+    if (!gpuModule) {
+      b.setInsertionPointToEnd(module.getBody());
+      gpuModule = gpu::GPUModuleOp::create(b, loc, kKernelModuleName);
+    }
+    auto qType = cast<MemRefType>(op.getQ().getType());
+    auto kType = cast<MemRefType>(op.getK().getType());
+    auto vType = cast<MemRefType>(op.getV().getType());
+    Type elt = qType.getElementType();
+    auto flat = MemRefType::get({ShapedType::kDynamic}, elt);
+    auto flatF32 = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+    Type index = b.getIndexType();
+    auto funcType = b.getFunctionType(
+        {flat, flat, flat, flat, flatF32, index, index, index}, {});
+    std::string name = kernelName.getValue();
+    if (name.empty()) {
+      auto parent = op->getParentOfType<FunctionOpInterface>();
+      name = (parent ? parent.getName().str() : std::string("attention")) +
+             "_kernel";
+    }
+    SymbolTable symbols(gpuModule);
+    b.setInsertionPointToEnd(gpuModule.getBody());
+    auto func = gpu::GPUFuncOp::create(b, loc, name, funcType);
+    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    int64_t warps = blockM / gpuTarget.getMmaM();
+    int32_t threads = static_cast<int32_t>(warps * gpuTarget.getWarpSize());
+    func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
+    symbols.insert(func); // Uniquifies the name.
+
+    KernelConfig config;
+    config.elementType = elt;
+    config.hq = qType.getDimSize(1);
+    config.hk = kType.getDimSize(1);
+    config.d = qType.getDimSize(3);
+    config.dv = vType.getDimSize(3);
+    config.blockM = blockM;
+    config.blockN = blockN;
+    config.warps = warps;
+    config.mask = op.getMaskSpec();
+    config.scale = op.getScaleOrDefault();
+    if (std::optional<APFloat> cap = op.getSoftcap())
+      config.softcap = cap->convertToDouble();
+    OpBuilder kb(ctx);
+    KernelBuilder(kb, loc, gpuTarget, config).build(func);
+    kb.setInsertionPointToEnd(&func.getBody().front());
+    gpu::ReturnOp::create(kb, loc);
+
+    // Host side: flat views of the operands and the launch.
+    b.setInsertionPoint(op);
+    IndexMath im{b, loc};
+    auto flatten = [&](Value v) -> Value {
+      auto type = cast<MemRefType>(v.getType());
+      SmallVector<ReassociationIndices> all(1);
+      for (int64_t i = 0; i < type.getRank(); ++i)
+        all[0].push_back(i);
+      return memref::CollapseShapeOp::create(b, loc, v, all);
+    };
+    Value lse = op.getLse();
+    if (!lse) {
+      // The kernel always writes lse; give it a scratch buffer.
+      Value bDim = im.dim(op.getQ(), 0), sqDim = im.dim(op.getQ(), 2);
+      auto lseType = MemRefType::get(
+          {qType.getDimSize(0), qType.getDimSize(1), qType.getDimSize(2)},
+          b.getF32Type());
+      SmallVector<Value> dyn;
+      if (lseType.isDynamicDim(0))
+        dyn.push_back(bDim);
+      if (lseType.isDynamicDim(2))
+        dyn.push_back(sqDim);
+      lse = memref::AllocOp::create(b, loc, lseType, dyn);
+    }
+    Value batch = im.dim(op.getQ(), 0), sq = im.dim(op.getQ(), 2),
+          sk = im.dim(op.getK(), 2);
+    gpu::KernelDim3 grid{im.ceilDiv(sq, im.c(blockM)),
+                         im.c(qType.getDimSize(1)), batch};
+    gpu::KernelDim3 block{im.c(threads), im.c(1), im.c(1)};
+    gpu::LaunchFuncOp::create(
+        b, loc, func, grid, block, /*dynamicSharedMemorySize=*/Value(),
+        ValueRange{flatten(op.getQ()), flatten(op.getK()), flatten(op.getV()),
+                   flatten(op.getO()), flatten(lse), batch, sq, sk});
+    if (!op.getLse())
+      memref::DeallocOp::create(b, loc, lse);
+    op.erase();
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,140 @@
+//===- NVVMTarget.cpp - NVIDIA tensor-core fragments and shuffles ---------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// mma.sync.aligned.m16n8k16.row.col (f16/bf16 -> f32), PTX ISA section
+// "Matrix Fragments for mma.m16n8k16". With g = lane / 4, t = lane % 4:
+//   A (16x16): a_e, e = 0..7: row g + 8 * ((e / 2) % 2), col 2t + (e % 2) + 8 * (e / 4)
+//   B (16x8):  b_e, e = 0..3: row (k) 2t + (e % 2) + 8 * (e / 2), col (n) g
+//   C (16x8):  c_e, e = 0..3: row g + 8 * (e / 2), col 2t + (e % 2)
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Conversion/GpuTarget.h"
+#include "fmha/Transforms/MaskUtils.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::fmha;
+
+namespace {
+
+class NVVMTarget : public GpuTarget {
+public:
+  StringRef getName() const override { return "nvvm"; }
+  int64_t getWarpSize() const override { return 32; }
+  int64_t getMmaM() const override { return 16; }
+  int64_t getMmaN() const override { return 8; }
+  int64_t getMmaK() const override { return 16; }
+  int64_t getNumAElements() const override { return 8; }
+  int64_t getNumBElements() const override { return 4; }
+  int64_t getNumCElements() const override { return 4; }
+
+  FragmentCoord getACoord(OpBuilder &b, Location loc, Value lane,
+                          int64_t e) const override {
+    IndexMath im{b, loc};
+    Value g = im.div(lane, im.c(4)), t = im.rem(lane, im.c(4));
+    return {im.add(g, im.c(8 * ((e / 2) % 2))),
+            im.add(im.mul(t, im.c(2)), im.c(e % 2 + 8 * (e / 4)))};
+  }
+  FragmentCoord getBCoord(OpBuilder &b, Location loc, Value lane,
+                          int64_t e) const override {
+    IndexMath im{b, loc};
+    Value g = im.div(lane, im.c(4)), t = im.rem(lane, im.c(4));
+    return {im.add(im.mul(t, im.c(2)), im.c(e % 2 + 8 * (e / 2))), g};
+  }
+  FragmentCoord getCCoord(OpBuilder &b, Location loc, Value lane,
+                          int64_t e) const override {
+    IndexMath im{b, loc};
+    Value g = im.div(lane, im.c(4)), t = im.rem(lane, im.c(4));
+    return {im.add(g, im.c(8 * (e / 2))),
+            im.add(im.mul(t, im.c(2)), im.c(e % 2))};
+  }
+  bool pairsAreAdjacent() const override { return true; }
+  int64_t getNumCRowSlots() const override { return 2; }
+  int64_t getCRowSlot(int64_t e) const override { return e / 2; }
+  SmallVector<int64_t> getRowReduceXorMasks() const override { return {1, 2}; }
+
+  std::optional<std::pair<int64_t, int64_t>>
+  getAFromC(int64_t e) const override {
+    // A element e: row g + 8 * ((e / 2) % 2), col 2t + (e % 2) + 8 * (e / 4).
+    // C tile e / 4 holds cols [8 (e / 4), 8 (e / 4) + 8) at c_(2 * row-half +
+    // (e % 2)).
+    return std::make_pair(e / 4, 2 * ((e / 2) % 2) + e % 2);
+  }
+
+  SmallVector<Value> emitMma(OpBuilder &b, Location loc, Type elementType,
+                             ArrayRef<Value> a, ArrayRef<Value> bFrag,
+                             ArrayRef<Value> c) const override {
+    bool isBF16 = elementType.isBF16();
+    auto pairType = VectorType::get({2}, elementType);
+    Type i32 = b.getI32Type();
+    // Registers hold pairs: bf16 pairs as i32, f16 pairs as vector<2xf16>.
+    auto pack = [&](ArrayRef<Value> scalars) {
+      SmallVector<Value> regs;
+      for (size_t i = 0; i < scalars.size(); i += 2) {
+        Value pair = vector::FromElementsOp::create(
+            b, loc, pairType, ValueRange{scalars[i], scalars[i + 1]});
+        if (isBF16)
+          pair = LLVM::BitcastOp::create(b, loc, i32, pair);
+        regs.push_back(pair);
+      }
+      return regs;
+    };
+    SmallVector<Value> aRegs = pack(a), bRegs = pack(bFrag);
+    Type f32 = b.getF32Type();
+    auto resultType = LLVM::LLVMStructType::getLiteral(
+        b.getContext(), SmallVector<Type>(4, f32));
+    NVVM::MMATypes ptxType =
+        isBF16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    auto mma = NVVM::MmaOp::create(
+        b, loc, resultType, aRegs, bRegs, c, ArrayRef<int64_t>{16, 8, 16},
+        std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> d;
+    for (int64_t i = 0; i < 4; ++i)
+      d.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
+    return d;
+  }
+
+  Value emitShuffleXor(OpBuilder &b, Location loc, Value value,
+                       int64_t mask) const override {
+    auto shuffle = gpu::ShuffleOp::create(b, loc, value, mask,
+                                          /*width=*/32,
+                                          gpu::ShuffleMode::XOR);
+    return shuffle.getShuffleResult();
+  }
+
+  std::string checkChip(StringRef chip) const override {
+    if (!chip.starts_with("sm_"))
+      return "unknown NVIDIA chip '" + chip.str() +
+             "' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)";
+    int version = 0;
+    if (chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10,
+                                                                   version) ||
+        version < 80)
+      return "chip '" + chip.str() +
+             "' has no bf16 mma.sync m16n8k16: need sm_80 or newer";
+    return {};
+  }
+};
+
+} // namespace
+
+std::unique_ptr<GpuTarget> mlir::fmha::createNVVMTarget() {
+  return std::make_unique<NVVMTarget>();
+}
+
+std::unique_ptr<GpuTarget> mlir::fmha::createGpuTarget(StringRef name) {
+  if (name == "nvvm")
+    return createNVVMTarget();
+  return nullptr;
+}
