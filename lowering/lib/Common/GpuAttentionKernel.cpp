@@ -441,9 +441,9 @@ std::string checkSupported(AttentionOp op, const GpuTarget &target,
     return "the GPU kernel writes o in the input element type";
   int64_t d = qType.getDimSize(3), dv = vType.getDimSize(3);
   for (int64_t dim : {d, dv})
-    if (dim != 64 && dim != 128)
+    if (dim != 32 && dim != 64 && dim != 128)
       return "head dims D=" + std::to_string(d) + ", Dv=" + std::to_string(dv) +
-             " are not supported by the GPU kernel (supported: 64, 128)";
+             " are not supported by the GPU kernel (supported: 32, 64, 128)";
   if (blockM % target.getMmaM() != 0 ||
       blockM / target.getMmaM() * target.getWarpSize() > 1024)
     return "block-m=" + std::to_string(blockM) + " must be a multiple of " +

@@ -1,0 +1,50 @@
+// RUN: fmha-opt %s --fmha-lower-to-gpu -split-input-file -verify-diagnostics
+// RUN: not fmha-opt %s --fmha-lower-to-gpu="target=spirv" -split-input-file 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: not fmha-opt %s --fmha-lower-to-gpu="chip=sm_75" -split-input-file 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not fmha-opt %s --fmha-lower-to-gpu="chip=gfx942" -split-input-file 2>&1 | FileCheck %s --check-prefix=VENDOR
+// RUN: not fmha-opt %s --fmha-lower-to-gpu="block-m=24" -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCKM
+// RUN: not fmha-opt %s --fmha-lower-to-gpu="block-n=24" -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCKN
+
+// TARGET: error: unknown GPU target 'spirv' (expected nvvm)
+// CHIP: error: chip 'sm_75' has no bf16 mma.sync m16n8k16: need sm_80 or newer
+// VENDOR: error: unknown NVIDIA chip 'gfx942' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)
+// BLOCKM: error: 'fmha.attention' op block-m=24 must be a multiple of 16 with at most 32 warps
+// BLOCKN: error: 'fmha.attention' op block-n=24 must be a positive multiple of 16
+
+func.func @f32(%q: memref<?x4x?x64xf32>) {
+  // expected-error @+1 {{the nvvm kernel needs f16 or bf16 inputs, got f32}}
+  fmha.attention ins(%q, %q, %q : memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>) outs(%q : memref<?x4x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @head_dim(%q: memref<?x4x?x96xf16>) {
+  // expected-error @+1 {{head dims D=96, Dv=96 are not supported by the GPU kernel (supported: 32, 64, 128)}}
+  fmha.attention ins(%q, %q, %q : memref<?x4x?x96xf16>, memref<?x4x?x96xf16>, memref<?x4x?x96xf16>) outs(%q : memref<?x4x?x96xf16>)
+  return
+}
+
+// -----
+
+func.func @tensors(%q: tensor<?x4x?x64xf16>) -> tensor<?x4x?x64xf16> {
+  // expected-error @+1 {{the GPU lowering takes fmha.attention on memrefs (bufferize first)}}
+  %0 = fmha.attention ins(%q, %q, %q : tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>) outs(%q : tensor<?x4x?x64xf16>) -> tensor<?x4x?x64xf16>
+  return %0 : tensor<?x4x?x64xf16>
+}
+
+// -----
+
+func.func @output_type(%q: memref<?x4x?x64xf16>, %o: memref<?x4x?x64xf32>) {
+  // expected-error @+1 {{the GPU kernel writes o in the input element type}}
+  fmha.attention ins(%q, %q, %q : memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>) outs(%o : memref<?x4x?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @strided(%q: memref<?x4x?x64xf16, strided<[?, ?, 128, 1]>>, %o: memref<?x4x?x64xf16>) {
+  // expected-error @+1 {{the GPU lowering needs contiguous (identity-layout) memrefs}}
+  fmha.attention ins(%q, %q, %q : memref<?x4x?x64xf16, strided<[?, ?, 128, 1]>>, memref<?x4x?x64xf16, strided<[?, ?, 128, 1]>>, memref<?x4x?x64xf16, strided<[?, ?, 128, 1]>>) outs(%o : memref<?x4x?x64xf16>)
+  return
+}
