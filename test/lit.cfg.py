@@ -13,6 +13,8 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in",
                    "unit", "gpu", "Inputs"]
 
 config.substitutions.append(("%fmha_src_root", config.fmha_src_root))
+config.substitutions.append(
+    ("%fmha_plugin", os.path.join(config.fmha_obj_root, "lib", "libFmhaPlugin.so")))
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.fmha_tools_dir, append_path=True)
