@@ -24,6 +24,11 @@ namespace fmha::rt::detail {
 /// thread; memory is host memory.
 Expected<std::unique_ptr<Backend>> createHostBackend();
 
+/// The CUDA backend over the driver API, dlopen'ed at run time (libcuda.so.1,
+/// or $FMHA_CUDA_LIBRARY). Fails with BackendUnavailable when the library,
+/// one of its functions or a device is missing.
+Expected<std::unique_ptr<Backend>> createCudaBackend();
+
 } // namespace fmha::rt::detail
 
 #endif // FMHA_RUNTIME_LIB_BACKENDS_H

@@ -25,10 +25,30 @@ constexpr std::string_view kMagic = "FMHA-BUNDLE 1\n";
 constexpr std::string_view kMagicPrefix = "FMHA-BUNDLE ";
 
 /// Every key, in the order the writer prints them.
-constexpr const char *kKeys[] = {
-    "target",  "chip",   "kind", "dtype",         "hq",         "hk",
-    "d",       "dv",     "mask", "scale",         "softcap",    "block_m",
-    "block_n", "kernel", "abi",  "binary_format", "binary_size"};
+constexpr const char *kKeys[] = {"target",
+                                 "chip",
+                                 "kind",
+                                 "dtype",
+                                 "hq",
+                                 "hk",
+                                 "d",
+                                 "dv",
+                                 "mask",
+                                 "scale",
+                                 "softcap",
+                                 "block_m",
+                                 "block_n",
+                                 "block_threads",
+                                 "shared_bytes",
+                                 "kernel",
+                                 "abi",
+                                 "binary_format",
+                                 "binary_size"};
+
+/// Keys a cpu bundle may leave out (absent means 0); GPU bundles need them.
+bool isGpuOnlyKey(std::string_view key) {
+  return key == "block_threads" || key == "shared_bytes";
+}
 
 std::string formatFloat(float f) {
   char buf[64];
@@ -190,9 +210,26 @@ std::string BundleMeta::validate() const {
            "[A-Za-z0-9_.:+-]";
   if (target != Target::Cpu && chip.empty())
     return std::string("target ") + toString(target) + " needs a chip";
-  if (abi != kAbiMemrefCifaceV1)
+  bool gpu = target != Target::Cpu;
+  if (abi != kAbiMemrefCifaceV1 && abi != kAbiGpuFlatV1)
     return "unknown abi " + quote(abi) + " (this runtime knows " +
-           kAbiMemrefCifaceV1 + ")";
+           kAbiMemrefCifaceV1 + " and " + kAbiGpuFlatV1 + ")";
+  if (gpu && abi != kAbiGpuFlatV1)
+    return std::string("target ") + toString(target) + " needs abi " +
+           kAbiGpuFlatV1 + ", got " + abi;
+  if (!gpu && abi != kAbiMemrefCifaceV1)
+    return std::string("target cpu needs abi ") + kAbiMemrefCifaceV1 +
+           ", got " + abi;
+  if (blockThreads < 0 || blockThreads > kMaxBlockThreads ||
+      (gpu && blockThreads == 0))
+    return "block_threads must be in 1.." + std::to_string(kMaxBlockThreads) +
+           (gpu ? "" : " (or 0 for cpu)") + ", got " +
+           std::to_string(blockThreads);
+  if (sharedBytes < 0)
+    return "shared_bytes must be non-negative, got " +
+           std::to_string(sharedBytes);
+  if (sharedBytes > kMaxDim)
+    return "shared_bytes is too large: " + std::to_string(sharedBytes);
   bool formatOk = false;
   const char *expected = "";
   switch (target) {
@@ -245,6 +282,10 @@ bool serializeBundle(const BundleMeta &meta, std::string_view binary,
   put("softcap", formatFloat(meta.softcap));
   put("block_m", std::to_string(meta.blockM));
   put("block_n", std::to_string(meta.blockN));
+  if (meta.target != Target::Cpu || meta.blockThreads != 0)
+    put("block_threads", std::to_string(meta.blockThreads));
+  if (meta.target != Target::Cpu || meta.sharedBytes != 0)
+    put("shared_bytes", std::to_string(meta.sharedBytes));
   put("kernel", meta.kernel);
   put("abi", meta.abi);
   put("binary_format", toString(meta.binaryFormat));
@@ -324,8 +365,10 @@ bool parseBundle(std::string_view bytes, const std::string &name,
              .second)
       return fail("key " + quote(key) + " appears twice");
   }
+  // block_threads and shared_bytes may be absent for cpu only; the target is
+  // checked below, once it parses.
   for (const char *k : kKeys)
-    if (!values.count(k))
+    if (!values.count(k) && !isGpuOnlyKey(k))
       return fail(std::string("missing key '") + k + "'");
 
   auto bad = [&](const char *key, const char *what) {
@@ -337,6 +380,11 @@ bool parseBundle(std::string_view bytes, const std::string &name,
     m.target = *t;
   else
     return bad("target", "expected cpu, cuda or hip");
+  if (m.target != Target::Cpu)
+    for (const char *k : {"block_threads", "shared_bytes"})
+      if (!values.count(k))
+        return fail(std::string("missing key '") + k +
+                    "' (required for target " + toString(m.target) + ")");
   m.chip = values["chip"];
   if (!isChipName(m.chip))
     return bad("chip", "expected characters from [A-Za-z0-9_.:+-]");
@@ -359,6 +407,20 @@ bool parseBundle(std::string_view bytes, const std::string &name,
       return bad(ik.key, "expected a decimal integer");
     if (*v <= 0)
       return bad(ik.key, "must be positive");
+    *ik.field = *v;
+  }
+  struct OptionalIntKey {
+    const char *key;
+    int64_t *field;
+  } gpuInts[] = {{"block_threads", &m.blockThreads},
+                 {"shared_bytes", &m.sharedBytes}};
+  for (const OptionalIntKey &ik : gpuInts) {
+    auto it = values.find(ik.key);
+    if (it == values.end())
+      continue; // cpu: 0
+    std::optional<int64_t> v = detail::parseInt(it->second);
+    if (!v)
+      return bad(ik.key, "expected a decimal integer");
     *ik.field = *v;
   }
   std::string maskErr;

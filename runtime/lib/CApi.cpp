@@ -13,7 +13,10 @@
 #include "fmha/Runtime/fmha_runtime.h"
 
 #include <exception>
+#include <map>
+#include <mutex>
 #include <new>
+#include <string>
 
 using namespace fmha::rt;
 
@@ -95,6 +98,33 @@ Problem toProblem(const fmhaProblem &p) {
   return r;
 }
 
+ForwardArgs toArgs(const void *q, const void *k, const void *v, void *o,
+                   float *lse) {
+  ForwardArgs args;
+  args.q = q;
+  args.k = k;
+  args.v = v;
+  args.o = o;
+  args.lse = lse;
+  return args;
+}
+
+/// The backend of a C target value, or an error status (non-zero).
+int backendFor(int target, const char *fn, Backend **out) {
+  if (target != FMHA_TARGET_CPU && target != FMHA_TARGET_CUDA &&
+      target != FMHA_TARGET_HIP)
+    return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                    (std::string(fn) + ": unknown target " +
+                     std::to_string(target) +
+                     " (FMHA_TARGET_CPU, _CUDA or _HIP)")
+                        .c_str());
+  Expected<Backend *> backend = getBackend(static_cast<Target>(target));
+  if (!backend.ok())
+    return report(backend.status());
+  *out = *backend;
+  return FMHA_SUCCESS;
+}
+
 } // namespace
 
 extern "C" {
@@ -170,6 +200,10 @@ int fmhaKernelGetInfo(fmhaKernel kernel, fmhaKernelInfo *info) {
     info->mask = kernel->mask.c_str();
     info->kernel = m.kernel.c_str();
     info->chip = m.chip.c_str();
+    info->block_threads = m.blockThreads;
+    info->shared_bytes = m.sharedBytes;
+    info->abi = m.abi.c_str();
+    info->binary_format = toString(m.binaryFormat);
     return FMHA_SUCCESS;
   });
 }
@@ -190,13 +224,112 @@ int fmhaKernelRunForward(fmhaKernel kernel, const fmhaProblem *problem,
     if (!kernel || !problem)
       return setError(FMHA_ERROR_INVALID_ARGUMENT,
                       "fmhaKernelRunForward: null kernel or problem");
-    ForwardArgs args;
-    args.q = q;
-    args.k = k;
-    args.v = v;
-    args.o = o;
-    args.lse = lse;
-    return report(kernel->kernel->run(toProblem(*problem), args, stream));
+    return report(kernel->kernel->runHost(toProblem(*problem),
+                                          toArgs(q, k, v, o, lse), stream));
+  });
+}
+
+int fmhaKernelRunForwardDevice(fmhaKernel kernel, const fmhaProblem *problem,
+                               const void *q, const void *k, const void *v,
+                               void *o, float *lse, void *stream) {
+  return guarded([&] {
+    if (!kernel || !problem)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelRunForwardDevice: null kernel or problem");
+    return report(kernel->kernel->run(toProblem(*problem),
+                                      toArgs(q, k, v, o, lse), stream));
+  });
+}
+
+int fmhaKernelGetDevice(fmhaKernel kernel, int *device) {
+  return guarded([&] {
+    if (!kernel || !device)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelGetDevice: null argument");
+    *device = kernel->kernel->backend().deviceOrdinal();
+    return FMHA_SUCCESS;
+  });
+}
+
+int fmhaBackendDescription(int target, const char **description) {
+  return guarded([&] {
+    if (!description)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaBackendDescription: null argument");
+    Backend *backend = nullptr;
+    if (int status = backendFor(target, "fmhaBackendDescription", &backend))
+      return status;
+    static std::mutex mutex;
+    static std::map<int, std::string> descriptions;
+    std::lock_guard<std::mutex> lock(mutex);
+    std::string &d = descriptions[target];
+    if (d.empty())
+      d = backend->description();
+    *description = d.c_str();
+    return FMHA_SUCCESS;
+  });
+}
+
+int fmhaDeviceMalloc(int target, size_t bytes, void **ptr) {
+  return guarded([&] {
+    if (!ptr)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaDeviceMalloc: null argument");
+    *ptr = nullptr;
+    Backend *backend = nullptr;
+    if (int status = backendFor(target, "fmhaDeviceMalloc", &backend))
+      return status;
+    Expected<void *> p = backend->allocate(bytes);
+    if (!p.ok())
+      return report(p.status());
+    *ptr = *p;
+    return FMHA_SUCCESS;
+  });
+}
+
+int fmhaDeviceFree(int target, void *ptr) {
+  return guarded([&] {
+    Backend *backend = nullptr;
+    if (int status = backendFor(target, "fmhaDeviceFree", &backend))
+      return status;
+    if (ptr)
+      backend->deallocate(ptr);
+    return FMHA_SUCCESS;
+  });
+}
+
+int fmhaMemcpyHostToDevice(int target, void *dst, const void *src,
+                           size_t bytes) {
+  return guarded([&] {
+    if (bytes && (!dst || !src))
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaMemcpyHostToDevice: null pointer");
+    Backend *backend = nullptr;
+    if (int status = backendFor(target, "fmhaMemcpyHostToDevice", &backend))
+      return status;
+    return report(backend->copyToDevice(dst, src, bytes));
+  });
+}
+
+int fmhaMemcpyDeviceToHost(int target, void *dst, const void *src,
+                           size_t bytes) {
+  return guarded([&] {
+    if (bytes && (!dst || !src))
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaMemcpyDeviceToHost: null pointer");
+    Backend *backend = nullptr;
+    if (int status = backendFor(target, "fmhaMemcpyDeviceToHost", &backend))
+      return status;
+    return report(backend->copyToHost(dst, src, bytes));
+  });
+}
+
+int fmhaDeviceSynchronize(int target, void *stream) {
+  return guarded([&] {
+    Backend *backend = nullptr;
+    if (int status = backendFor(target, "fmhaDeviceSynchronize", &backend))
+      return status;
+    return report(backend->synchronize(stream));
   });
 }
 

@@ -10,6 +10,7 @@
 #include "Util.h"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <new>
 
@@ -89,15 +90,102 @@ double forwardFlops(const Problem &p, const MaskSpec &mask) {
 }
 
 //===----------------------------------------------------------------------===//
+// GPU launches
+//===----------------------------------------------------------------------===//
+
+void packGpuFlatV1(const Problem &p, const ForwardArgs &args,
+                   uint64_t (&values)[kGpuFlatV1NumParams]) {
+  struct Tensor {
+    const void *ptr;
+    int64_t elements;
+  } tensors[] = {{args.q, p.qElements()},
+                 {args.k, p.kElements()},
+                 {args.v, p.vElements()},
+                 {args.o, p.oElements()},
+                 {args.lse, p.lseElements()}};
+  int i = 0;
+  for (const Tensor &t : tensors) {
+    uint64_t address = reinterpret_cast<uintptr_t>(t.ptr);
+    values[i++] = address;                           // allocated
+    values[i++] = address;                           // aligned
+    values[i++] = 0;                                 // offset
+    values[i++] = static_cast<uint64_t>(t.elements); // size
+    values[i++] = 1;                                 // stride
+  }
+  values[i++] = static_cast<uint64_t>(p.b);
+  values[i++] = static_cast<uint64_t>(p.sq);
+  values[i++] = static_cast<uint64_t>(p.sk);
+}
+
+Expected<LaunchDims> gpuLaunchDims(const BundleMeta &meta, const Problem &p,
+                                   const int64_t (&maxGrid)[3]) {
+  if (meta.blockM <= 0 || meta.blockThreads <= 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "the bundle states no GPU launch (block_m and "
+                         "block_threads must be positive)");
+  LaunchDims dims;
+  dims.grid[0] = p.sq / meta.blockM + (p.sq % meta.blockM != 0);
+  dims.grid[1] = p.hq;
+  dims.grid[2] = p.b;
+  dims.block[0] = meta.blockThreads;
+  dims.sharedBytes = meta.sharedBytes;
+  static const char *const what[] = {"x = ceil(Sq / block_m)", "y = Hq",
+                                     "z = B"};
+  for (int d = 0; d < 3; ++d)
+    if (dims.grid[d] > maxGrid[d])
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          std::string("grid ") + what[d] + " = " +
+              std::to_string(dims.grid[d]) + " exceeds the device limit " +
+              std::to_string(maxGrid[d]) + "; nothing was launched");
+  return dims;
+}
+
+//===----------------------------------------------------------------------===//
 // Backends
 //===----------------------------------------------------------------------===//
 
 LoadedKernel::~LoadedKernel() = default;
 Backend::~Backend() = default;
+StreamTimer::~StreamTimer() = default;
+
+namespace {
+
+/// The wall clock between synchronize() calls.
+class WallClockTimer final : public StreamTimer {
+public:
+  explicit WallClockTimer(Backend &backend) : backend_(backend) {}
+  Status start(void *stream) override {
+    Status s = backend_.synchronize(stream);
+    start_ = std::chrono::steady_clock::now();
+    return s;
+  }
+  Status stop(void *stream) override {
+    Status s = backend_.synchronize(stream);
+    stop_ = std::chrono::steady_clock::now();
+    return s;
+  }
+  Expected<double> elapsedMs() override {
+    return std::chrono::duration<double, std::milli>(stop_ - start_).count();
+  }
+
+private:
+  Backend &backend_;
+  std::chrono::steady_clock::time_point start_, stop_;
+};
+
+} // namespace
+
+Expected<std::unique_ptr<StreamTimer>> Backend::createTimer() {
+  return std::unique_ptr<StreamTimer>(new WallClockTimer(*this));
+}
 
 Expected<Backend *> getBackend(Target target) {
   static std::mutex mutex;
   static std::unique_ptr<Backend> host;
+  // The CUDA backend is never destroyed: the driver may already be torn
+  // down when static destructors run.
+  static Backend *cuda = nullptr;
   std::lock_guard<std::mutex> lock(mutex);
   switch (target) {
   case Target::Cpu:
@@ -109,13 +197,21 @@ Expected<Backend *> getBackend(Target target) {
     }
     return host.get();
   case Target::Cuda:
+    if (!cuda) {
+      // A failure is not cached: a later call tries the driver again.
+      Expected<std::unique_ptr<Backend>> created = detail::createCudaBackend();
+      if (!created.ok())
+        return created.status();
+      cuda = created.take().release();
+    }
+    return cuda;
   case Target::Hip:
     break;
   }
   return Status::error(ErrorCode::BackendUnavailable,
                        std::string("backend '") + toString(target) +
-                           "' is not available yet in this runtime (only "
-                           "cpu bundles run)");
+                           "' is not available yet in this runtime (cpu and "
+                           "cuda bundles run)");
 }
 
 DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&o) noexcept {
@@ -229,6 +325,63 @@ Status Kernel::run(const Problem &p, const ForwardArgs &args,
     return launched;
   // The scratch buffer is freed on return: wait for the kernel first.
   return backend_->synchronize(stream);
+}
+
+Status Kernel::runHost(const Problem &p, const ForwardArgs &hostArgs,
+                       void *stream) const {
+  if (backend_->target() == Target::Cpu)
+    return run(p, hostArgs, stream);
+  Status check = checkProblem(p);
+  if (!check.ok())
+    return check;
+  if (!hostArgs.q || !hostArgs.k || !hostArgs.v || !hostArgs.o)
+    return Status::error(ErrorCode::InvalidArgument,
+                         std::string("null pointer for ") + (!hostArgs.q   ? "q"
+                                                             : !hostArgs.k ? "k"
+                                                             : !hostArgs.v
+                                                                 ? "v"
+                                                                 : "o"));
+  size_t elem = dtypeSize(meta_.dtype);
+  struct Buffer {
+    const void *host;
+    size_t bytes;
+    DeviceBuffer device;
+  } buffers[] = {
+      {hostArgs.q, static_cast<size_t>(p.qElements()) * elem, {}},
+      {hostArgs.k, static_cast<size_t>(p.kElements()) * elem, {}},
+      {hostArgs.v, static_cast<size_t>(p.vElements()) * elem, {}},
+      {hostArgs.o, static_cast<size_t>(p.oElements()) * elem, {}},
+      {hostArgs.lse, static_cast<size_t>(p.lseElements()) * sizeof(float), {}}};
+  for (int i = 0; i < 5; ++i) {
+    Expected<DeviceBuffer> buf =
+        DeviceBuffer::allocate(*backend_, buffers[i].bytes);
+    if (!buf.ok())
+      return buf.status();
+    buffers[i].device = buf.take();
+    if (i < 3) {
+      Status copied = backend_->copyToDevice(buffers[i].device.get(),
+                                             buffers[i].host, buffers[i].bytes);
+      if (!copied.ok())
+        return copied;
+    }
+  }
+  ForwardArgs deviceArgs;
+  deviceArgs.q = buffers[0].device.get();
+  deviceArgs.k = buffers[1].device.get();
+  deviceArgs.v = buffers[2].device.get();
+  deviceArgs.o = buffers[3].device.get();
+  deviceArgs.lse = static_cast<float *>(buffers[4].device.get());
+  Status launched = loaded_->launchForward(p, deviceArgs, stream);
+  if (!launched.ok())
+    return launched;
+  Status synced = backend_->synchronize(stream);
+  if (!synced.ok())
+    return synced;
+  Status copied =
+      backend_->copyToHost(hostArgs.o, deviceArgs.o, buffers[3].bytes);
+  if (!copied.ok() || !hostArgs.lse)
+    return copied;
+  return backend_->copyToHost(hostArgs.lse, deviceArgs.lse, buffers[4].bytes);
 }
 
 } // namespace fmha::rt

@@ -31,7 +31,10 @@ BundleMeta sampleMeta() {
   m.softcap = 30.0f;
   m.blockM = 128;
   m.blockN = 64;
+  m.blockThreads = 256;
+  m.sharedBytes = 98304;
   m.kernel = "fmha_fwd_bf16";
+  m.abi = kAbiGpuFlatV1;
   m.binaryFormat = BinaryFormat::Cubin;
   return m;
 }
@@ -79,8 +82,10 @@ TEST(Bundle, SerializedForm) {
                            "softcap=30\n"
                            "block_m=128\n"
                            "block_n=64\n"
+                           "block_threads=256\n"
+                           "shared_bytes=98304\n"
                            "kernel=fmha_fwd_bf16\n"
-                           "abi=memref-ciface-v1\n"
+                           "abi=gpu-flat-v1\n"
                            "binary_format=cubin\n"
                            "binary_size=17\n"
                            "\n" +
@@ -109,6 +114,8 @@ TEST(Bundle, FileRoundTrip) {
   EXPECT_EQ(out.softcap, in.softcap);
   EXPECT_EQ(out.blockM, in.blockM);
   EXPECT_EQ(out.blockN, in.blockN);
+  EXPECT_EQ(out.blockThreads, in.blockThreads);
+  EXPECT_EQ(out.sharedBytes, in.sharedBytes);
   EXPECT_EQ(out.kernel, in.kernel);
   EXPECT_EQ(out.abi, in.abi);
   EXPECT_EQ(out.binaryFormat, in.binaryFormat);
@@ -173,6 +180,94 @@ TEST(Bundle, EveryMissingKey) {
     EXPECT_EQ(parseError(withLine(key, "")),
               std::string("bundle 'x.fmha': missing key '") + key + "'");
   }
+  // GPU targets need the launch keys.
+  for (const char *key : {"block_threads", "shared_bytes"})
+    EXPECT_EQ(parseError(withLine(key, "")),
+              std::string("bundle 'x.fmha': missing key '") + key +
+                  "' (required for target cuda)");
+}
+
+TEST(Bundle, CpuLaunchKeysAreOptional) {
+  BundleMeta m = fmha::test::testMeta("k", DType::F32, 4, 4, 64, 64, "t");
+  std::string bytes, err;
+  ASSERT_TRUE(serializeBundle(m, kBinary, &bytes, &err)) << err;
+  EXPECT_EQ(bytes.find("block_threads"), std::string::npos);
+  EXPECT_EQ(bytes.find("shared_bytes"), std::string::npos);
+  BundleMeta out;
+  std::string bin;
+  ASSERT_TRUE(parseBundle(bytes, "m", &out, &bin, &err)) << err;
+  EXPECT_EQ(out.blockThreads, 0);
+  EXPECT_EQ(out.sharedBytes, 0);
+  // Present with values in range: kept (and written back).
+  size_t at = bytes.find("kernel=");
+  std::string withKeys = bytes.substr(0, at) +
+                         "block_threads=0\nshared_bytes=16\n" +
+                         bytes.substr(at);
+  ASSERT_TRUE(parseBundle(withKeys, "m", &out, &bin, &err)) << err;
+  EXPECT_EQ(out.sharedBytes, 16);
+  ASSERT_TRUE(serializeBundle(out, kBinary, &bytes, &err)) << err;
+  EXPECT_NE(bytes.find("\nshared_bytes=16\n"), std::string::npos);
+  EXPECT_EQ(bytes.find("block_threads"), std::string::npos);
+  std::string bad =
+      bytes.substr(0, at) + "block_threads=2000\n" + bytes.substr(at);
+  EXPECT_EQ(parseError(bad), "bundle 'x.fmha': block_threads must be in "
+                             "1..1024 (or 0 for cpu), got 2000");
+}
+
+TEST(Bundle, GpuLaunchKeysAndAbi) {
+  struct Case {
+    const char *key, *line, *message;
+  } cases[] = {
+      {"block_threads", "block_threads=0",
+       "block_threads must be in 1..1024, got 0"},
+      {"block_threads", "block_threads=1025",
+       "block_threads must be in 1..1024, got 1025"},
+      {"block_threads", "block_threads=-32",
+       "block_threads must be in 1..1024, got -32"},
+      {"block_threads", "block_threads=12a",
+       "bad value for 'block_threads': '12a' (expected a decimal integer)"},
+      {"shared_bytes", "shared_bytes=-1",
+       "shared_bytes must be non-negative, got -1"},
+      {"shared_bytes", "shared_bytes=4294967296",
+       "shared_bytes is too large: 4294967296"},
+      {"shared_bytes", "shared_bytes=",
+       "bad value for 'shared_bytes': '' (expected a decimal integer)"},
+      {"abi", "abi=memref-ciface-v1",
+       "target cuda needs abi gpu-flat-v1, got memref-ciface-v1"},
+      {"abi", "abi=gpu-flat-v2",
+       "unknown abi 'gpu-flat-v2' (this runtime knows memref-ciface-v1 and "
+       "gpu-flat-v1)"},
+  };
+  for (const Case &c : cases)
+    EXPECT_EQ(parseError(withLine(c.key, c.line)),
+              std::string("bundle 'x.fmha': ") + c.message)
+        << c.line;
+  // Edge values that are fine.
+  for (const char *line : {"block_threads=1", "block_threads=1024"}) {
+    BundleMeta m;
+    std::string bin, err;
+    EXPECT_TRUE(
+        parseBundle(withLine("block_threads", line), "x", &m, &bin, &err))
+        << err;
+  }
+  BundleMeta m;
+  std::string bin, err;
+  ASSERT_TRUE(parseBundle(withLine("shared_bytes", "shared_bytes=0"), "x", &m,
+                          &bin, &err))
+      << err;
+  EXPECT_EQ(m.sharedBytes, 0);
+  // hip takes gpu-flat-v1 too; cpu does not.
+  std::string hip = withLine("target", "target=hip");
+  hip = hip.substr(0, hip.find("binary_format=")) + "binary_format=hsaco" +
+        hip.substr(hip.find("\n", hip.find("binary_format=")));
+  EXPECT_TRUE(parseBundle(hip, "x", &m, &bin, &err)) << err;
+  EXPECT_EQ(m.target, Target::Hip);
+  m = sampleMeta();
+  m.target = Target::Cpu;
+  m.chip = "";
+  m.binaryFormat = BinaryFormat::ElfSo;
+  EXPECT_EQ(m.validate(),
+            "target cpu needs abi memref-ciface-v1, got gpu-flat-v1");
 }
 
 TEST(Bundle, BadValues) {
@@ -233,7 +328,8 @@ TEST(Bundle, BadValues) {
       {"kernel", "kernel=9lives",
        "bad value for 'kernel': '9lives' (expected a C identifier)"},
       {"abi", "abi=memref-ciface-v2",
-       "unknown abi 'memref-ciface-v2' (this runtime knows memref-ciface-v1)"},
+       "unknown abi 'memref-ciface-v2' (this runtime knows memref-ciface-v1 "
+       "and gpu-flat-v1)"},
       {"binary_format", "binary_format=elf",
        "bad value for 'binary_format': 'elf' (expected elf-so, cubin, ptx or "
        "hsaco)"},
@@ -267,6 +363,7 @@ TEST(Bundle, WriterRejectsInvalidMeta) {
   EXPECT_FALSE(writeBundle(dir.file("b.fmha"), m, "", &err));
   EXPECT_EQ(err, "bundle '" + dir.file("b.fmha") + "': the binary is empty");
   m.target = Target::Cpu;
+  m.abi = kAbiMemrefCifaceV1;
   EXPECT_FALSE(writeBundle(dir.file("c.fmha"), m, kBinary, &err));
   EXPECT_EQ(err, "bundle '" + dir.file("c.fmha") +
                      "': target cpu needs binary_format elf-so, got cubin");

@@ -265,10 +265,161 @@ TEST_F(FmhaRun, Bench) {
   EXPECT_TRUE(contains(r.output, "bench: iters=5 warmup=1 median_ms="))
       << r.output;
   EXPECT_TRUE(contains(r.output, "GFLOP/s=")) << r.output;
+  EXPECT_TRUE(contains(r.output, "TFLOP/s=")) << r.output;
   r = run(b + " -b 1 --sq 8 --sk 8 --bench --iters 0");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_EQ(r.output,
             "fmha-run: error: --iters: '0' is not a positive integer\n");
+}
+
+//===----------------------------------------------------------------------===//
+// cuda bundles (the fake driver of FakeCuda.cpp, or none)
+//===----------------------------------------------------------------------===//
+
+class FmhaRunCuda : public FmhaRun {
+protected:
+  std::string cudaBundle(DType t, int64_t hq, int64_t hk, int64_t d, int64_t dv,
+                         const char *mask = "0", const std::string &extra = "",
+                         int64_t sharedBytes = 0) {
+    BundleMeta m = fmha::test::fakeCudaMeta(t, hq, hk, d, dv, mask);
+    m.sharedBytes = sharedBytes;
+    std::string path = dir_.file("cuda" + std::to_string(counter_++) + ".fmha");
+    std::string err;
+    EXPECT_TRUE(
+        writeBundle(path, m, fmha::test::fakeCudaModule(m, extra), &err))
+        << err;
+    return path;
+  }
+  /// fmha-run with the fake driver in its one-device mode.
+  CommandResult runFake(const std::string &args) {
+    return run("env FMHA_CUDA_LIBRARY=" FMHA_FAKE_CUDA_PATH
+               " FMHA_FAKE_CUDA=device " FMHA_RUN_PATH " " +
+               args);
+  }
+  CommandResult run(const std::string &cmdline) {
+    return fmha::test::runCommand(cmdline);
+  }
+};
+
+TEST_F(FmhaRunCuda, MissingDriverIsExit2) {
+  std::string b = cudaBundle(DType::BF16, 4, 2, 16, 16, "b");
+  CommandResult r = run("env FMHA_CUDA_LIBRARY=/nonexistent/libcuda.so.1 " +
+                        std::string(FMHA_RUN_PATH) + " " + b +
+                        " -b 1 --sq 8 --sk 8 --validate");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_EQ(r.output, "fmha-run: error: bundle '" + b +
+                          "': CUDA driver not found: dlopen "
+                          "/nonexistent/libcuda.so.1 failed: "
+                          "/nonexistent/libcuda.so.1: cannot open shared "
+                          "object file: No such file or directory\n");
+  // Not even a module: the driver is looked for first.
+  std::string fake = dir_.file("fake.fmha");
+  BundleMeta m = fmha::test::fakeCudaMeta(DType::F16, 2, 2, 8, 8);
+  std::string err;
+  ASSERT_TRUE(writeBundle(fake, m, "not a cubin", &err)) << err;
+  r = run("env FMHA_CUDA_LIBRARY=/nonexistent/libcuda.so.1 " +
+          std::string(FMHA_RUN_PATH) + " " + fake + " -b 1 --sq 8 --sk 8");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "CUDA driver not found: dlopen "
+                                 "/nonexistent/libcuda.so.1 failed"))
+      << r.output;
+}
+
+TEST_F(FmhaRunCuda, NoDeviceIsExit2) {
+  std::string b = cudaBundle(DType::BF16, 4, 2, 16, 16, "b");
+  CommandResult r = run("env FMHA_CUDA_LIBRARY=" FMHA_FAKE_CUDA_PATH
+                        " FMHA_FAKE_CUDA=none " FMHA_RUN_PATH " " +
+                        b + " -b 1 --sq 8 --sk 8");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_EQ(r.output, "fmha-run: error: bundle '" + b +
+                          "': no CUDA device: cuInit failed: "
+                          "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is "
+                          "detected)\n");
+}
+
+TEST_F(FmhaRunCuda, ValidateBenchSaveLoad) {
+  struct Case {
+    std::string bundle, args;
+  } cases[] = {
+      {cudaBundle(DType::BF16, 8, 2, 32, 32, "b"), "-b 2 --sq 33 --sk 50"},
+      {cudaBundle(DType::F16, 4, 1, 16, 16, "t:7,0,3"), "-b 1 --sq 1 --sk 40"},
+      {cudaBundle(DType::BF16, 2, 2, 16, 8, "0", "", 65536),
+       "-b 3 --sq 17 --sk 5"},
+  };
+  for (const Case &c : cases) {
+    CommandResult r = runFake(c.bundle + " " + c.args + " --validate");
+    EXPECT_EQ(r.exitCode, 0) << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "(cuda: FMHA fake GPU (sm_90, device 0)"))
+        << r.output;
+    EXPECT_TRUE(contains(r.output, "launch grid=(")) << r.output;
+    EXPECT_TRUE(contains(r.output, "\nPASS")) << r.output;
+  }
+  CommandResult r = runFake(cases[0].bundle + " " + cases[0].args);
+  EXPECT_TRUE(contains(r.output, "launch grid=(3,8,2) block=(128,1,1) "
+                                 "shared_bytes=0 abi=gpu-flat-v1\n"))
+      << r.output;
+
+  r = runFake(cases[0].bundle + " -b 1 --sq 20 --sk 20 --bench --iters 6 "
+                                "--warmup 2");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "bench: iters=6 warmup=2 median_ms="))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, " GFLOP/s=")) << r.output;
+  EXPECT_TRUE(contains(r.output, " TFLOP/s=")) << r.output;
+  EXPECT_TRUE(contains(r.output, " input_copies=4 ")) << r.output;
+
+  std::string out1 = dir_.file("cuda-save"), out2 = dir_.file("cuda-save2");
+  r = runFake(cases[1].bundle + " " + cases[1].args + " --save " + out1);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  r = runFake(cases[1].bundle + " --load " + out1 + " --validate --save " +
+              out2);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "problem B=1 Hq=4 Hk=1 Sq=1 Sk=40"))
+      << r.output;
+  NpyArray o1, o2;
+  std::string err;
+  ASSERT_TRUE(readNpy(out1 + "/o.npy", &o1, &err)) << err;
+  ASSERT_TRUE(readNpy(out2 + "/o.npy", &o2, &err)) << err;
+  EXPECT_EQ(o1.data, o2.data);
+}
+
+TEST_F(FmhaRunCuda, FailuresThroughTheDriver) {
+  // A wrong result is caught by --validate (exit 1).
+  std::string flawed =
+      cudaBundle(DType::BF16, 2, 2, 16, 16, "0", "flaw=perturb\n");
+  CommandResult r = runFake(flawed + " -b 1 --sq 4 --sk 4 --validate");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "\nFAIL: rel_err")) << r.output;
+
+  // A module the driver rejects.
+  std::string bad = dir_.file("bad.fmha");
+  BundleMeta m = fmha::test::fakeCudaMeta(DType::F16, 2, 2, 8, 8);
+  std::string err;
+  ASSERT_TRUE(writeBundle(bad, m, "junk", &err)) << err;
+  r = runFake(bad + " -b 1 --sq 4 --sk 4");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "': cuModuleLoadDataEx failed: "
+                                 "CUDA_ERROR_INVALID_PTX (a PTX JIT "
+                                 "compilation failed)"))
+      << r.output;
+
+  // A grid over the limit: nothing runs.
+  std::string wide = cudaBundle(DType::F16, 2, 2, 1, 1);
+  r = runFake(wide + " -b 70000 --sq 1 --sk 1");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_EQ(r.output, "fmha-run: error: grid z = B = 70000 exceeds the "
+                      "device limit 65535; nothing was launched\n");
+
+  // A launch error.
+  std::string ok = cudaBundle(DType::F16, 2, 2, 8, 8);
+  r = run("env FMHA_CUDA_LIBRARY=" FMHA_FAKE_CUDA_PATH
+          " FMHA_FAKE_CUDA=device FMHA_FAKE_CUDA_FAIL=cuLaunchKernel=701 " +
+          std::string(FMHA_RUN_PATH) + " " + ok + " -b 1 --sq 4 --sk 4");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_EQ(r.output, "fmha-run: error: cuLaunchKernel failed: "
+                      "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources "
+                      "requested for launch); kernel 'fmha_fwd', grid "
+                      "(1,2,1), block (128,1,1), shared 0 bytes\n");
 }
 
 TEST_F(FmhaRun, PlainRunPrintsSummary) {

@@ -249,14 +249,16 @@ TEST(Kernel, LoadErrors) {
   EXPECT_EQ(s.message().rfind("bundle 'test.fmha': dlopen failed: ", 0), 0u)
       << s.message();
 
-  BundleMeta cuda = meta;
-  cuda.target = Target::Cuda;
-  cuda.chip = "sm_90a";
-  cuda.binaryFormat = BinaryFormat::Ptx;
-  s = loadError(cuda, "// ptx");
+  BundleMeta hip = meta;
+  hip.target = Target::Hip;
+  hip.chip = "gfx942";
+  hip.abi = kAbiGpuFlatV1;
+  hip.blockThreads = 256;
+  hip.binaryFormat = BinaryFormat::Hsaco;
+  s = loadError(hip, "hsaco");
   EXPECT_EQ(s.code(), ErrorCode::BackendUnavailable);
-  EXPECT_EQ(s.message(), "bundle 'test.fmha': backend 'cuda' is not available "
-                         "yet in this runtime (only cpu bundles run)");
+  EXPECT_EQ(s.message(), "bundle 'test.fmha': backend 'hip' is not available "
+                         "yet in this runtime (cpu and cuda bundles run)");
 
   BundleMeta bwd = meta;
   bwd.kind = KernelKind::Backward;

@@ -82,6 +82,46 @@ inline rt::BundleMeta testMeta(const std::string &kernel, rt::DType dtype,
   return m;
 }
 
+/// Metadata of a cuda bundle (abi gpu-flat-v1, "ptx") for the fake CUDA
+/// driver (FakeCuda.cpp).
+inline rt::BundleMeta fakeCudaMeta(rt::DType dtype, int64_t hq, int64_t hk,
+                                   int64_t d, int64_t dv,
+                                   const char *mask = "0", float scale = 0,
+                                   float softcap = 0) {
+  rt::BundleMeta m =
+      testMeta("fmha_fwd", dtype, hq, hk, d, dv, mask, scale, softcap);
+  m.target = rt::Target::Cuda;
+  m.chip = "sm_90a";
+  m.blockM = 16;
+  m.blockN = 16;
+  m.blockThreads = 128;
+  m.sharedBytes = 0;
+  m.abi = rt::kAbiGpuFlatV1;
+  m.binaryFormat = rt::BinaryFormat::Ptx;
+  return m;
+}
+
+/// The fake driver's module text for `meta`; `extra` adds lines
+/// ("flaw=perturb\n", "max_threads=64\n", ...).
+inline std::string fakeCudaModule(const rt::BundleMeta &meta,
+                                  const std::string &extra = "") {
+  std::ostringstream s;
+  s.precision(9);
+  s << "FAKE-CUDA-MODULE\n"
+    << "kernel=" << meta.kernel << "\n"
+    << "dtype=" << rt::toString(meta.dtype) << "\n"
+    << "hq=" << meta.hq << "\nhk=" << meta.hk << "\nd=" << meta.d
+    << "\ndv=" << meta.dv << "\n"
+    << "mask=" << meta.mask.str() << "\n"
+    << "scale=" << meta.effectiveScale() << "\n"
+    << "softcap=" << meta.softcap << "\n"
+    << "block_m=" << meta.blockM << "\n"
+    << "block_threads=" << meta.blockThreads << "\n"
+    << "shared_bytes=" << meta.sharedBytes << "\n"
+    << extra;
+  return s.str();
+}
+
 /// Normal(0, 1) values from a fixed seed.
 inline std::vector<double> randomNormal(size_t n, unsigned seed) {
   std::mt19937 gen(seed);

@@ -177,6 +177,12 @@ public:
     return Status::success();
   }
 
+  Status fill(void *dst, unsigned char value, size_t bytes, void *) override {
+    if (bytes)
+      std::memset(dst, value, bytes);
+    return Status::success();
+  }
+
   Status synchronize(void *) override { return Status::success(); }
 };
 

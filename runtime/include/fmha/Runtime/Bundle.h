@@ -14,12 +14,26 @@
 //
 // Keys: target=cpu|cuda|hip, chip (may be empty for cpu), kind=fwd|bwd,
 // dtype=f32|f16|bf16, hq, hk, d, dv, mask (a MaskSpec string), scale (%.9g,
-// 0 = 1/sqrt(d)), softcap (%.9g, 0 = none), block_m, block_n, kernel (the
-// symbol name), abi=memref-ciface-v1, binary_format=elf-so|cubin|ptx|hsaco,
-// binary_size. The reader is strict: a missing, repeated or unknown key, a
-// value that does not parse, or a binary of the wrong size is an error whose
-// one-line message names the file and the problem. No byte sequence makes
-// the reader crash.
+// 0 = 1/sqrt(d)), softcap (%.9g, 0 = none), block_m, block_n, block_threads,
+// shared_bytes, kernel (the symbol name), abi=memref-ciface-v1|gpu-flat-v1,
+// binary_format=elf-so|cubin|ptx|hsaco, binary_size. block_threads and
+// shared_bytes are required for cuda and hip and optional for cpu (absent
+// means 0; the writer leaves them out when they are 0). The reader is
+// strict: a missing, repeated or unknown key, a value that does not parse,
+// or a binary of the wrong size is an error whose one-line message names the
+// file and the problem. No byte sequence makes the reader crash.
+//
+// GPU launch (target cuda or hip, abi gpu-flat-v1), for a problem
+// B, Hq, Sq (Problem in Runtime.h):
+//
+//   grid  = (ceil(Sq / block_m), Hq, B)     one workgroup per (q tile, head,
+//                                           batch); blockIdx.x = q tile
+//   block = (block_threads, 1, 1)
+//   dynamic shared memory = shared_bytes
+//
+// The runtime refuses (before launching anything) a grid over the device's
+// limits: grid.x <= 2^31-1, grid.y = Hq <= 65535, grid.z = B <= 65535.
+// The kernel parameters of abi gpu-flat-v1 are listed in Runtime.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,9 +70,18 @@ std::optional<BinaryFormat> parseBinaryFormat(std::string_view s);
 /// Bytes per element of q, k, v and o (lse is always float32).
 size_t dtypeSize(DType t);
 
-/// The only kernel argument ABI so far: MLIR's `_mlir_ciface_` wrappers over
-/// memref descriptors (see Runtime.h).
+/// The host kernel argument ABI: MLIR's `_mlir_ciface_` wrappers over
+/// memref descriptors (see Runtime.h). Valid for target cpu only.
 inline constexpr const char *kAbiMemrefCifaceV1 = "memref-ciface-v1";
+
+/// The GPU kernel argument ABI: a `gpu.func` kernel over 1-d memrefs as
+/// MLIR's gpu-to-nvvm/rocdl lowering passes them, flattened into scalar
+/// kernel parameters (see Runtime.h). Valid for targets cuda and hip only.
+inline constexpr const char *kAbiGpuFlatV1 = "gpu-flat-v1";
+
+/// The largest block_threads a bundle may state (CUDA's and HIP's limit of
+/// threads per block).
+inline constexpr int64_t kMaxBlockThreads = 1024;
 
 struct BundleMeta {
   Target target = Target::Cpu;
@@ -72,6 +95,10 @@ struct BundleMeta {
   /// 0 means no softcap.
   float softcap = 0.0f;
   int64_t blockM = 0, blockN = 0;
+  /// GPU targets: threads per workgroup (1..1024) and bytes of dynamic
+  /// shared memory per workgroup (>= 0). 0 and 0 for cpu.
+  int64_t blockThreads = 0;
+  int64_t sharedBytes = 0;
   /// The kernel symbol; the host ABI looks up `_mlir_ciface_<kernel>`.
   std::string kernel;
   std::string abi = kAbiMemrefCifaceV1;
@@ -82,7 +109,8 @@ struct BundleMeta {
 
   /// Checks every field and their consistency (hq % hk == 0, positive dims,
   /// a valid mask, a C identifier as kernel, a binary format the target can
-  /// run, the known ABI). Returns an empty string when valid, else the
+  /// run, an ABI the target takes, block_threads and shared_bytes in range
+  /// for GPU targets). Returns an empty string when valid, else the
   /// message (without a file name).
   std::string validate() const;
 };

@@ -6,10 +6,11 @@
 //
 // Loads a bundle (Bundle.h) into a Kernel for the backend its target names and
 // launches it. Backends are found at run time: the host backend is built in;
-// CUDA (libcuda.so.1) and HIP (libamdhip64.so) backends will be dlopen'ed by
-// their own Backend implementations. Every failure is a returned Status or
-// Expected carrying a one-line message; nothing aborts and no exception
-// leaves this API.
+// the CUDA backend dlopen's the driver, libcuda.so.1 (or the file named by
+// the environment variable FMHA_CUDA_LIBRARY), on first use; HIP
+// (libamdhip64.so) will follow the same pattern. Every failure is a returned
+// Status or Expected carrying a one-line message; nothing aborts and no
+// exception leaves this API.
 //
 // Host kernel ABI (abi=memref-ciface-v1, binary_format=elf-so): the bundle's
 // binary is an ELF shared object exporting
@@ -20,6 +21,29 @@
 // over contiguous row-major BHSD buffers: q [B,Hq,Sq,D], k [B,Hk,Sk,D],
 // v [B,Hk,Sk,Dv], o [B,Hq,Sq,Dv] in the bundle's dtype (f16 and bf16 as raw
 // uint16_t bits) and lse [B,Hq,Sq] in float32.
+//
+// GPU kernel ABI (abi=gpu-flat-v1, target cuda: binary_format cubin or ptx;
+// target hip: hsaco). The binary holds one kernel named by the bundle's
+// `kernel` key, the lowering of
+//
+//   gpu.func @kernel(%q: memref<?xT>, %k: memref<?xT>, %v: memref<?xT>,
+//                    %o: memref<?xT>, %lse: memref<?xf32>,
+//                    %b: index, %sq: index, %sk: index) kernel
+//
+// by MLIR's gpu-to-nvvm (gpu-to-rocdl) conversion with 64-bit indices: 28
+// kernel parameters of 8 bytes each, in this order:
+//
+//   for each of q, k, v, o, lse (5 parameters each):
+//     allocated pointer (u64), aligned pointer (u64), offset (i64),
+//     size (i64), stride (i64)
+//   then B, Sq, Sk (i64)
+//
+// The runtime passes allocated = aligned = the buffer's device address,
+// offset = 0, size = the element count and stride = 1, over the same
+// contiguous BHSD buffers as the host ABI (T = the bundle's dtype, lse
+// float32). Hq, Hk, D and Dv are the bundle's, compiled into the kernel.
+// The launch (grid, block, dynamic shared memory) is the rule in Bundle.h;
+// packGpuFlatV1() and gpuLaunchDims() below compute both.
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,8 +164,49 @@ int64_t countVisiblePairs(const MaskSpec &mask, int64_t sq, int64_t sk);
 double forwardFlops(const Problem &p, const MaskSpec &mask);
 
 //===----------------------------------------------------------------------===//
+// GPU launches (abi gpu-flat-v1)
+//===----------------------------------------------------------------------===//
+
+/// Number of kernel parameters of abi gpu-flat-v1.
+inline constexpr int kGpuFlatV1NumParams = 28;
+
+/// The values of the 28 kernel parameters of abi gpu-flat-v1 (Runtime.h
+/// header comment), each 8 bytes. The pointers of `args` are device
+/// addresses; `args.lse` must not be null.
+void packGpuFlatV1(const Problem &p, const ForwardArgs &args,
+                   uint64_t (&values)[kGpuFlatV1NumParams]);
+
+/// Grid, block and dynamic shared memory of one launch.
+struct LaunchDims {
+  int64_t grid[3] = {1, 1, 1};
+  int64_t block[3] = {1, 1, 1};
+  int64_t sharedBytes = 0;
+};
+
+/// The launch of a GPU bundle for `p` (the grid rule in Bundle.h). Fails
+/// with InvalidArgument, naming the dimension and the limit, when the grid
+/// exceeds `maxGrid` (the device's maximum grid size; CUDA's is
+/// {2^31-1, 65535, 65535}).
+Expected<LaunchDims> gpuLaunchDims(const BundleMeta &meta, const Problem &p,
+                                   const int64_t (&maxGrid)[3] = {
+                                       2147483647, 65535, 65535});
+
+//===----------------------------------------------------------------------===//
 // Backends
 //===----------------------------------------------------------------------===//
+
+/// Times work queued on a stream, as the device sees it (CUDA events on a
+/// GPU; the wall clock, after synchronising, on the host).
+class StreamTimer {
+public:
+  virtual ~StreamTimer();
+  /// Marks the start of the timed work on `stream`.
+  virtual Status start(void *stream) = 0;
+  /// Marks its end on `stream`.
+  virtual Status stop(void *stream) = 0;
+  /// Milliseconds from start to stop; waits for the stop mark.
+  virtual Expected<double> elapsedMs() = 0;
+};
 
 /// A kernel loaded by a backend; launched only through Kernel::run, which
 /// has checked the problem and the pointers.
@@ -170,8 +235,18 @@ public:
   virtual void deallocate(void *ptr) = 0;
   virtual Status copyToDevice(void *dst, const void *src, size_t bytes) = 0;
   virtual Status copyToHost(void *dst, const void *src, size_t bytes) = 0;
+  /// Sets `bytes` bytes at `dst` (the backend's memory) to `value`, queued on
+  /// `stream` (0xFF makes every f16, bf16 and f32 element a NaN).
+  virtual Status fill(void *dst, unsigned char value, size_t bytes,
+                      void *stream) = 0;
   /// Waits until all work queued on `stream` has finished.
   virtual Status synchronize(void *stream) = 0;
+  /// A timer for work on this backend's streams. The default measures the
+  /// wall clock between synchronize() calls; GPU backends use events.
+  virtual Expected<std::unique_ptr<StreamTimer>> createTimer();
+  /// The device ordinal the backend runs on (CUDA device number), or -1 for
+  /// the host.
+  virtual int deviceOrdinal() const { return -1; }
 };
 
 /// The backend for `target`, created on first use and kept for the life of
@@ -224,8 +299,18 @@ public:
 
   /// Checks the problem and the pointers, then launches the forward kernel
   /// on `stream` (ignored by the host backend, which runs synchronously).
+  /// The pointers are the backend's memory (device addresses for a GPU
+  /// backend). The launch is asynchronous on GPU backends unless
+  /// `args.lse` is null (the scratch lse buffer is freed after a
+  /// synchronize).
   Status run(const Problem &p, const ForwardArgs &args,
              void *stream = nullptr) const;
+
+  /// The same over host memory on every backend: a GPU backend allocates
+  /// device buffers, copies q, k, v in, launches on `stream`, waits and
+  /// copies o (and lse, when not null) back. Returns when done.
+  Status runHost(const Problem &p, const ForwardArgs &hostArgs,
+                 void *stream = nullptr) const;
 
   ~Kernel();
 

@@ -16,6 +16,16 @@
  *  - Pointers to strings returned by a query stay valid while the handle
  *    lives.
  *  - No function aborts the process or lets a C++ exception escape.
+ *  - Memory: a cpu bundle runs on host memory; a cuda bundle on device
+ *    memory of the device the CUDA backend binds to (Runtime.h,
+ *    CudaBackend.cpp: $FMHA_CUDA_DEVICE, else the device of the context
+ *    current at first use, else 0). fmhaKernelRunForward takes host memory
+ *    for every target (it copies for GPU targets);
+ *    fmhaKernelRunForwardDevice takes the backend's memory, with no copies.
+ *  - The CUDA driver is dlopen'ed on first use of a cuda bundle or target:
+ *    libcuda.so.1, or the file named by $FMHA_CUDA_LIBRARY.
+ *  - Built as a static library (FMHARuntime) and as a shared library
+ *    (libfmha_runtime.so) that exports exactly these functions.
  *
  * Typical use:
  *
@@ -39,6 +49,13 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* Marks the exported functions of libfmha_runtime.so. */
+#if defined(__GNUC__) || defined(__clang__)
+#define FMHA_API __attribute__((visibility("default")))
+#else
+#define FMHA_API
 #endif
 
 /* Status codes (the values of fmha::rt::ErrorCode). */
@@ -83,43 +100,94 @@ typedef struct fmhaKernelInfo {
   const char *mask;   /* canonical mask spec, e.g. "t" or "b:64,0,4" */
   const char *kernel; /* kernel symbol name */
   const char *chip;   /* may be "" for cpu */
+  /* GPU launch: threads per workgroup and dynamic shared memory bytes (0 for
+   * cpu); grid = (ceil(Sq / block_m), Hq, B), block = (block_threads, 1, 1).
+   */
+  int64_t block_threads, shared_bytes;
+  const char *abi;           /* "memref-ciface-v1" (cpu), "gpu-flat-v1" */
+  const char *binary_format; /* "elf-so", "cubin", "ptx", "hsaco" */
 } fmhaKernelInfo;
 
 /* The message of the last failed call on this thread ("" if none). */
-const char *fmhaGetLastError(void);
+FMHA_API const char *fmhaGetLastError(void);
 
 /* A short name for a status code ("FMHA_ERROR_BAD_BUNDLE"). */
-const char *fmhaStatusString(int status);
+FMHA_API const char *fmhaStatusString(int status);
 
 /* The runtime version, e.g. "0.1.0". */
-const char *fmhaGetVersion(void);
+FMHA_API const char *fmhaGetVersion(void);
 
 /* Loads a bundle file for the backend its target names. On success stores
  * the handle in *kernel. */
-int fmhaKernelLoadFile(const char *path, fmhaKernel *kernel);
+FMHA_API int fmhaKernelLoadFile(const char *path, fmhaKernel *kernel);
 
 /* The same from `size` bundle bytes in memory (copied; the caller keeps
  * ownership of `data`). */
-int fmhaKernelLoadBytes(const void *data, size_t size, fmhaKernel *kernel);
+FMHA_API int fmhaKernelLoadBytes(const void *data, size_t size,
+                                 fmhaKernel *kernel);
 
 /* Fills *info with the bundle's metadata. */
-int fmhaKernelGetInfo(fmhaKernel kernel, fmhaKernelInfo *info);
+FMHA_API int fmhaKernelGetInfo(fmhaKernel kernel, fmhaKernelInfo *info);
 
 /* Checks `problem` against section 1 and the bundle (hq, hk, d, dv) without
  * running anything. */
-int fmhaKernelCheckProblem(fmhaKernel kernel, const fmhaProblem *problem);
+FMHA_API int fmhaKernelCheckProblem(fmhaKernel kernel,
+                                    const fmhaProblem *problem);
 
-/* Runs the forward kernel. q, k, v, o point to contiguous BHSD buffers of
- * the bundle's dtype (f16/bf16 as raw 16-bit values), lse to
- * b * hq * sq floats or NULL (then it is not returned). For a cpu bundle the
- * pointers are host memory and the call returns when the kernel is done;
- * `stream` is the backend's stream handle (ignored on cpu, may be NULL). */
-int fmhaKernelRunForward(fmhaKernel kernel, const fmhaProblem *problem,
-                         const void *q, const void *k, const void *v, void *o,
-                         float *lse, void *stream);
+/* Runs the forward kernel on host memory and returns when it is done. q, k,
+ * v, o point to contiguous BHSD host buffers of the bundle's dtype (f16/bf16
+ * as raw 16-bit values), lse to b * hq * sq floats or NULL (then it is not
+ * returned). For a cpu bundle the kernel runs on these buffers. For a cuda
+ * bundle the runtime allocates device buffers, copies q, k, v in, launches on
+ * `stream` (a CUstream; NULL is the legacy default stream), waits, copies o
+ * and lse out and frees the buffers. `stream` is ignored on cpu. */
+FMHA_API int fmhaKernelRunForward(fmhaKernel kernel, const fmhaProblem *problem,
+                                  const void *q, const void *k, const void *v,
+                                  void *o, float *lse, void *stream);
+
+/* Runs the forward kernel on the backend's memory, with no copies. For a
+ * cuda bundle q, k, v, o and lse are device pointers (CUdeviceptr values, as
+ * given by cuMemAlloc, fmhaDeviceMalloc or torch's tensor.data_ptr()) on the
+ * backend's device, and `stream` a CUstream of that device's primary context
+ * (NULL: the legacy default stream); the launch is queued on `stream` and the
+ * call returns without waiting, except when lse is NULL: the runtime then
+ * gives the kernel a scratch lse buffer and waits for the kernel before
+ * freeing it. A grid over the device's limits (Hq or B > 65535) fails before
+ * anything is launched. For a cpu bundle this is fmhaKernelRunForward. */
+FMHA_API int fmhaKernelRunForwardDevice(fmhaKernel kernel,
+                                        const fmhaProblem *problem,
+                                        const void *q, const void *k,
+                                        const void *v, void *o, float *lse,
+                                        void *stream);
+
+/* Stores the device ordinal the kernel's backend runs on in *device (the
+ * CUDA device number; -1 for cpu). */
+FMHA_API int fmhaKernelGetDevice(fmhaKernel kernel, int *device);
+
+/* Loads the backend of `target` (FMHA_TARGET_*) if needed and stores a short
+ * description in *description ("host", "cuda: NVIDIA H200 (sm_90, device
+ * 0)"); the string lives as long as the process. Fails with
+ * FMHA_ERROR_BACKEND_UNAVAILABLE and the reason (no driver, no device). */
+FMHA_API int fmhaBackendDescription(int target, const char **description);
+
+/* Memory of a backend (device memory for FMHA_TARGET_CUDA, host memory for
+ * FMHA_TARGET_CPU). fmhaDeviceMalloc stores a pointer to `bytes` bytes in
+ * *ptr; fmhaDeviceFree releases one (NULL is a no-op). */
+FMHA_API int fmhaDeviceMalloc(int target, size_t bytes, void **ptr);
+FMHA_API int fmhaDeviceFree(int target, void *ptr);
+
+/* Synchronous copies between host memory and the backend's memory. */
+FMHA_API int fmhaMemcpyHostToDevice(int target, void *dst, const void *src,
+                                    size_t bytes);
+FMHA_API int fmhaMemcpyDeviceToHost(int target, void *dst, const void *src,
+                                    size_t bytes);
+
+/* Waits for the work queued on `stream` (NULL: all work of the backend's
+ * context). */
+FMHA_API int fmhaDeviceSynchronize(int target, void *stream);
 
 /* Releases the kernel (unloads its binary). NULL is a no-op. */
-void fmhaKernelDestroy(fmhaKernel kernel);
+FMHA_API void fmhaKernelDestroy(fmhaKernel kernel);
 
 #ifdef __cplusplus
 } /* extern "C" */
