@@ -10,7 +10,7 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.fmha_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in",
-                   "unit", "gpu", "Inputs"]
+                   "unit", "gpu", "Inputs", "install", "conformance"]
 
 config.substitutions.append(("%fmha_src_root", config.fmha_src_root))
 config.substitutions.append(
