@@ -1,0 +1,611 @@
+"""FMHA from Python: run compiled attention bundles on PyTorch tensors.
+
+The runtime is the project's C API (runtime/include/fmha/Runtime/
+fmha_runtime.h) in libfmha_runtime.so, loaded with ctypes. No compiler is
+needed where this runs: bundles come from ``fmha-compile``, here or on
+another machine.
+
+    import fmha
+    kernel = fmha.Kernel("attn.fmha")           # one compiled signature
+    o, lse = kernel.forward(q, k, v)            # q, k, v: CUDA tensors, BHSD
+
+    o = fmha.attention(q, k, v, mask="b")       # finds or compiles the bundle
+
+Tensors are contiguous BHSD: q [B, Hq, Sq, D], k [B, Hk, Sk, D],
+v [B, Hk, Sk, Dv], o [B, Hq, Sq, Dv] in the bundle's dtype, lse [B, Hq, Sq]
+float32 (DESIGN.md section 1). A cuda bundle runs on CUDA tensors of the
+device the runtime binds to, on torch's current stream; a cpu bundle on CPU
+tensors.
+
+Environment: FMHA_RUNTIME_LIB (the library), FMHA_CACHE (bundle cache,
+default ~/.cache/fmha), FMHA_COMPILE (the fmha-compile binary, default from
+PATH), FMHA_CHIP (the chip to compile for, default from the device),
+FMHA_CUDA_LIBRARY and FMHA_CUDA_DEVICE (read by the runtime).
+
+torch is imported only when a function needs it, so that the argument
+checks, bundle names and the library loader work without it.
+"""
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+
+__all__ = [
+    "FmhaError",
+    "Kernel",
+    "attention",
+    "bundle_name",
+    "compile_bundle",
+    "find_bundle",
+    "load_library",
+    "runtime_version",
+]
+
+# Status codes, targets, dtypes: the values of fmha_runtime.h.
+_STATUS_NAMES = {
+    0: "FMHA_SUCCESS",
+    1: "FMHA_ERROR_INVALID_ARGUMENT",
+    2: "FMHA_ERROR_BAD_BUNDLE",
+    3: "FMHA_ERROR_PROBLEM_MISMATCH",
+    4: "FMHA_ERROR_BACKEND_UNAVAILABLE",
+    5: "FMHA_ERROR_LOAD_FAILED",
+    6: "FMHA_ERROR_LAUNCH_FAILED",
+    7: "FMHA_ERROR_OUT_OF_MEMORY",
+    8: "FMHA_ERROR_IO",
+}
+TARGET_CPU, TARGET_CUDA, TARGET_HIP = 0, 1, 2
+_TARGET_NAMES = {TARGET_CPU: "cpu", TARGET_CUDA: "cuda", TARGET_HIP: "hip"}
+_DTYPE_NAMES = {0: "f32", 1: "f16", 2: "bf16"}
+# Bundle dtype -> the torch dtype's str().
+_TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16",
+                 "bf16": "torch.bfloat16"}
+_BUNDLE_DTYPES = {v: k for k, v in _TORCH_DTYPES.items()}
+
+
+class FmhaError(RuntimeError):
+    """A failed runtime call: `status` is the FMHA_ERROR_* name, the message
+    the runtime's one-line explanation."""
+
+    def __init__(self, status, message):
+        self.status = _STATUS_NAMES.get(status, "FMHA_ERROR_%d" % status)
+        self.code = status
+        super().__init__("%s: %s" % (self.status, message))
+
+
+class _Problem(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int64) for n in ("b", "hq", "hk", "sq", "sk", "d", "dv")]
+
+
+class _KernelInfo(ctypes.Structure):
+    _fields_ = [
+        ("target", ctypes.c_int),
+        ("kind", ctypes.c_int),
+        ("dtype", ctypes.c_int),
+        ("hq", ctypes.c_int64),
+        ("hk", ctypes.c_int64),
+        ("d", ctypes.c_int64),
+        ("dv", ctypes.c_int64),
+        ("block_m", ctypes.c_int64),
+        ("block_n", ctypes.c_int64),
+        ("scale", ctypes.c_float),
+        ("effective_scale", ctypes.c_float),
+        ("softcap", ctypes.c_float),
+        ("mask", ctypes.c_char_p),
+        ("kernel", ctypes.c_char_p),
+        ("chip", ctypes.c_char_p),
+        ("block_threads", ctypes.c_int64),
+        ("shared_bytes", ctypes.c_int64),
+        ("abi", ctypes.c_char_p),
+        ("binary_format", ctypes.c_char_p),
+    ]
+
+
+#
+# The library
+#
+
+_lib = None
+_lib_lock = threading.Lock()
+_LIB_NAME = "libfmha_runtime.so"
+
+
+def _library_candidates():
+    """Where libfmha_runtime.so is looked for, in order."""
+    env = os.environ.get("FMHA_RUNTIME_LIB")
+    if env:
+        return [env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = [os.path.join(here, _LIB_NAME)]
+    # A source checkout: python/fmha/ next to build*/lib/.
+    root = os.path.dirname(os.path.dirname(here))
+    try:
+        builds = sorted(d for d in os.listdir(root) if d.startswith("build"))
+    except OSError:
+        builds = []
+    found += [os.path.join(root, d, "lib", _LIB_NAME) for d in builds]
+    return found
+
+
+def _declare(lib):
+    c = ctypes
+    vp, i = c.c_void_p, c.c_int
+    sigs = {
+        "fmhaGetLastError": (c.c_char_p, []),
+        "fmhaStatusString": (c.c_char_p, [i]),
+        "fmhaGetVersion": (c.c_char_p, []),
+        "fmhaKernelLoadFile": (i, [c.c_char_p, c.POINTER(vp)]),
+        "fmhaKernelLoadBytes": (i, [c.c_void_p, c.c_size_t, c.POINTER(vp)]),
+        "fmhaKernelGetInfo": (i, [vp, c.POINTER(_KernelInfo)]),
+        "fmhaKernelCheckProblem": (i, [vp, c.POINTER(_Problem)]),
+        "fmhaKernelRunForward": (i, [vp, c.POINTER(_Problem), vp, vp, vp, vp, vp, vp]),
+        "fmhaKernelRunForwardDevice": (i, [vp, c.POINTER(_Problem), vp, vp, vp, vp, vp, vp]),
+        "fmhaKernelGetDevice": (i, [vp, c.POINTER(i)]),
+        "fmhaBackendDescription": (i, [i, c.POINTER(c.c_char_p)]),
+        "fmhaDeviceMalloc": (i, [i, c.c_size_t, c.POINTER(vp)]),
+        "fmhaDeviceFree": (i, [i, vp]),
+        "fmhaMemcpyHostToDevice": (i, [i, vp, vp, c.c_size_t]),
+        "fmhaMemcpyDeviceToHost": (i, [i, vp, vp, c.c_size_t]),
+        "fmhaDeviceSynchronize": (i, [i, vp]),
+        "fmhaKernelDestroy": (None, [vp]),
+    }
+    for name, (restype, argtypes) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+def load_library(path=None):
+    """Loads (once) and returns the runtime library. `path`, else
+    $FMHA_RUNTIME_LIB, else libfmha_runtime.so next to this package or in a
+    build*/lib/ folder of the source checkout."""
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        candidates = [path] if path else _library_candidates()
+        errors = []
+        for cand in candidates:
+            if not os.path.exists(cand):
+                errors.append("%s: no such file" % cand)
+                continue
+            try:
+                lib = ctypes.CDLL(cand)
+                _declare(lib)
+            except (OSError, AttributeError) as e:
+                errors.append("%s: %s" % (cand, e))
+                continue
+            _lib = lib
+            return lib
+        raise OSError(
+            "cannot load the FMHA runtime (%s); build it (target fmha_runtime) "
+            "or set FMHA_RUNTIME_LIB to its path. Tried: %s"
+            % (_LIB_NAME, "; ".join(errors) or "nothing"))
+
+
+def _check(status):
+    if status != 0:
+        message = _lib.fmhaGetLastError().decode("utf-8", "replace")
+        raise FmhaError(status, message)
+
+
+def runtime_version():
+    return load_library().fmhaGetVersion().decode()
+
+
+def backend_description(target="cuda"):
+    """The runtime's description of a backend ("cuda: NVIDIA H200 (sm_90,
+    device 0)"); raises FmhaError when it is unavailable."""
+    lib = load_library()
+    out = ctypes.c_char_p()
+    _check(lib.fmhaBackendDescription(_target_value(target), ctypes.byref(out)))
+    return out.value.decode()
+
+
+def _target_value(target):
+    for value, name in _TARGET_NAMES.items():
+        if target in (value, name):
+            return value
+    raise ValueError("unknown target %r (expected cpu, cuda or hip)" % (target,))
+
+
+#
+# Argument checks (duck-typed: anything with shape, dtype, device,
+# is_contiguous() and data_ptr(), so that they run without torch)
+#
+
+
+def _dtype_name(t):
+    return str(t.dtype)
+
+
+def _device_name(t):
+    dev = t.device
+    kind = getattr(dev, "type", str(dev))
+    index = getattr(dev, "index", None)
+    return kind if index is None else "%s:%d" % (kind, index)
+
+
+def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None):
+    """Checks tensors against a kernel's signature (`info`: a dict with
+    target, dtype, hq, hk, d, dv). Returns (B, Sq, Sk). Raises ValueError
+    naming the tensor, what was expected and what it got."""
+    want_dtype = _TORCH_DTYPES[info["dtype"]]
+    want_device = "cpu" if info["target"] == "cpu" else "cuda"
+
+    def shape_of(name, t, rank, layout):
+        try:
+            shape = tuple(int(x) for x in t.shape)
+        except (AttributeError, TypeError):
+            raise ValueError("%s: expected a tensor, got %s" % (name, type(t).__name__))
+        if len(shape) != rank:
+            raise ValueError("%s: expected a %d-d %s tensor, got shape %s"
+                             % (name, rank, layout, shape))
+        return shape
+
+    tensors = [("q", q, 4, "BHSD [B, Hq, Sq, D]"), ("k", k, 4, "BHSD [B, Hk, Sk, D]"),
+               ("v", v, 4, "BHSD [B, Hk, Sk, Dv]")]
+    if o is not None:
+        tensors.append(("o", o, 4, "BHSD [B, Hq, Sq, Dv]"))
+    if lse is not None:
+        tensors.append(("lse", lse, 3, "[B, Hq, Sq]"))
+    shapes = {}
+    for name, t, rank, layout in tensors:
+        shapes[name] = shape_of(name, t, rank, layout)
+        dt = _dtype_name(t)
+        expected = "torch.float32" if name == "lse" else want_dtype
+        if dt != expected:
+            raise ValueError("%s: expected dtype %s%s, got %s"
+                             % (name, expected,
+                                "" if name == "lse" else " (the bundle's %s)" % info["dtype"],
+                                dt))
+        kind = getattr(t.device, "type", str(t.device))
+        if kind != want_device:
+            raise ValueError("%s is on %s; a %s bundle runs on %s tensors"
+                             % (name, _device_name(t), info["target"], want_device))
+        if want_device == "cuda" and device_index is not None:
+            index = getattr(t.device, "index", None)
+            if index is not None and index != device_index:
+                raise ValueError(
+                    "%s is on %s but the FMHA runtime runs on cuda:%d (set "
+                    "FMHA_CUDA_DEVICE before the first cuda bundle is loaded)"
+                    % (name, _device_name(t), device_index))
+        if not t.is_contiguous():
+            raise ValueError("%s: expected a contiguous BHSD tensor (call "
+                             ".contiguous(); for [B, S, H, D] use layout='bshd' "
+                             "in fmha.attention)" % name)
+    b, hq, sq, d = shapes["q"]
+    _, hk, sk, _ = shapes["k"]
+
+    def expect(name, dim, what, got, want):
+        if got != want:
+            raise ValueError("%s: %s (dim %d) is %d, expected %d" % (name, what, dim, got, want))
+
+    expect("q", 1, "Hq", hq, info["hq"])
+    expect("q", 3, "D", d, info["d"])
+    expect("k", 0, "B", shapes["k"][0], b)
+    expect("k", 1, "Hk", hk, info["hk"])
+    expect("k", 3, "D", shapes["k"][3], info["d"])
+    expect("v", 0, "B", shapes["v"][0], b)
+    expect("v", 1, "Hk", shapes["v"][1], hk)
+    expect("v", 2, "Sk", shapes["v"][2], sk)
+    expect("v", 3, "Dv", shapes["v"][3], info["dv"])
+    if o is not None:
+        for dim, (what, want) in enumerate((("B", b), ("Hq", hq), ("Sq", sq), ("Dv", info["dv"]))):
+            expect("o", dim, what, shapes["o"][dim], want)
+    if lse is not None:
+        for dim, (what, want) in enumerate((("B", b), ("Hq", hq), ("Sq", sq))):
+            expect("lse", dim, what, shapes["lse"][dim], want)
+    for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse)):
+        if t is not None and _device_name(t) != _device_name(q):
+            raise ValueError("%s is on %s, q on %s" % (name, _device_name(t), _device_name(q)))
+    return b, sq, sk
+
+
+#
+# Kernels
+#
+
+
+class Kernel:
+    """One loaded bundle. `forward` runs it on tensors; `forward_ptrs` on raw
+    pointers (device addresses for cuda bundles)."""
+
+    def __init__(self, bundle_path):
+        self._lib = load_library()
+        self._handle = None
+        self.path = os.fspath(bundle_path)
+        _bind_torch_device()
+        handle = ctypes.c_void_p()
+        _check(self._lib.fmhaKernelLoadFile(self.path.encode(), ctypes.byref(handle)))
+        self._handle = handle
+        raw = _KernelInfo()
+        _check(self._lib.fmhaKernelGetInfo(handle, ctypes.byref(raw)))
+        device = ctypes.c_int(-1)
+        _check(self._lib.fmhaKernelGetDevice(handle, ctypes.byref(device)))
+        self.device_index = device.value
+        self.info = {
+            "target": _TARGET_NAMES.get(raw.target, str(raw.target)),
+            "kind": "fwd" if raw.kind == 0 else "bwd",
+            "dtype": _DTYPE_NAMES.get(raw.dtype, str(raw.dtype)),
+            "hq": raw.hq, "hk": raw.hk, "d": raw.d, "dv": raw.dv,
+            "block_m": raw.block_m, "block_n": raw.block_n,
+            "block_threads": raw.block_threads, "shared_bytes": raw.shared_bytes,
+            "scale": raw.effective_scale, "softcap": raw.softcap,
+            "mask": raw.mask.decode(), "kernel": raw.kernel.decode(),
+            "chip": raw.chip.decode(), "abi": raw.abi.decode(),
+            "binary_format": raw.binary_format.decode(),
+        }
+
+    def __getattr__(self, name):
+        info = self.__dict__.get("info")
+        if info is not None and name in info:
+            return info[name]
+        raise AttributeError(name)
+
+    def __repr__(self):
+        i = self.info
+        return ("fmha.Kernel(%r: %s %s hq=%d hk=%d d=%d dv=%d mask=%s)"
+                % (self.path, i["target"], i["dtype"], i["hq"], i["hk"], i["d"],
+                   i["dv"], i["mask"]))
+
+    def close(self):
+        if self._handle is not None:
+            self._lib.fmhaKernelDestroy(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _problem(self, b, sq, sk):
+        i = self.info
+        return _Problem(b, i["hq"], i["hk"], sq, sk, i["d"], i["dv"])
+
+    def check_problem(self, b, sq, sk):
+        """Raises FmhaError when (b, sq, sk) is not a problem this kernel
+        runs."""
+        _check(self._lib.fmhaKernelCheckProblem(self._handle, ctypes.byref(self._problem(b, sq, sk))))
+
+    def forward_ptrs(self, b, sq, sk, q, k, v, o, lse, stream=0):
+        """Launches on raw addresses (ints): device pointers for a cuda
+        bundle, host pointers for a cpu bundle; `stream` a CUstream (int).
+        lse may be 0: scratch, and the call waits for the kernel."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        p = self._problem(b, sq, sk)
+        _check(self._lib.fmhaKernelRunForwardDevice(
+            self._handle, ctypes.byref(p), q, k, v, o, lse or None, stream or None))
+
+    def forward(self, q, k, v, o=None, lse=None, stream=None):
+        """o, lse = kernel.forward(q, k, v): attention on contiguous BHSD
+        tensors of the bundle's dtype (CUDA tensors for a cuda bundle, on
+        torch's current stream unless `stream` (a CUstream int) is given).
+        o and lse are allocated when not given. Returns (o, lse)."""
+        device_index = self.device_index if self.info["target"] == "cuda" else None
+        b, sq, sk = check_forward_args(self.info, q, k, v, o, lse, device_index)
+        if o is None or lse is None:
+            torch = _torch()
+            if o is None:
+                o = torch.empty((b, self.info["hq"], sq, self.info["dv"]), dtype=q.dtype, device=q.device)
+            if lse is None:
+                lse = torch.empty((b, self.info["hq"], sq), dtype=torch.float32, device=q.device)
+        if stream is None:
+            stream = _current_stream(q) if self.info["target"] == "cuda" else 0
+        self.forward_ptrs(b, sq, sk, q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                          o.data_ptr(), lse.data_ptr(), stream)
+        return o, lse
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError("this needs PyTorch (%s)" % e)
+    return torch
+
+
+def _current_stream(t):
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0
+    return torch.cuda.current_stream(t.device).cuda_stream
+
+
+def _bind_torch_device():
+    """Before the runtime's CUDA backend starts: bind it to torch's current
+    device when torch has initialized CUDA and FMHA_CUDA_DEVICE is unset."""
+    torch = sys.modules.get("torch")
+    if torch is None or "FMHA_CUDA_DEVICE" in os.environ:
+        return
+    try:
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            os.environ["FMHA_CUDA_DEVICE"] = str(torch.cuda.current_device())
+    except Exception:
+        pass
+
+
+#
+# Bundles by signature
+#
+
+
+def _mask_token(mask):
+    mask = str(mask).strip()
+    if mask in ("none", ""):
+        mask = "0"
+    if not re.fullmatch(r"[0-9a-z:,\-]+", mask):
+        raise ValueError("mask %r is not a mask spec (0, t, b, t:L,R[,S], "
+                         "b:L,R[,S], xt:W, xb:W)" % mask)
+    return mask.replace(":", "_").replace(",", "_").replace("-", "m")
+
+
+def _number_token(x):
+    return ("%.9g" % float(x)).replace("-", "m").replace("+", "")
+
+
+def bundle_name(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
+                softcap=None, block_m=None, block_n=None):
+    """The file name of a forward bundle for a signature, e.g.
+    'fwd-cuda-sm_90a-bf16-hq16-hk4-d128-dv128-mask_b.fmha'. Shared by
+    fmha.attention's cache and test/gpu/make_bundles.py."""
+    dv = d if dv is None else dv
+    if dtype not in _TORCH_DTYPES:
+        raise ValueError("dtype %r is not one of f32, f16, bf16" % (dtype,))
+    if not re.fullmatch(r"[A-Za-z0-9_.]*", chip or ""):
+        raise ValueError("chip %r has characters other than [A-Za-z0-9_.]" % (chip,))
+    parts = ["fwd", target, chip or "host", dtype, "hq%d" % hq, "hk%d" % hk,
+             "d%d" % d, "dv%d" % dv, "mask_" + _mask_token(mask)]
+    if scale:
+        parts.append("scale" + _number_token(scale))
+    if softcap:
+        parts.append("softcap" + _number_token(softcap))
+    if block_m:
+        parts.append("bm%d" % block_m)
+    if block_n:
+        parts.append("bn%d" % block_n)
+    return "-".join(parts) + ".fmha"
+
+
+def cache_dir():
+    return os.environ.get("FMHA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "fmha")
+
+
+def _compiler():
+    env = os.environ.get("FMHA_COMPILE")
+    if env:
+        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
+            raise FileNotFoundError("FMHA_COMPILE=%s is not an executable file" % env)
+        return env
+    path = shutil.which("fmha-compile")
+    if not path:
+        raise FileNotFoundError(
+            "fmha-compile not found (set FMHA_COMPILE or put it on PATH)")
+    return path
+
+
+def compile_args(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
+                 softcap=None, block_m=None, block_n=None):
+    """The fmha-compile arguments (without -o) for a signature."""
+    dv = d if dv is None else dv
+    args = ["--target=%s" % target]
+    if chip:
+        args.append("--chip=%s" % chip)
+    args += ["--dtype=%s" % dtype, "--hq=%d" % hq, "--hk=%d" % hk, "-d=%d" % d,
+             "--dv=%d" % dv, "--mask=%s" % mask]
+    if scale:
+        args.append("--scale=%.9g" % scale)
+    if softcap:
+        args.append("--softcap=%.9g" % softcap)
+    if block_m:
+        args.append("--block-m=%d" % block_m)
+    if block_n:
+        args.append("--block-n=%d" % block_n)
+    return args
+
+
+def compile_bundle(path, compiler=None, **signature):
+    """Runs fmha-compile for `signature` (bundle_name's arguments) and writes
+    the bundle to `path` atomically. Raises RuntimeError with the compiler's
+    message on failure."""
+    compiler = compiler or _compiler()
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".fmha-", suffix=".tmp", dir=folder)
+    os.close(fd)
+    cmd = [compiler] + compile_args(**signature) + ["-o", tmp]
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("%s failed (exit %d): %s"
+                               % (" ".join(cmd), r.returncode, (r.stderr or r.stdout).strip()))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def find_bundle(signature, bundle_dir=None, compile_missing=True):
+    """The path of the bundle for `signature` (bundle_name's arguments): in
+    `bundle_dir` if given, else in the cache (FMHA_CACHE, ~/.cache/fmha).
+    When it is missing and compile_missing, fmha-compile makes it there."""
+    folder = bundle_dir or cache_dir()
+    path = os.path.join(folder, bundle_name(**signature))
+    if os.path.exists(path):
+        return path
+    if not compile_missing:
+        raise FileNotFoundError("no bundle %s" % path)
+    try:
+        compiler = _compiler()
+    except FileNotFoundError as e:
+        raise FileNotFoundError(
+            "no bundle %s, and it cannot be compiled here: %s. Compile it "
+            "where LLVM is: fmha-compile %s -o %s"
+            % (path, e, " ".join(compile_args(**signature)), os.path.basename(path)))
+    return compile_bundle(path, compiler=compiler, **signature)
+
+
+def _chip_for(t):
+    env = os.environ.get("FMHA_CHIP")
+    if env:
+        return env
+    kind = getattr(t.device, "type", "cpu")
+    if kind != "cuda":
+        return ""
+    major, minor = _torch().cuda.get_device_capability(t.device)
+    # Hopper's wgmma/TMA need the arch-specific target.
+    return "sm_%d%d%s" % (major, minor, "a" if (major, minor) == (9, 0) else "")
+
+
+_kernels = {}
+_kernels_lock = threading.Lock()
+
+
+def _kernel_for(path):
+    with _kernels_lock:
+        k = _kernels.get(path)
+        if k is None:
+            k = _kernels[path] = Kernel(path)
+        return k
+
+
+def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
+              bundle_dir=None, block_m=None, block_n=None, out=None, lse=None,
+              return_lse=False):
+    """Attention of q, k, v (DESIGN.md section 1) through a compiled bundle.
+
+    layout 'bhsd': q [B, Hq, Sq, D], k/v [B, Hk, Sk, D/Dv]; 'bshd': q
+    [B, Sq, Hq, D], k/v [B, Sk, Hk, D/Dv] (copied to BHSD and back). mask is
+    a spec string (0, t, b, t:L,R[,S], b:L,R[,S], xt:W, xb:W). The bundle is
+    looked up by signature in bundle_dir or the cache and compiled when
+    missing (needs fmha-compile). Returns o in q's layout, and lse
+    [B, Hq, Sq] too when return_lse."""
+    if layout not in ("bhsd", "bshd"):
+        raise ValueError("layout must be 'bhsd' or 'bshd', got %r" % (layout,))
+    if layout == "bshd":
+        q, k, v = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+        if out is not None:
+            raise ValueError("out= needs layout='bhsd'")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if len(tuple(t.shape)) != 4:
+            raise ValueError("%s: expected a 4-d tensor, got shape %s" % (name, tuple(t.shape)))
+    dtype = _BUNDLE_DTYPES.get(_dtype_name(q))
+    if dtype is None:
+        raise ValueError("q: dtype %s is not supported (float16, bfloat16, float32)" % _dtype_name(q))
+    target = "cpu" if getattr(q.device, "type", "cpu") == "cpu" else "cuda"
+    signature = dict(target=target, chip=_chip_for(q), dtype=dtype,
+                     hq=int(q.shape[1]), hk=int(k.shape[1]), d=int(q.shape[3]),
+                     dv=int(v.shape[3]), mask=mask, scale=scale, softcap=softcap,
+                     block_m=block_m, block_n=block_n)
+    kernel = _kernel_for(find_bundle(signature, bundle_dir))
+    o, l = kernel.forward(q, k, v, out, lse)
+    if layout == "bshd":
+        o = o.transpose(1, 2)
+    return (o, l) if return_lse else o

@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""Tests of the `fmha` Python module (python/fmha) that need neither torch nor
+a GPU: the argument checks on tensor-like stand-ins, bundle names and
+fmha-compile arguments, the library loader, and kernels run through the
+runtime's CUDA backend over the fake driver (test/unit/FakeCuda.cpp).
+
+Usage: python_module_test.py RUNTIME_LIB FAKE_CUDA_LIB [unittest args]
+"""
+
+import array
+import ctypes
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+RUNTIME_LIB = FAKE_CUDA = None
+
+
+class DType:
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return self.name
+
+
+class Device:
+    def __init__(self, kind, index=None):
+        self.type = kind
+        self.index = index
+
+
+class FakeTensor:
+    """What fmha.Kernel.forward reads of a torch tensor."""
+
+    def __init__(self, shape, dtype="torch.float32", device=("cuda", 0), ptr=0,
+                 contiguous=True):
+        self.shape = tuple(shape)
+        self.dtype = DType(dtype)
+        self.device = Device(*device)
+        self._ptr = ptr
+        self._contiguous = contiguous
+
+    def is_contiguous(self):
+        return self._contiguous
+
+    def data_ptr(self):
+        return self._ptr
+
+
+def visible_b(i, j, sq, sk, left, right, sink):
+    """Mask b:left,right,sink (DESIGN.md section 1)."""
+    off = sk - sq
+    return j < sink or (i + off - left <= j <= i + off + right)
+
+
+def reference(q, k, v, b, hq, hk, sq, sk, d, dv, left, right, sink):
+    o = [0.0] * (b * hq * sq * dv)
+    lse = [0.0] * (b * hq * sq)
+    scale = 1.0 / math.sqrt(d)
+    for bb in range(b):
+        for h in range(hq):
+            kh = h // (hq // hk)
+            for i in range(sq):
+                qrow = q[((bb * hq + h) * sq + i) * d:][:d]
+                scores = []
+                for j in range(sk):
+                    if visible_b(i, j, sq, sk, left, right, sink):
+                        krow = k[((bb * hk + kh) * sk + j) * d:][:d]
+                        scores.append((j, scale * sum(x * y for x, y in zip(qrow, krow))))
+                r = (bb * hq + h) * sq + i
+                if not scores:
+                    lse[r] = -math.inf
+                    continue
+                m = max(s for _, s in scores)
+                total = sum(math.exp(s - m) for _, s in scores)
+                lse[r] = m + math.log(total)
+                for j, s in scores:
+                    p = math.exp(s - lse[r])
+                    for c in range(dv):
+                        o[r * dv + c] += p * v[((bb * hk + kh) * sk + j) * dv + c]
+    return o, lse
+
+
+def fake_module(kernel, dtype, hq, hk, d, dv, mask, block_m=16, block_threads=128,
+                shared_bytes=0):
+    return ("FAKE-CUDA-MODULE\nkernel=%s\ndtype=%s\nhq=%d\nhk=%d\nd=%d\ndv=%d\n"
+            "mask=%s\nscale=%.9g\nsoftcap=0\nblock_m=%d\nblock_threads=%d\n"
+            "shared_bytes=%d\n" % (kernel, dtype, hq, hk, d, dv, mask,
+                                   1 / math.sqrt(d), block_m, block_threads,
+                                   shared_bytes))
+
+
+def fake_bundle(dtype, hq, hk, d, dv, mask, block_m=16):
+    binary = fake_module("fmha_fwd", dtype, hq, hk, d, dv, mask, block_m).encode()
+    header = ("FMHA-BUNDLE 1\ntarget=cuda\nchip=sm_90a\nkind=fwd\ndtype=%s\n"
+              "hq=%d\nhk=%d\nd=%d\ndv=%d\nmask=%s\nscale=0\nsoftcap=0\n"
+              "block_m=%d\nblock_n=16\nblock_threads=128\nshared_bytes=0\n"
+              "kernel=fmha_fwd\nabi=gpu-flat-v1\nbinary_format=ptx\n"
+              "binary_size=%d\n\n" % (dtype, hq, hk, d, dv, mask, block_m, len(binary)))
+    return header.encode() + binary
+
+
+INFO = {"target": "cuda", "dtype": "bf16", "hq": 8, "hk": 2, "d": 64, "dv": 32}
+
+
+class ArgumentChecks(unittest.TestCase):
+    def check(self, *tensors, **kw):
+        import fmha
+        return fmha.check_forward_args(INFO, *tensors, **kw)
+
+    def good(self):
+        bf = "torch.bfloat16"
+        return (FakeTensor((2, 8, 100, 64), bf), FakeTensor((2, 2, 300, 64), bf),
+                FakeTensor((2, 2, 300, 32), bf))
+
+    def test_accepts_and_returns_sizes(self):
+        q, k, v = self.good()
+        self.assertEqual(self.check(q, k, v), (2, 100, 300))
+        o = FakeTensor((2, 8, 100, 32), "torch.bfloat16")
+        lse = FakeTensor((2, 8, 100), "torch.float32")
+        self.assertEqual(self.check(q, k, v, o, lse, device_index=0), (2, 100, 300))
+
+    def expect_error(self, message, *tensors, **kw):
+        with self.assertRaises(ValueError) as cm:
+            self.check(*tensors, **kw)
+        self.assertEqual(str(cm.exception), message)
+
+    def test_errors(self):
+        q, k, v = self.good()
+        bf = "torch.bfloat16"
+        self.expect_error("q: expected a 4-d BHSD [B, Hq, Sq, D] tensor, got shape (8, 100, 64)",
+                          FakeTensor((8, 100, 64), bf), k, v)
+        self.expect_error("q: expected a tensor, got int", 3, k, v)
+        self.expect_error("k: expected dtype torch.bfloat16 (the bundle's bf16), got torch.float16",
+                          q, FakeTensor((2, 2, 300, 64), "torch.float16"), v)
+        self.expect_error("lse: expected dtype torch.float32, got torch.bfloat16",
+                          q, k, v, None, FakeTensor((2, 8, 100), bf))
+        self.expect_error("q is on cpu; a cuda bundle runs on cuda tensors",
+                          FakeTensor((2, 8, 100, 64), bf, ("cpu",)), k, v)
+        self.expect_error("v is on cuda:1 but the FMHA runtime runs on cuda:0 (set "
+                          "FMHA_CUDA_DEVICE before the first cuda bundle is loaded)",
+                          q, k, FakeTensor((2, 2, 300, 32), bf, ("cuda", 1)), device_index=0)
+        self.expect_error("v is on cuda:1, q on cuda:0",
+                          q, k, FakeTensor((2, 2, 300, 32), bf, ("cuda", 1)))
+        self.expect_error("q: expected a contiguous BHSD tensor (call .contiguous(); for "
+                          "[B, S, H, D] use layout='bshd' in fmha.attention)",
+                          FakeTensor((2, 8, 100, 64), bf, contiguous=False), k, v)
+        self.expect_error("q: Hq (dim 1) is 4, expected 8", FakeTensor((2, 4, 100, 64), bf), k, v)
+        self.expect_error("q: D (dim 3) is 128, expected 64", FakeTensor((2, 8, 100, 128), bf), k, v)
+        self.expect_error("k: B (dim 0) is 3, expected 2", q, FakeTensor((3, 2, 300, 64), bf), v)
+        self.expect_error("k: Hk (dim 1) is 8, expected 2", q, FakeTensor((2, 8, 300, 64), bf), v)
+        self.expect_error("v: Sk (dim 2) is 299, expected 300", q, k, FakeTensor((2, 2, 299, 32), bf))
+        self.expect_error("v: Dv (dim 3) is 64, expected 32", q, k, FakeTensor((2, 2, 300, 64), bf))
+        self.expect_error("o: Sq (dim 2) is 99, expected 100", q, k, v,
+                          FakeTensor((2, 8, 99, 32), bf))
+        self.expect_error("lse: expected a 3-d [B, Hq, Sq] tensor, got shape (2, 8, 100, 1)",
+                          q, k, v, None, FakeTensor((2, 8, 100, 1), "torch.float32"))
+
+
+class Names(unittest.TestCase):
+    def test_bundle_names(self):
+        import fmha
+        self.assertEqual(fmha.bundle_name("cuda", "sm_90a", "bf16", 16, 4, 128, mask="b:4095,0,4"),
+                         "fwd-cuda-sm_90a-bf16-hq16-hk4-d128-dv128-mask_b_4095_0_4.fmha")
+        self.assertEqual(fmha.bundle_name("cuda", "sm_90a", "f16", 8, 8, 64, 32, mask="t:-1,0",
+                                          scale=0.5, softcap=30, block_m=128, block_n=64),
+                         "fwd-cuda-sm_90a-f16-hq8-hk8-d64-dv32-mask_t_m1_0-scale0.5-"
+                         "softcap30-bm128-bn64.fmha")
+        self.assertEqual(fmha.bundle_name("cpu", "", "f32", 2, 1, 8, mask="none"),
+                         "fwd-cpu-host-f32-hq2-hk1-d8-dv8-mask_0.fmha")
+        with self.assertRaises(ValueError):
+            fmha.bundle_name("cuda", "sm_90a", "f64", 1, 1, 8)
+        with self.assertRaises(ValueError):
+            fmha.bundle_name("cuda", "sm_90a", "f16", 1, 1, 8, mask="causal!")
+        with self.assertRaises(ValueError):
+            fmha.bundle_name("cuda", "sm 90", "f16", 1, 1, 8)
+
+    def test_compile_args(self):
+        import fmha
+        self.assertEqual(
+            fmha.compile_args("cuda", "sm_90a", "bf16", 16, 4, 64, mask="xb:7", softcap=50),
+            ["--target=cuda", "--chip=sm_90a", "--dtype=bf16", "--hq=16", "--hk=4", "-d=64",
+             "--dv=64", "--mask=xb:7", "--softcap=50"])
+
+
+def run_python(code, **env):
+    full = dict(os.environ)
+    full.update(env)
+    full["PYTHONPATH"] = os.path.join(ROOT, "python")
+    return subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=full)
+
+
+class Loader(unittest.TestCase):
+    def test_missing_library(self):
+        r = run_python("import fmha; fmha.load_library()",
+                       FMHA_RUNTIME_LIB="/nonexistent/libfmha_runtime.so")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("OSError: cannot load the FMHA runtime (libfmha_runtime.so); build it "
+                      "(target fmha_runtime) or set FMHA_RUNTIME_LIB to its path. Tried: "
+                      "/nonexistent/libfmha_runtime.so: no such file", r.stdout)
+
+    def test_version(self):
+        import fmha
+        self.assertEqual(fmha.runtime_version(), "0.1.0")
+
+    def test_missing_driver_and_no_device(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "a.fmha")
+            with open(path, "wb") as f:
+                f.write(fake_bundle("f32", 2, 2, 8, 8, "0"))
+            code = ("import fmha\ntry:\n    fmha.Kernel(%r)\nexcept fmha.FmhaError as e:\n"
+                    "    print(e.status, '|', e)\n" % path)
+            r = run_python(code, FMHA_RUNTIME_LIB=RUNTIME_LIB,
+                           FMHA_CUDA_LIBRARY="/nonexistent/libcuda.so.1")
+            self.assertIn("FMHA_ERROR_BACKEND_UNAVAILABLE | FMHA_ERROR_BACKEND_UNAVAILABLE: "
+                          "bundle '%s': CUDA driver not found: dlopen /nonexistent/libcuda.so.1 "
+                          "failed: " % path, r.stdout)
+            r = run_python(code, FMHA_RUNTIME_LIB=RUNTIME_LIB, FMHA_CUDA_LIBRARY=FAKE_CUDA,
+                           FMHA_FAKE_CUDA="none")
+            self.assertIn("bundle '%s': no CUDA device: cuInit failed: CUDA_ERROR_NO_DEVICE "
+                          "(no CUDA-capable device is detected)" % path, r.stdout)
+
+
+class FakeDevice(unittest.TestCase):
+    """Runs through the CUDA backend with the fake driver's one device."""
+
+    @classmethod
+    def setUpClass(cls):
+        import fmha
+        cls.fmha = fmha
+        cls.lib = fmha.load_library()
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.allocations = []
+
+    @classmethod
+    def tearDownClass(cls):
+        for ptr in cls.allocations:
+            cls.lib.fmhaDeviceFree(1, ptr)
+        cls.tmp.cleanup()
+
+    def device_array(self, values):
+        """Copies float32 values to fake-device memory; returns the address."""
+        host = array.array("f", values)
+        ptr = ctypes.c_void_p()
+        self.assertEqual(self.lib.fmhaDeviceMalloc(1, max(4 * len(host), 4), ctypes.byref(ptr)), 0,
+                         self.lib.fmhaGetLastError())
+        self.allocations.append(ptr.value)
+        if len(host):
+            addr, _ = host.buffer_info()
+            self.assertEqual(self.lib.fmhaMemcpyHostToDevice(1, ptr.value, addr, 4 * len(host)), 0)
+        return ptr.value
+
+    def read(self, ptr, n):
+        host = array.array("f", [0.0] * n)
+        addr, _ = host.buffer_info()
+        self.assertEqual(self.lib.fmhaMemcpyDeviceToHost(1, addr, ptr, 4 * n), 0)
+        return list(host)
+
+    def make_problem(self, b, hq, hk, sq, sk, d, dv, seed):
+        rnd = random.Random(seed)
+        data = {}
+        for name, n in (("q", b * hq * sq * d), ("k", b * hk * sk * d), ("v", b * hk * sk * dv)):
+            # float32-representable values
+            data[name] = list(array.array("f", [rnd.gauss(0, 1) for _ in range(n)]))
+        return data
+
+    def compare(self, got_o, got_lse, ref_o, ref_lse):
+        for x, y in zip(got_o, ref_o):
+            self.assertAlmostEqual(x, y, delta=1e-4 * (1 + abs(y)))
+        for x, y in zip(got_lse, ref_lse):
+            if math.isinf(y):
+                self.assertEqual(x, y)
+            else:
+                self.assertAlmostEqual(x, y, delta=1e-4 * (1 + abs(y)))
+
+    def test_kernel_forward(self):
+        fmha = self.fmha
+        b, hq, hk, sq, sk, d, dv = 2, 4, 2, 9, 13, 8, 4
+        path = os.path.join(self.tmp.name, "k.fmha")
+        with open(path, "wb") as f:
+            f.write(fake_bundle("f32", hq, hk, d, dv, "b:3,0,1"))
+        kernel = fmha.Kernel(path)
+        self.assertEqual(kernel.target, "cuda")
+        self.assertEqual(kernel.device_index, 0)
+        self.assertEqual(kernel.block_threads, 128)
+        self.assertEqual(kernel.abi, "gpu-flat-v1")
+        self.assertEqual(kernel.mask, "b:3,0,1")
+        self.assertIn("fmha.Kernel(", repr(kernel))
+        self.assertEqual(fmha.backend_description("cuda"), "cuda: FMHA fake GPU (sm_90, device 0)")
+
+        data = self.make_problem(b, hq, hk, sq, sk, d, dv, 5)
+        ptrs = {n: self.device_array(x) for n, x in data.items()}
+        o_ptr = self.device_array([float("nan")] * (b * hq * sq * dv))
+        lse_ptr = self.device_array([float("nan")] * (b * hq * sq))
+        f32 = "torch.float32"
+        q = FakeTensor((b, hq, sq, d), f32, ptr=ptrs["q"])
+        k = FakeTensor((b, hk, sk, d), f32, ptr=ptrs["k"])
+        v = FakeTensor((b, hk, sk, dv), f32, ptr=ptrs["v"])
+        o = FakeTensor((b, hq, sq, dv), f32, ptr=o_ptr)
+        lse = FakeTensor((b, hq, sq), f32, ptr=lse_ptr)
+        got_o, got_lse = kernel.forward(q, k, v, o, lse, stream=0)
+        self.assertIs(got_o, o)
+        self.assertEqual(self.lib.fmhaDeviceSynchronize(1, None), 0)
+        ref_o, ref_lse = reference(data["q"], data["k"], data["v"], b, hq, hk, sq, sk, d, dv, 3, 0, 1)
+        self.compare(self.read(o_ptr, len(ref_o)), self.read(lse_ptr, len(ref_lse)), ref_o, ref_lse)
+
+        # Shape errors before anything runs; runtime errors as FmhaError.
+        with self.assertRaises(ValueError) as cm:
+            kernel.forward(q, k, FakeTensor((b, hk, sk, d), f32, ptr=ptrs["v"]), o, lse)
+        self.assertEqual(str(cm.exception), "v: Dv (dim 3) is 8, expected 4")
+        with self.assertRaises(fmha.FmhaError) as cm:
+            kernel.forward_ptrs(70000, sq, sk, ptrs["q"], ptrs["k"], ptrs["v"], o_ptr, lse_ptr)
+        self.assertEqual(cm.exception.status, "FMHA_ERROR_INVALID_ARGUMENT")
+        self.assertEqual(str(cm.exception), "FMHA_ERROR_INVALID_ARGUMENT: grid z = B = 70000 "
+                         "exceeds the device limit 65535; nothing was launched")
+        with self.assertRaises(fmha.FmhaError) as cm:
+            kernel.check_problem(b, 0, sk)
+        self.assertEqual(str(cm.exception), "FMHA_ERROR_INVALID_ARGUMENT: problem Sq must be "
+                         "positive, got 0")
+        kernel.close()
+        with self.assertRaises(ValueError):
+            kernel.forward_ptrs(b, sq, sk, 1, 1, 1, 1, 1)
+
+    def test_attention_finds_and_compiles_bundles(self):
+        fmha = self.fmha
+        b, hq, hk, sq, sk, d, dv = 1, 2, 1, 5, 7, 8, 8
+        mask = "b:2,0,1"
+        os.environ["FMHA_CHIP"] = "sm_90a"
+        signature = dict(target="cuda", chip="sm_90a", dtype="f32", hq=hq, hk=hk, d=d, dv=dv,
+                         mask=mask)
+        data = self.make_problem(b, hq, hk, sq, sk, d, dv, 9)
+        ptrs = {n: self.device_array(x) for n, x in data.items()}
+        f32 = "torch.float32"
+        q = FakeTensor((b, hq, sq, d), f32, ptr=ptrs["q"])
+        k = FakeTensor((b, hk, sk, d), f32, ptr=ptrs["k"])
+        v = FakeTensor((b, hk, sk, dv), f32, ptr=ptrs["v"])
+        ref_o, ref_lse = reference(data["q"], data["k"], data["v"], b, hq, hk, sq, sk, d, dv, 2, 0, 1)
+
+        # A bundle directory without the bundle and no compiler: the message
+        # says how to make it.
+        bundles = os.path.join(self.tmp.name, "bundles")
+        os.makedirs(bundles)
+        name = fmha.bundle_name(**signature)
+        saved_path = os.environ.get("PATH", "")
+        os.environ["PATH"] = bundles
+        try:
+            with self.assertRaises(FileNotFoundError) as cm:
+                fmha.attention(q, k, v, mask=mask, bundle_dir=bundles)
+        finally:
+            os.environ["PATH"] = saved_path
+        self.assertEqual(
+            str(cm.exception),
+            "no bundle %s/%s, and it cannot be compiled here: fmha-compile not found (set "
+            "FMHA_COMPILE or put it on PATH). Compile it where LLVM is: fmha-compile "
+            "--target=cuda --chip=sm_90a --dtype=f32 --hq=2 --hk=1 -d=8 --dv=8 --mask=b:2,0,1 "
+            "-o %s" % (bundles, name, name))
+        os.environ["FMHA_COMPILE"] = os.path.join(self.tmp.name, "no-such-compiler")
+        try:
+            with self.assertRaises(FileNotFoundError) as cm:
+                fmha.attention(q, k, v, mask=mask, bundle_dir=bundles)
+        finally:
+            del os.environ["FMHA_COMPILE"]
+        self.assertIn("cannot be compiled here: FMHA_COMPILE=%s/no-such-compiler is not an "
+                      "executable file" % self.tmp.name, str(cm.exception))
+
+        # A stand-in fmha-compile that writes the fake bundle and logs its
+        # arguments.
+        log = os.path.join(self.tmp.name, "compile.log")
+        compiler = os.path.join(self.tmp.name, "fmha-compile")
+        bundle_bytes = fake_bundle("f32", hq, hk, d, dv, mask)
+        with open(compiler, "w") as f:
+            f.write(textwrap.dedent("""\
+                #!%s
+                import sys
+                args = sys.argv[1:]
+                open(%r, "a").write(" ".join(args) + "\\n")
+                out = args[args.index("-o") + 1]
+                open(out, "wb").write(%r)
+                """ % (sys.executable, log, bundle_bytes)))
+        os.chmod(compiler, 0o755)
+        os.environ["FMHA_COMPILE"] = compiler
+        try:
+            o_ptr = self.device_array([float("nan")] * (b * hq * sq * dv))
+            lse_ptr = self.device_array([float("nan")] * (b * hq * sq))
+            o = FakeTensor((b, hq, sq, dv), f32, ptr=o_ptr)
+            lse = FakeTensor((b, hq, sq), f32, ptr=lse_ptr)
+            got, got_lse = fmha.attention(q, k, v, mask=mask, bundle_dir=bundles, out=o, lse=lse,
+                                          return_lse=True)
+            self.assertIs(got, o)
+            self.compare(self.read(o_ptr, len(ref_o)), self.read(lse_ptr, len(ref_lse)),
+                         ref_o, ref_lse)
+            with open(log) as f:
+                calls = f.read().splitlines()
+            self.assertEqual(len(calls), 1)
+            self.assertTrue(calls[0].startswith(
+                "--target=cuda --chip=sm_90a --dtype=f32 --hq=2 --hk=1 -d=8 --dv=8 "
+                "--mask=b:2,0,1 -o %s/.fmha-" % bundles), calls[0])
+            self.assertTrue(os.path.exists(os.path.join(bundles, fmha.bundle_name(**signature))))
+            # Found the second time: no compile.
+            fmha.attention(q, k, v, mask=mask, bundle_dir=bundles, out=o, lse=lse)
+            with open(log) as f:
+                self.assertEqual(len(f.read().splitlines()), 1)
+            # A failing compiler: its message comes through.
+            with open(compiler, "w") as f:
+                f.write("#!/bin/sh\necho 'fmha-compile: error: no such luck' >&2\nexit 2\n")
+            with self.assertRaises(RuntimeError) as cm:
+                fmha.attention(q, k, v, mask="t", bundle_dir=bundles, out=o, lse=lse)
+            self.assertIn("failed (exit 2): fmha-compile: error: no such luck", str(cm.exception))
+            self.assertEqual([n for n in os.listdir(bundles) if n.startswith(".fmha-")], [])
+        finally:
+            del os.environ["FMHA_COMPILE"]
+        with self.assertRaises(ValueError) as cm:
+            fmha.attention(q, k, v, layout="sbhd")
+        self.assertEqual(str(cm.exception), "layout must be 'bhsd' or 'bshd', got 'sbhd'")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    RUNTIME_LIB, FAKE_CUDA = sys.argv[1], sys.argv[2]
+    del sys.argv[1:3]
+    os.environ["FMHA_RUNTIME_LIB"] = RUNTIME_LIB
+    os.environ["FMHA_CUDA_LIBRARY"] = FAKE_CUDA
+    os.environ["FMHA_FAKE_CUDA"] = "device"
+    os.environ.pop("FMHA_CUDA_DEVICE", None)
+    unittest.main()
