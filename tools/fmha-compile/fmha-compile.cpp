@@ -18,6 +18,7 @@
 #include "fmha/Runtime/Bundle.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -30,6 +31,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Support/Path.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -229,6 +232,86 @@ void writeText(const std::string &text) {
   os << text;
 }
 
+/// ptxas from PATH or the standard CUDA location; empty when absent.
+std::string findPtxas() {
+  if (auto path = llvm::sys::findProgramByName("ptxas"))
+    return *path;
+  for (const char *path : {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"})
+    if (llvm::sys::fs::can_execute(path))
+      return path;
+  return {};
+}
+
+/// The NVVM pipeline; writes a cubin (ptxas present) or PTX bundle, or prints
+/// the IR / LLVM IR / PTX.
+int compileCuda(ModuleOp module, rt::BundleMeta &meta) {
+  mlir::fmha::NVVMPipelineOptions options;
+  options.chip = meta.chip;
+  options.blockM = meta.blockM;
+  options.blockN = meta.blockN;
+  options.kernelName = meta.kernel;
+  std::string ptxas = findPtxas();
+  if (emit == "llvm")
+    options.format = "llvm";
+  else if (emit == "bundle" && !ptxas.empty())
+    options.format = "bin";
+  else
+    options.format = "isa";
+  PassManager pm(module.getContext());
+  mlir::fmha::buildFmhaToNVVMPipeline(pm, options);
+  // gpu-module-to-binary finds ptxas through the CUDA toolkit path.
+  if (!ptxas.empty()) {
+    llvm::SmallString<128> toolkit(ptxas);
+    llvm::sys::path::remove_filename(toolkit); // .../bin
+    llvm::sys::path::remove_filename(toolkit); // the toolkit
+    setenv("CUDA_ROOT", toolkit.c_str(), /*overwrite=*/0);
+  }
+  if (failed(pm.run(module)))
+    fail("the fmha-to-nvvm pipeline failed (see above)");
+  if (emit == "mlir") {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module.print(os);
+    writeText(text);
+    return 0;
+  }
+  std::string binary;
+  module.walk([&](gpu::BinaryOp op) {
+    for (Attribute attr : op.getObjectsAttr())
+      if (auto object = dyn_cast<gpu::ObjectAttr>(attr))
+        binary = object.getObject().getValue().str();
+  });
+  if (binary.empty())
+    fail("the pipeline produced no GPU binary");
+  if (emit == "llvm") {
+    llvm::LLVMContext llvmContext;
+    auto parsed = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(binary, "kernel"), llvmContext);
+    if (!parsed)
+      fail("cannot read the kernel's LLVM bitcode: " +
+           llvm::toString(parsed.takeError()));
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    (*parsed)->print(os, nullptr);
+    writeText(text);
+    return 0;
+  }
+  if (emit == "isa") {
+    writeText(binary);
+    return 0;
+  }
+  if (options.format == "bin") {
+    meta.binaryFormat = rt::BinaryFormat::Cubin;
+  } else {
+    meta.binaryFormat = rt::BinaryFormat::Ptx;
+    binary.push_back('\0'); // cuModuleLoadData takes PTX as a C string.
+  }
+  std::string error;
+  if (!rt::writeBundle(output, meta, binary, &error))
+    fail(error);
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -246,11 +329,13 @@ int main(int argc, char **argv) {
   std::optional<rt::Target> parsedTarget = rt::parseTarget(target);
   if (!parsedTarget)
     fail("unknown --target '" + target + "' (expected cpu, cuda or hip)");
-  if (*parsedTarget != rt::Target::Cpu)
-    fail("--target=" + target +
-         " is not available in this build yet (only --target=cpu)");
+  if (*parsedTarget == rt::Target::Hip)
+    fail("--target=hip is not available in this build yet (cpu and cuda "
+         "are)");
   meta.target = *parsedTarget;
   meta.chip = chip;
+  if (meta.target == rt::Target::Cuda && meta.chip.empty())
+    meta.chip = "sm_90";
   std::optional<rt::DType> parsedType = rt::parseDType(dtype);
   if (!parsedType)
     fail("unknown --dtype '" + dtype + "' (expected f32, f16 or bf16)");
@@ -285,6 +370,24 @@ int main(int argc, char **argv) {
   meta.blockN = blockN;
   meta.kernel = kKernelName;
   meta.binaryFormat = rt::BinaryFormat::ElfSo;
+  if (meta.target == rt::Target::Cuda) {
+    if (meta.dtype == rt::DType::F32)
+      fail("--target=cuda needs --dtype=f16 or bf16 (the tensor-core kernel "
+           "has 16-bit inputs)");
+    for (int64_t dim : {meta.d, meta.dv})
+      if (dim != 32 && dim != 64 && dim != 128)
+        fail("--target=cuda supports head dims 32, 64 and 128, got d=" +
+             llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
+    if (blockM % 16 != 0 || blockM > 512)
+      fail("--target=cuda needs --block-m a multiple of 16 (one warp per 16 "
+           "rows) and at most 512");
+    if (blockN % 16 != 0)
+      fail("--target=cuda needs --block-n a multiple of 16");
+    meta.abi = rt::kAbiGpuFlatV1;
+    meta.binaryFormat = rt::BinaryFormat::Cubin; // PTX when ptxas is absent
+    meta.blockThreads = blockM / 16 * 32;
+    meta.sharedBytes = 0;
+  }
   if (emit != "bundle" && emit != "mlir" && emit != "llvm" && emit != "isa")
     fail("unknown --emit '" + emit + "' (expected bundle, mlir, llvm or isa)");
   if (emit == "bundle" && output.empty())
@@ -308,6 +411,9 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = buildForward(ctx, meta);
   if (failed(verify(*module)))
     fail("the attention op does not verify (see above)");
+  if (meta.target == rt::Target::Cuda)
+    return compileCuda(*module, meta);
+
   PassManager pm(&ctx);
   mlir::fmha::CpuPipelineOptions options;
   options.blockM = blockM;
