@@ -201,6 +201,7 @@ def backend_description(target="cuda"):
     """The runtime's description of a backend ("cuda: NVIDIA H200 (sm_90,
     device 0)"); raises FmhaError when it is unavailable."""
     lib = load_library()
+    _bind_torch_device()
     out = ctypes.c_char_p()
     _check(lib.fmhaBackendDescription(_target_value(target), ctypes.byref(out)))
     return out.value.decode()

@@ -1,0 +1,144 @@
+"""The signatures and problems of the GPU conformance sweep and benchmark.
+
+Shared by make_bundles.py (which compiles every signature here, on a machine
+with LLVM), sweep.py and bench.py (which run them on the GPU machine). A
+signature is a dict of fmha.bundle_name's arguments; its bundle file is
+fmha.bundle_name(**signature) in the bundle directory, listed in the
+directory's manifest.json.
+"""
+
+import itertools
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+if os.path.join(ROOT, "python") not in sys.path:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+
+CHIP = "sm_90a"  # the H200
+
+# --- The conformance sweep -------------------------------------------------
+
+# Every mask family (DESIGN.md section 1): none, causal top-left and
+# bottom-right, one- and two-sided windows of both anchors, windows with sink
+# tokens, the xt/xb shorthands (odd, even, causal).
+SWEEP_MASKS = ["0", "t", "b", "t:32,0", "b:64,0", "t:17,9", "b:0,40",
+               "b:100,0,4", "t:33,0,5", "b:16,16,3", "xt:31", "xb:40", "xb:-1"]
+
+# (Hq, Hk): 1:1, 2:1, 8:1 GQA and MQA.
+SWEEP_HEADS = [(4, 4), (4, 2), (16, 2), (4, 1)]
+
+SWEEP_TYPES = [("f16", 64), ("bf16", 64), ("f16", 128), ("bf16", 128)]
+
+# (B, Sq, Sk): one element, decode (Sq = 1), tile multiples and not, Sq < Sk
+# and Sq > Sk, several q tiles and a remainder.
+SWEEP_SIZES = [(1, 1, 1), (2, 1, 257), (1, 64, 64), (2, 100, 100), (1, 77, 300),
+               (1, 300, 77), (3, 129, 129), (1, 400, 700)]
+
+
+def sweep_signatures():
+    """Each mask with each (dtype, D); the head layout rotates so that every
+    (dtype, D) meets every head layout across the masks. Plus a scale and a
+    softcap signature."""
+    sigs = []
+    for m, mask in enumerate(SWEEP_MASKS):
+        for t, (dtype, d) in enumerate(SWEEP_TYPES):
+            hq, hk = SWEEP_HEADS[(m + t) % len(SWEEP_HEADS)]
+            sigs.append(dict(target="cuda", chip=CHIP, dtype=dtype, hq=hq, hk=hk,
+                             d=d, dv=d, mask=mask))
+    sigs.append(dict(target="cuda", chip=CHIP, dtype="bf16", hq=8, hk=2, d=128, dv=128,
+                     mask="b", softcap=30.0))
+    sigs.append(dict(target="cuda", chip=CHIP, dtype="f16", hq=4, hk=4, d=64, dv=64,
+                     mask="t", scale=0.3))
+    return sigs
+
+
+def sweep_cases():
+    """(signature, (B, Sq, Sk)) pairs. Every size for every signature."""
+    return [(sig, size) for sig, size in itertools.product(sweep_signatures(), SWEEP_SIZES)]
+
+
+# Problems that also do a --save/--load round trip.
+ROUND_TRIP = [(dict(target="cuda", chip=CHIP, dtype="bf16", hq=16, hk=2, d=128, dv=128,
+                    mask="b:100,0,4"), (2, 150, 333)),
+              (dict(target="cuda", chip=CHIP, dtype="f16", hq=4, hk=1, d=64, dv=64,
+                    mask="t"), (1, 1, 64))]
+
+# --- The benchmark ---------------------------------------------------------
+
+BENCH_TOKENS = 16384  # per batch: batch = BENCH_TOKENS // seqlen
+BENCH_HIDDEN = 2048   # Hq = BENCH_HIDDEN // hdim
+BENCH_HDIMS = [64, 128]
+BENCH_SEQLENS = [1024, 4096, 16384]
+# name -> (mask spec, Hq/Hk)
+BENCH_CONFIGS = {
+    "full": ("0", 1),
+    "causal": ("b", 1),
+    "gqa4-causal": ("b", 4),
+    "window4096-sink4": ("b:4095,0,4", 1),
+}
+
+
+def bench_signature(config, hdim):
+    mask, group = BENCH_CONFIGS[config]
+    hq = BENCH_HIDDEN // hdim
+    return dict(target="cuda", chip=CHIP, dtype="bf16", hq=hq, hk=hq // group, d=hdim,
+                dv=hdim, mask=mask)
+
+
+def bench_signatures():
+    return [bench_signature(c, d) for c in BENCH_CONFIGS for d in BENCH_HDIMS]
+
+
+def all_signatures():
+    seen, out = set(), []
+    for sig in sweep_signatures() + [s for s, _ in ROUND_TRIP] + bench_signatures():
+        key = tuple(sorted((k, str(v)) for k, v in sig.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(sig)
+    return out
+
+
+# --- Masks in Python (for FLOP counts and the benchmark's mask_mods) -------
+
+
+def parse_mask(spec):
+    """(anchor, left, right, sink) of a spec; left/right None = unbounded;
+    None for no mask. DESIGN.md section 1."""
+    spec = spec.strip()
+    if spec in ("0", "none"):
+        return None
+    if spec in ("t", "b"):
+        return (spec, None, 0, 0)
+    kind, _, args = spec.partition(":")
+    nums = [int(x) for x in args.split(",")]
+    if kind in ("xt", "xb"):
+        w = nums[0]
+        if w < 0:
+            return (kind[1], None, 0, 0)
+        left = w // 2
+        return (kind[1], left, w - 1 - left, 0)
+    left, right = nums[0], nums[1]
+    sink = nums[2] if len(nums) > 2 else 0
+    return (kind, None if left < 0 else left, None if right < 0 else right, sink)
+
+
+def visible_pairs(spec, sq, sk):
+    """Number of visible (i, j) pairs of one (batch, head), row by row."""
+    m = parse_mask(spec)
+    if m is None:
+        return sq * sk
+    anchor, left, right, sink = m
+    off = sk - sq if anchor == "b" else 0
+    sink = min(sink, sk)
+    total = 0
+    for i in range(sq):
+        lo = 0 if left is None else max(0, i + off - left)
+        hi = sk - 1 if right is None else min(sk - 1, i + off + right)
+        window = hi - lo + 1 if hi >= lo else 0
+        overlap_hi = min(hi, sink - 1)
+        overlap = overlap_hi - lo + 1 if overlap_hi >= lo else 0
+        total += window + sink - overlap
+    return total

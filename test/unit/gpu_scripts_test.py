@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""The GPU scripts (test/gpu) on a machine without a GPU: make_bundles.py
+with a stand-in fmha-compile that writes bundles for the fake CUDA driver
+(test/unit/FakeCuda.cpp), then sweep.py over a few of them through fmha-run
+and the fake driver, and a byte-compile of bench.py (which needs torch).
+
+Usage: gpu_scripts_test.py BIN_DIR FAKE_CUDA_LIB
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+GPU = os.path.join(ROOT, "test", "gpu")
+
+# Writes a bundle whose binary is a fake-driver module; rejects --softcap
+# the way fmha-compile rejects what it does not support.
+FAKE_COMPILER = textwrap.dedent("""\
+    #!%(python)s
+    import math, sys
+    opts = {}
+    args = sys.argv[1:]
+    out = args[args.index("-o") + 1]
+    for a in args:
+        if a.startswith("-") and "=" in a:
+            k, v = a.lstrip("-").split("=", 1)
+            opts[k] = v
+    if "softcap" in opts:
+        sys.stderr.write("fmha-compile: error: no softcap in this stand-in\\n")
+        sys.exit(2)
+    d = int(opts["d"]); dv = int(opts.get("dv", d))
+    scale = float(opts.get("scale", 0)) or 1 / math.sqrt(d)
+    module = ("FAKE-CUDA-MODULE\\nkernel=fmha_fwd\\ndtype=%%s\\nhq=%%s\\nhk=%%s\\nd=%%d\\n"
+              "dv=%%d\\nmask=%%s\\nscale=%%.9g\\nsoftcap=0\\nblock_m=64\\n"
+              "block_threads=128\\nshared_bytes=0\\n" %% (opts["dtype"], opts["hq"], opts["hk"],
+                                                       d, dv, opts["mask"], scale))
+    header = ("FMHA-BUNDLE 1\\ntarget=cuda\\nchip=%%s\\nkind=fwd\\ndtype=%%s\\nhq=%%s\\n"
+              "hk=%%s\\nd=%%d\\ndv=%%d\\nmask=%%s\\nscale=%%s\\nsoftcap=0\\nblock_m=64\\n"
+              "block_n=64\\nblock_threads=128\\nshared_bytes=0\\nkernel=fmha_fwd\\n"
+              "abi=gpu-flat-v1\\nbinary_format=ptx\\nbinary_size=%%d\\n\\n"
+              %% (opts["chip"], opts["dtype"], opts["hq"], opts["hk"], d, dv, opts["mask"],
+                 opts.get("scale", "0"), len(module)))
+    open(out, "w").write(header + module)
+    """)
+
+
+def run(argv, env=None):
+    full = dict(os.environ)
+    full.update(env or {})
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       env=full)
+    return r.returncode, r.stdout
+
+
+def expect(cond, what, output=""):
+    if not cond:
+        print("FAILED: %s\n%s" % (what, output))
+        sys.exit(1)
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    bin_dir, fake_cuda = sys.argv[1], sys.argv[2]
+    bench = os.path.join(GPU, "bench.py")
+    with open(bench) as f:
+        compile(f.read(), bench, "exec")  # syntax only: it needs torch to run
+    with tempfile.TemporaryDirectory() as tmp:
+        fake_bin = os.path.join(tmp, "bin")
+        os.makedirs(fake_bin)
+        compiler = os.path.join(fake_bin, "fmha-compile")
+        with open(compiler, "w") as f:
+            f.write(FAKE_COMPILER % {"python": sys.executable})
+        os.chmod(compiler, 0o755)
+        bundles = os.path.join(tmp, "bundles")
+
+        rc, out = run([os.path.join(GPU, "make_bundles.sh"), fake_bin, bundles, "--jobs", "4"])
+        expect(rc == 1, "make_bundles exits 1 when a signature fails", out)
+        expect("FAILED fwd-cuda-sm_90a-bf16-hq8-hk2-d128-dv128-mask_b-softcap30.fmha: "
+               in out and "no softcap in this stand-in" in out, "the failure is named", out)
+        with open(os.path.join(bundles, "manifest.json")) as f:
+            manifest = json.load(f)
+        entries = manifest["bundles"]
+        expect(manifest["chip"] == "sm_90a" and len(entries) == 63, "63 signatures", out)
+        expect(sum(1 for e in entries if e["error"]) == 1, "one error in the manifest", out)
+        uses = {e["file"]: e["uses"] for e in entries}
+        expect(uses["fwd-cuda-sm_90a-bf16-hq16-hk2-d128-dv128-mask_b_100_0_4.fmha"] ==
+               ["sweep", "round-trip"], "uses", json.dumps(uses, indent=1))
+        expect(uses["fwd-cuda-sm_90a-bf16-hq32-hk8-d64-dv64-mask_b.fmha"] == ["bench"], "uses")
+
+        env = {"FMHA_CUDA_LIBRARY": fake_cuda, "FMHA_FAKE_CUDA": "device"}
+        sweep = [os.path.join(GPU, "run_sweep.sh"), bin_dir, bundles, "--jobs", "2"]
+        # One sweep signature (8 sizes) and the round trip with the same prefix.
+        rc, out = run(sweep + ["--filter", "f16-hq4-hk1-d64-dv64-mask_t"], env)
+        expect(rc == 0, "the sweep passes over the fake driver", out)
+        expect("sweep: 8 cases, 8 passed, 0 failed; 1 round trips; 0 signatures not runnable"
+               in out and out.rstrip().endswith("sweep: all passed"), "the summary", out)
+        # A signature that did not compile is a failure.
+        rc, out = run(sweep + ["--filter", "softcap"], env)
+        expect(rc == 1, "a missing bundle fails the sweep", out)
+        expect("mask_b-softcap30.fmha: did not compile: " in out and
+               "1 signatures not runnable" in out, "the compile failure is reported", out)
+        # A wrong kernel is caught: corrupt one bundle's module (its mask).
+        victim = os.path.join(bundles, "fwd-cuda-sm_90a-f16-hq4-hk1-d64-dv64-mask_t_32_0.fmha")
+        with open(victim) as f:
+            text = f.read()
+        at = text.index("FAKE-CUDA-MODULE")
+        with open(victim, "w") as f:
+            f.write(text[:at] + text[at:].replace("\nmask=t:32,0\n", "\nmask=t:31,0\n"))
+        rc, out = run(sweep + ["--filter", "f16-hq4-hk1-d64-dv64-mask_t_32"], env)
+        expect(rc == 1 and "FAIL fwd-cuda-sm_90a-f16-hq4-hk1-d64-dv64-mask_t_32_0.fmha B=1 "
+               "Sq=64 Sk=64: exit 1: FAIL: " in out, "a wrong result fails the case", out)
+        # No driver: every case fails with the driver's message.
+        rc, out = run(sweep + ["--filter", "f16-hq4-hk1-d64-dv64-mask_t."],
+                      {"FMHA_CUDA_LIBRARY": "/nonexistent/libcuda.so.1"})
+        expect(rc == 1 and "CUDA driver not found" in out, "no driver", out)
+    print("gpu scripts: ok")
+
+
+if __name__ == "__main__":
+    main()
