@@ -15,7 +15,10 @@
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -29,6 +32,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
@@ -43,7 +47,8 @@ void mlir::fmha::registerAllFmhaDialects(DialectRegistry &registry) {
                   scf::SCFDialect, tensor::TensorDialect,
                   bufferization::BufferizationDialect, affine::AffineDialect,
                   cf::ControlFlowDialect, index::IndexDialect, ub::UBDialect,
-                  gpu::GPUDialect, NVVM::NVVMDialect, vector::VectorDialect>();
+                  gpu::GPUDialect, NVVM::NVVMDialect, nvgpu::NVGPUDialect,
+                  vector::VectorDialect>();
   // What `convert-to-llvm` needs to lower the dialects the pipelines emit.
   arith::registerConvertArithToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);
@@ -52,6 +57,9 @@ void mlir::fmha::registerAllFmhaDialects(DialectRegistry &registry) {
   registerConvertMathToLLVMInterface(registry);
   registerConvertMemRefToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
+  NVVM::registerConvertGpuToNVVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
   // What gpu-module-to-binary needs to serialize NVVM kernels.
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);

@@ -54,7 +54,7 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createGpuNVVMAttachTarget(attach));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createSCFToControlFlowPass());
-  kernels.addPass(createConvertVectorToLLVMPass());
+  kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());

@@ -33,6 +33,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -105,6 +106,8 @@ private:
   State unflatten(ValueRange values) const;
   State visitTile(OpBuilder &ob, Value kt, const State &in);
   Value loadPair(OpBuilder &ob, Value memref, Value index, int64_t count);
+  void copyTile(OpBuilder &ob, Value global, Value base, int64_t width,
+                Value key0, Value tile);
 
   OpBuilder &b;
   Location loc;
@@ -113,16 +116,57 @@ private:
 
   // Values of the kernel prologue.
   Value qMem, kMem, vMem, oMem, lseMem, sq, sk;
-  Value lane, warpRow0, r0, r1, kBase, vBase;
+  Value lane, tid, warpRow0, r0, r1, kBase, vBase;
+  Value kTile, vTile; // Workgroup memory: [block-n][D + pad], [block-n][Dv + pad].
   SmallVector<SmallVector<Value>> qFrags; // [D / K][numA]
   SmallVector<FragmentCoord> cCoords;
-  SmallVector<FragmentCoord> bCoords;
 };
 
 Value KernelBuilder::loadPair(OpBuilder &ob, Value memref, Value index,
                               int64_t count) {
   auto type = VectorType::get({count}, cfg.elementType);
-  return vector::LoadOp::create(ob, loc, type, memref, ValueRange{index});
+  // Pairs start at even elements of rows of even length: 4-byte aligned.
+  return vector::LoadOp::create(ob, loc, type, memref, ValueRange{index},
+                                /*nontemporal=*/false,
+                                llvm::MaybeAlign(2 * count));
+}
+
+void KernelBuilder::copyTile(OpBuilder &ob, Value global, Value base,
+                             int64_t width, Value key0, Value tile) {
+  IndexMath im{ob, loc};
+  const int64_t chunk = 8; // 16 bytes of 16-bit elements
+  const int64_t chunksPerRow = width / chunk;
+  const int64_t total = cfg.blockN * chunksPerRow;
+  const int64_t threads = cfg.warps * target.getWarpSize();
+  Value skLast = im.sub(sk, im.c(1));
+  auto chunkType = VectorType::get({chunk}, cfg.elementType);
+  for (int64_t first = 0; first < total; first += threads) {
+    auto copyOne = [&](OpBuilder &cb) {
+      IndexMath cm{cb, loc};
+      Value c = cm.add(tid, cm.c(first));
+      Value row = cm.div(c, cm.c(chunksPerRow));
+      Value col = cm.mul(cm.rem(c, cm.c(chunksPerRow)), cm.c(chunk));
+      Value key = cm.min(cm.add(key0, row), skLast);
+      Value idx = cm.add(cm.add(base, cm.mul(key, cm.c(width))), col);
+      // 16-byte aligned: buffers are (ABI), rows are multiples of 8
+      // elements, and so are the padded workgroup rows.
+      Value data = vector::LoadOp::create(cb, loc, chunkType, global,
+                                          ValueRange{idx},
+                                          /*nontemporal=*/false,
+                                          llvm::MaybeAlign(16));
+      vector::StoreOp::create(cb, loc, data, tile, ValueRange{row, col},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    };
+    if (first + threads <= total) {
+      copyOne(ob);
+    } else {
+      auto guard = scf::IfOp::create(
+          ob, loc, im.lt(tid, im.c(total - first)), false);
+      OpBuilder::InsertionGuard g(ob);
+      ob.setInsertionPointToStart(guard.thenBlock());
+      copyOne(ob);
+    }
+  }
 }
 
 SmallVector<Value> KernelBuilder::flatten(const State &s) const {
@@ -156,30 +200,28 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
   FloatMath fm{ob, loc};
   const int64_t mmaN = target.getMmaN(), mmaK = target.getMmaK();
   const int64_t numA = target.getNumAElements(),
-                numB = target.getNumBElements(),
                 numC = target.getNumCElements();
   const int64_t slots = target.getNumCRowSlots();
   Value c0 = im.mul(kt, im.c(cfg.blockN));
   Value skLast = im.sub(sk, im.c(1));
 
+  // Stage the K and V tiles in workgroup memory: every thread copies 16-byte
+  // chunks; keys past Sk are clamped (and masked below).
+  target.emitBarrier(ob, loc); // The previous tile's readers are done.
+  copyTile(ob, kMem, kBase, cfg.d, c0, kTile);
+  copyTile(ob, vMem, vBase, cfg.dv, c0, vTile);
+  target.emitBarrier(ob, loc);
+
   // S = Q K^T, one N-wide tile of keys at a time.
   SmallVector<SmallVector<Value>> s;
   for (int64_t j = 0; j < cfg.blockN / mmaN; ++j) {
     SmallVector<Value> acc(numC, fm.c(0.0));
-    for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk) {
-      SmallVector<Value> frag;
-      for (int64_t e = 0; e < numB; e += 2) {
-        // B[k][n] = K[c0 + j N + n][kk K + k]; keys past Sk are clamped (and
-        // masked below).
-        Value key = im.min(im.add(c0, im.add(im.c(j * mmaN), bCoords[e].col)),
-                           skLast);
-        Value idx = im.add(im.add(kBase, im.mul(key, im.c(cfg.d))),
-                           im.add(im.c(kk * mmaK), bCoords[e].row));
-        Value pair = loadPair(ob, kMem, idx, 2);
-        for (int64_t h = 0; h < 2; ++h)
-          frag.push_back(vector::ExtractOp::create(ob, loc, pair, h));
-      }
-      acc = target.emitMma(ob, loc, cfg.elementType, qFrags[kk], frag, acc);
+    for (int64_t kk = 0; kk < cfg.d / mmaK; kk += 2) {
+      SmallVector<SmallVector<Value>> frags = target.emitLoadKFragments(
+          ob, loc, kTile, lane, im.c(j * mmaN), im.c(kk * mmaK));
+      for (int64_t h = 0; h < 2; ++h)
+        acc = target.emitMma(ob, loc, cfg.elementType, qFrags[kk + h],
+                             frags[h], acc);
     }
     s.push_back(acc);
   }
@@ -265,25 +307,25 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
 
   // O += P V: P's A fragments come straight from the S registers.
   const int64_t tilesPerK = mmaK / mmaN;
+  auto pairType = VectorType::get({2}, cfg.elementType);
   for (int64_t kk = 0; kk < cfg.blockN / mmaK; ++kk) {
     SmallVector<Value> pFrag;
-    for (int64_t e = 0; e < numA; ++e) {
-      auto [tile, elem] = *target.getAFromC(e);
-      pFrag.push_back(arith::TruncFOp::create(ob, loc, cfg.elementType,
-                                              s[kk * tilesPerK + tile][elem]));
-    }
-    for (int64_t jv = 0; jv < cfg.dv / mmaN; ++jv) {
-      SmallVector<Value> vFrag;
-      for (int64_t e = 0; e < numB; ++e) {
-        // B[k][n] = V[c0 + kk K + k][jv N + n].
-        Value key = im.min(im.add(c0, im.add(im.c(kk * mmaK), bCoords[e].row)),
-                           skLast);
-        Value idx = im.add(im.add(vBase, im.mul(key, im.c(cfg.dv))),
-                           im.add(im.c(jv * mmaN), bCoords[e].col));
-        vFrag.push_back(memref::LoadOp::create(ob, loc, vMem, idx));
+    for (int64_t e = 0; e < numA; e += 2) {
+      SmallVector<Value> pair;
+      for (int64_t h = 0; h < 2; ++h) {
+        auto [tile, elem] = *target.getAFromC(e + h);
+        pair.push_back(arith::TruncFOp::create(
+            ob, loc, cfg.elementType, s[kk * tilesPerK + tile][elem]));
       }
-      out.acc[jv] =
-          target.emitMma(ob, loc, cfg.elementType, pFrag, vFrag, out.acc[jv]);
+      pFrag.push_back(
+          vector::FromElementsOp::create(ob, loc, pairType, pair));
+    }
+    for (int64_t jv = 0; jv < cfg.dv / mmaN; jv += 2) {
+      SmallVector<SmallVector<Value>> frags = target.emitLoadVFragments(
+          ob, loc, vTile, lane, im.c(kk * mmaK), im.c(jv * mmaN));
+      for (int64_t h = 0; h < 2; ++h)
+        out.acc[jv + h] = target.emitMma(ob, loc, cfg.elementType, pFrag,
+                                         frags[h], out.acc[jv + h]);
     }
   }
   return out;
@@ -307,7 +349,9 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
                 numC = target.getNumCElements();
   const int64_t slots = target.getNumCRowSlots();
 
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  kTile = func.getWorkgroupAttributions()[0];
+  vTile = func.getWorkgroupAttributions()[1];
   Value warpSize = im.c(target.getWarpSize());
   lane = im.rem(tid, warpSize);
   Value warp = im.div(tid, warpSize);
@@ -328,8 +372,6 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
 
   for (int64_t e = 0; e < numC; ++e)
     cCoords.push_back(target.getCCoord(b, loc, lane, e));
-  for (int64_t e = 0; e < target.getNumBElements(); ++e)
-    bCoords.push_back(target.getBCoord(b, loc, lane, e));
 
   // Q fragments for the whole head dim, kept in registers. Rows past Sq are
   // clamped (their results are never stored).
@@ -341,9 +383,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
       Value row = im.min(im.add(warpRow0, coord.row), sqLast);
       Value idx = im.add(im.add(qBase, im.mul(row, im.c(cfg.d))),
                          im.add(im.c(kk * mmaK), coord.col));
-      Value pair = loadPair(b, qMem, idx, 2);
-      for (int64_t i = 0; i < 2; ++i)
-        frag.push_back(vector::ExtractOp::create(b, loc, pair, i));
+      frag.push_back(loadPair(b, qMem, idx, 2));
     }
     qFrags.push_back(frag);
   }
@@ -449,6 +489,11 @@ std::string checkSupported(AttentionOp op, const GpuTarget &target,
     return "block-m=" + std::to_string(blockM) + " must be a multiple of " +
            std::to_string(target.getMmaM()) + " with at most " +
            std::to_string(1024 / target.getWarpSize()) + " warps";
+  const int64_t sharedBytes = blockN * (d + 8 + dv + 8) * 2;
+  if (sharedBytes > 48 * 1024)
+    return "block-n=" + std::to_string(blockN) + " needs " +
+           std::to_string(sharedBytes) +
+           " bytes of workgroup memory for the K and V tiles (at most 49152)";
   if (blockN % target.getMmaK() != 0 || blockN <= 0)
     return "block-n=" + std::to_string(blockN) + " must be a positive multiple of " +
            std::to_string(target.getMmaK());
@@ -517,7 +562,17 @@ struct FmhaLowerToGpuPass
     }
     SymbolTable symbols(gpuModule);
     b.setInsertionPointToEnd(gpuModule.getBody());
-    auto func = gpu::GPUFuncOp::create(b, loc, name, funcType);
+    // K and V tiles in workgroup memory, rows padded by 16 bytes so that the
+    // eight rows an 8x8 matrix load reads fall in different banks.
+    auto workgroup = gpu::AddressSpaceAttr::get(
+        ctx, gpu::GPUDialect::getWorkgroupAddressSpace());
+    const int64_t pad = 8;
+    auto kTileType = MemRefType::get({blockN, qType.getDimSize(3) + pad}, elt,
+                                     MemRefLayoutAttrInterface(), workgroup);
+    auto vTileType = MemRefType::get({blockN, vType.getDimSize(3) + pad}, elt,
+                                     MemRefLayoutAttrInterface(), workgroup);
+    auto func = gpu::GPUFuncOp::create(b, loc, name, funcType,
+                                       TypeRange{kTileType, vTileType});
     func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     int64_t warps = blockM / gpuTarget.getMmaM();
     int32_t threads = static_cast<int32_t>(warps * gpuTarget.getWarpSize());

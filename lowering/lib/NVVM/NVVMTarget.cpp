@@ -18,6 +18,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -70,32 +71,26 @@ public:
   }
 
   SmallVector<Value> emitMma(OpBuilder &b, Location loc, Type elementType,
-                             ArrayRef<Value> a, ArrayRef<Value> bFrag,
+                             ArrayRef<Value> aRegs, ArrayRef<Value> bRegs,
                              ArrayRef<Value> c) const override {
     bool isBF16 = elementType.isBF16();
-    auto pairType = VectorType::get({2}, elementType);
     Type i32 = b.getI32Type();
-    // Registers hold pairs: bf16 pairs as i32, f16 pairs as vector<2xf16>.
-    auto pack = [&](ArrayRef<Value> scalars) {
-      SmallVector<Value> regs;
-      for (size_t i = 0; i < scalars.size(); i += 2) {
-        Value pair = vector::FromElementsOp::create(
-            b, loc, pairType, ValueRange{scalars[i], scalars[i + 1]});
-        if (isBF16)
-          pair = LLVM::BitcastOp::create(b, loc, i32, pair);
-        regs.push_back(pair);
-      }
-      return regs;
+    // mma.sync takes bf16 pairs as i32 and f16 pairs as vector<2xf16>.
+    auto operands = [&](ArrayRef<Value> regs) {
+      SmallVector<Value> out;
+      for (Value reg : regs)
+        out.push_back(isBF16 ? LLVM::BitcastOp::create(b, loc, i32, reg)
+                             : reg);
+      return out;
     };
-    SmallVector<Value> aRegs = pack(a), bRegs = pack(bFrag);
     Type f32 = b.getF32Type();
     auto resultType = LLVM::LLVMStructType::getLiteral(
         b.getContext(), SmallVector<Type>(4, f32));
     NVVM::MMATypes ptxType =
         isBF16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
     auto mma = NVVM::MmaOp::create(
-        b, loc, resultType, aRegs, bRegs, c, ArrayRef<int64_t>{16, 8, 16},
-        std::nullopt, std::nullopt,
+        b, loc, resultType, operands(aRegs), operands(bRegs), c,
+        ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
         std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
         std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                        NVVM::MMALayout::col});
@@ -103,6 +98,55 @@ public:
     for (int64_t i = 0; i < 4; ++i)
       d.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
     return d;
+  }
+
+  /// ldmatrix.x4: lanes 8m .. 8m + 7 address the rows of 8x8 matrix m; lane l
+  /// receives, of each matrix, row l / 4, columns 2 (l % 4) and + 1 (or, with
+  /// .trans, column l / 4 of rows 2 (l % 4) and + 1).
+  SmallVector<Value> ldmatrixX4(OpBuilder &b, Location loc, Value tile,
+                                Value row, Value col, bool transpose) const {
+    auto tileType = cast<MemRefType>(tile.getType());
+    Type elt = tileType.getElementType();
+    auto resultType = VectorType::get({4, 2}, elt);
+    Value regs = nvgpu::LdMatrixOp::create(b, loc, resultType, tile,
+                                           ValueRange{row, col}, transpose,
+                                           /*numTiles=*/4);
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < 4; ++i)
+      out.push_back(vector::ExtractOp::create(b, loc, regs, i));
+    return out;
+  }
+
+  SmallVector<SmallVector<Value>>
+  emitLoadKFragments(OpBuilder &b, Location loc, Value tile, Value lane,
+                     Value key0, Value col0) const override {
+    // Matrix m = lane / 8 covers keys [key0, key0 + 8) and columns
+    // [col0 + 8 m, col0 + 8 m + 8): registers (0, 1) are the B fragment of
+    // k-step col0, (2, 3) of k-step col0 + 16.
+    IndexMath im{b, loc};
+    Value row = im.add(key0, im.rem(lane, im.c(8)));
+    Value col = im.add(col0, im.mul(im.div(lane, im.c(8)), im.c(8)));
+    SmallVector<Value> r = ldmatrixX4(b, loc, tile, row, col, false);
+    return {{r[0], r[1]}, {r[2], r[3]}};
+  }
+
+  SmallVector<SmallVector<Value>>
+  emitLoadVFragments(OpBuilder &b, Location loc, Value tile, Value lane,
+                     Value key0, Value col0) const override {
+    // Transposed: matrix m covers keys [key0 + 8 (m % 2), + 8) and value
+    // columns [col0 + 8 (m / 2), + 8); registers (0, 1) are the B fragment of
+    // columns col0, (2, 3) of col0 + 8.
+    IndexMath im{b, loc};
+    Value m = im.div(lane, im.c(8));
+    Value row = im.add(im.add(key0, im.mul(im.rem(m, im.c(2)), im.c(8))),
+                       im.rem(lane, im.c(8)));
+    Value col = im.add(col0, im.mul(im.div(m, im.c(2)), im.c(8)));
+    SmallVector<Value> r = ldmatrixX4(b, loc, tile, row, col, true);
+    return {{r[0], r[1]}, {r[2], r[3]}};
+  }
+
+  void emitBarrier(OpBuilder &b, Location loc) const override {
+    gpu::BarrierOp::create(b, loc);
   }
 
   Value emitShuffleXor(OpBuilder &b, Location loc, Value value,

@@ -12,18 +12,24 @@
 // CHECK: gpu.launch_func @fmha_kernels::@attention_kernel blocks in (%[[NQ]], %c8, %[[B]]) threads in (%c128, %c1, %c1) args(%[[Q]] : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %{{.+}} : memref<?xf32>, %[[B]] : index, %[[SQ]] : index, %[[SK]] : index)
 
 // The kernel: (q tile, head, batch) from the block ids, GQA 8:2 reads kv head
-// h / 4, the sink loop then the window loop carry m, l (2 row slots) and the
-// O accumulators (8 n-tiles x 4) in registers.
+// h / 4; K and V tiles are staged in padded workgroup memory (64 x (64 + 8));
+// the sink loop then the window loop carry m, l (2 row slots) and the O
+// accumulators (8 n-tiles x 4) in registers.
 // CHECK: gpu.module @fmha_kernels
-// CHECK: gpu.func @attention_kernel(%[[GQ:.+]]: memref<?xbf16>, %[[GK:.+]]: memref<?xbf16>, %[[GV:.+]]: memref<?xbf16>, %[[GO:.+]]: memref<?xbf16>, %[[GL:.+]]: memref<?xf32>, %{{.+}}: index, %[[GSQ:.+]]: index, %[[GSK:.+]]: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: gpu.func @attention_kernel(%[[GQ:[^:]+]]: memref<?xbf16>, %[[GK:[^:]+]]: memref<?xbf16>, %[[GV:[^:]+]]: memref<?xbf16>, %[[GO:[^:]+]]: memref<?xbf16>, %[[GL:[^:]+]]: memref<?xf32>, %{{[^:]+}}: index, %[[GSQ:[^:]+]]: index, %[[GSK:[^:]+]]: index) workgroup(%[[KS:[^ ]+]] : memref<64x72xbf16, #gpu.address_space<workgroup>>, %[[VS:[^ ]+]] : memref<64x72xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // CHECK-DAG: %[[QT:.+]] = gpu.block_id x
 // CHECK-DAG: %[[H:.+]] = gpu.block_id y
 // CHECK-DAG: gpu.block_id z
 // CHECK-DAG: arith.divsi %[[H]], %c4
 // Q fragments are loaded once, before the kv loops.
-// CHECK: vector.load %[[GQ]]
+// CHECK: vector.load %[[GQ]]{{.+}} {alignment = 4 : i64} : memref<?xbf16>, vector<2xbf16>
 // CHECK: %[[SINK:.+]]:36 = scf.for {{.+}} iter_args(
-// CHECK:   vector.load %[[GK]]
+// CHECK:   gpu.barrier
+// CHECK:   %[[KC:.+]] = vector.load %[[GK]]{{.+}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// CHECK:   vector.store %[[KC]], %[[KS]]
+// CHECK:   vector.load %[[GV]]{{.+}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
+// CHECK:   gpu.barrier
+// CHECK:   nvgpu.ldmatrix %[[KS]]{{.+}} {numTiles = 4 : i32, transpose = false}
 // CHECK:   nvvm.mma.sync {{.+}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.+}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // CHECK:   scf.if
 // CHECK:   } else {
@@ -31,7 +37,7 @@
 // CHECK:   gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32
 // CHECK:   gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32
 // CHECK:   math.exp2
-// CHECK:   memref.load %[[GV]]
+// CHECK:   nvgpu.ldmatrix %[[VS]]{{.+}} {numTiles = 4 : i32, transpose = true}
 // CHECK:   nvvm.mma.sync
 // CHECK: } {fmha.kv_loop = "sink"}
 // CHECK: %[[WIN:.+]]:36 = scf.for {{.+}} iter_args(%{{.+}} = %[[SINK]]#0

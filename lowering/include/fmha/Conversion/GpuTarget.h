@@ -75,12 +75,31 @@ public:
   virtual std::optional<std::pair<int64_t, int64_t>>
   getAFromC(int64_t e) const = 0;
 
-  /// D = A * B + C. `a` and `b` hold getNumAElements()/getNumBElements()
-  /// scalars of the 16-bit type `elementType`; `c` f32 scalars.
+  /// Fragments travel as registers of two 16-bit elements (vector<2xT>):
+  /// numA / 2 registers for A, numB / 2 for B, in element-pair order.
+  /// D = A * B + C with f32 scalars for C and D.
   virtual SmallVector<Value> emitMma(OpBuilder &b, Location loc,
-                                     Type elementType, ArrayRef<Value> a,
-                                     ArrayRef<Value> bFrag,
+                                     Type elementType, ArrayRef<Value> aRegs,
+                                     ArrayRef<Value> bRegs,
                                      ArrayRef<Value> c) const = 0;
+
+  /// Loads, from a workgroup-memory tile of row-major rows (keys) of
+  /// 16-bit elements, the B fragments of K^T for keys [key0, key0 + N) and
+  /// head-dim columns [col0, col0 + 2 K): two fragments (k-steps col0 and
+  /// col0 + K), each numB / 2 registers.
+  virtual SmallVector<SmallVector<Value>>
+  emitLoadKFragments(OpBuilder &b, Location loc, Value tile, Value lane,
+                     Value key0, Value col0) const = 0;
+
+  /// Loads, from a workgroup-memory tile of rows (keys), the B fragments of
+  /// V for keys [key0, key0 + K) and value columns [col0, col0 + 2 N): two
+  /// fragments (columns col0 and col0 + N).
+  virtual SmallVector<SmallVector<Value>>
+  emitLoadVFragments(OpBuilder &b, Location loc, Value tile, Value lane,
+                     Value key0, Value col0) const = 0;
+
+  /// A workgroup-wide barrier over workgroup memory.
+  virtual void emitBarrier(OpBuilder &b, Location loc) const = 0;
 
   /// A cross-lane exchange: the value of lane (lane xor mask).
   virtual Value emitShuffleXor(OpBuilder &b, Location loc, Value value,

@@ -44,7 +44,8 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+    "::mlir::nvgpu::NVGPUDialect"
   ];
   let options = [
     Option<"target", "target", "std::string", "\"nvvm\"",
