@@ -158,16 +158,7 @@ def main():
                 heads = sorted({0, hq - 1})
                 ref = reference_slice(torch, q, k, v, spec, heads, scale)
 
-                def mask_mod(bi, hi, q_idx, kv_idx, spec=spec):
-                    _, left, right, sink = spec
-                    ok = q_idx >= q_idx  # all true, the right shape
-                    if left is not None:
-                        ok = ok & (q_idx - kv_idx <= left)
-                    if right is not None:
-                        ok = ok & (kv_idx - q_idx <= right)
-                    if sink:
-                        ok = ok | (kv_idx < sink)
-                    return ok
+                mask_mod = flex_mask_mod(spec)
 
                 def run_fmha():
                     sig = cases.bench_signature(config, hdim)
@@ -272,6 +263,35 @@ def main():
     print("bench: %.0f s; wrote %s" % (time.time() - t_start,
                                         ", ".join(sorted(os.listdir(args.out)))))
     return 0
+
+
+_mask_mods = {}
+
+
+def flex_mask_mod(spec):
+    """The mask (Sq == Sk, so both anchors agree) as a FlexAttention mask_mod
+    with its numbers written into its code: every mask gets a code object of
+    its own. (One function with the numbers in default arguments or a
+    closure let torch.compile reuse the causal mask's compiled kernel for
+    the window-with-sinks mask of the same shape.)"""
+    if spec is None:
+        return None
+    if spec not in _mask_mods:
+        _, left, right, sink = spec
+        terms = []
+        if left is not None:
+            terms.append("(q_idx - kv_idx <= %d)" % left)
+        if right is not None:
+            terms.append("(kv_idx - q_idx <= %d)" % right)
+        expr = " & ".join(terms) or "(q_idx >= 0) & (kv_idx >= 0)"
+        if sink:
+            expr = "(%s) | (kv_idx < %d)" % (expr, sink)
+        name = "<fmha mask %s>" % (spec,)
+        namespace = {}
+        exec(compile("def mask_mod(b, h, q_idx, kv_idx):\n    return %s\n" % expr, name, "exec"),
+             namespace)
+        _mask_mods[spec] = namespace["mask_mod"]
+    return _mask_mods[spec]
 
 
 class WrongOutput(Exception):
@@ -390,7 +410,7 @@ def write_outputs(out, rows, systems, timer_name, device, torch_version):
         lines.append("| %s | %d | %d | %d | %d | %d | %s | %s | %s |" % (
             r["config"], r["hdim"], r["seqlen"], r["batch"], r["hq"], r["hk"],
             " | ".join(fmt_cell(res[s]) for s in systems),
-            "%.2f" % rat if rat else "-", "<br>".join(notes).replace("|", "/")))
+            "%.2f" % rat if rat else "-", "<br>".join(notes).replace("|", "\\|")))
     with open(os.path.join(out, "bench.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     try:
@@ -415,7 +435,8 @@ def write_outputs(out, rows, systems, timer_name, device, torch_version):
             pts = [(r["seqlen"], r["results"][s]["tflops"]) for r in sub
                    if r["results"][s].get("status") == "ok"]
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s,
+                        color="C%d" % SYSTEMS.index(s))
         ax.set_xscale("log", base=2)
         ax.set_title("%s, hdim %d" % (config, hdim))
         ax.set_xlabel("seqlen")
