@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -275,6 +276,22 @@ int compileCuda(ModuleOp module, rt::BundleMeta &meta) {
     writeText(text);
     return 0;
   }
+  // The launch configuration the lowering chose (block size, dynamic
+  // workgroup memory) goes into the bundle for the runtime.
+  bool launchFound = false;
+  module.walk([&](gpu::LaunchFuncOp launch) {
+    auto threads = getConstantIntValue(launch.getBlockSizeX());
+    std::optional<int64_t> shared = 0;
+    if (Value bytes = launch.getDynamicSharedMemorySize())
+      shared = getConstantIntValue(bytes);
+    if (threads && shared) {
+      meta.blockThreads = *threads;
+      meta.sharedBytes = *shared;
+      launchFound = true;
+    }
+  });
+  if (!launchFound)
+    fail("the pipeline produced no launch with a constant configuration");
   std::string binary;
   module.walk([&](gpu::BinaryOp op) {
     for (Attribute attr : op.getObjectsAttr())
@@ -385,8 +402,7 @@ int main(int argc, char **argv) {
       fail("--target=cuda needs --block-n a multiple of 16");
     meta.abi = rt::kAbiGpuFlatV1;
     meta.binaryFormat = rt::BinaryFormat::Cubin; // PTX when ptxas is absent
-    meta.blockThreads = blockM / 16 * 32;
-    meta.sharedBytes = 0;
+    meta.blockThreads = blockM / 16 * 32; // Checked against the launch.
   }
   if (emit != "bundle" && emit != "mlir" && emit != "llvm" && emit != "isa")
     fail("unknown --emit '" + emit + "' (expected bundle, mlir, llvm or isa)");

@@ -54,6 +54,18 @@ namespace {
 
 constexpr const char *kKernelModuleName = "fmha_kernels";
 
+/// Workgroup-memory rows are padded by 16 bytes so that the eight rows an 8x8
+/// matrix load reads fall in different banks.
+constexpr int64_t kRowPad = 8;
+
+/// The most dynamic workgroup memory a kernel asks for (sm_80: 163 KB).
+constexpr int64_t kMaxSharedBytes = 160 * 1024;
+
+/// Bytes of the two-stage K and V buffers of 16-bit elements.
+int64_t sharedBytesFor(int64_t blockN, int64_t d, int64_t dv) {
+  return 2 * blockN * ((d + kRowPad) + (dv ? dv + kRowPad : 0)) * 2;
+}
+
 /// Float helpers for the kernel body.
 struct FloatMath {
   OpBuilder &b;
@@ -104,10 +116,14 @@ private:
 
   SmallVector<Value> flatten(const State &s) const;
   State unflatten(ValueRange values) const;
-  State visitTile(OpBuilder &ob, Value kt, const State &in);
+  State visitTile(OpBuilder &ob, Value kt, Value kTile, Value vTile,
+                  const State &in);
+  Value issueTile(OpBuilder &ob, Value kt, Value buf);
+  Value bufferView(OpBuilder &ob, Value buffers, Value buf);
   Value loadPair(OpBuilder &ob, Value memref, Value index, int64_t count);
   void copyTile(OpBuilder &ob, Value global, Value base, int64_t width,
-                Value key0, Value tile);
+                Value key0, Value buffers, Value buf,
+                SmallVectorImpl<Value> &tokens);
 
   OpBuilder &b;
   Location loc;
@@ -117,7 +133,8 @@ private:
   // Values of the kernel prologue.
   Value qMem, kMem, vMem, oMem, lseMem, sq, sk;
   Value lane, tid, warpRow0, r0, r1, kBase, vBase;
-  Value kTile, vTile; // Workgroup memory: [block-n][D + pad], [block-n][Dv + pad].
+  // Workgroup memory, two stages: [2][block-n][D + pad], [2][block-n][Dv + pad].
+  Value kBuffers, vBuffers;
   SmallVector<SmallVector<Value>> qFrags; // [D / K][numA]
   SmallVector<FragmentCoord> cCoords;
 };
@@ -132,41 +149,49 @@ Value KernelBuilder::loadPair(OpBuilder &ob, Value memref, Value index,
 }
 
 void KernelBuilder::copyTile(OpBuilder &ob, Value global, Value base,
-                             int64_t width, Value key0, Value tile) {
+                             int64_t width, Value key0, Value buffers,
+                             Value buf, SmallVectorImpl<Value> &tokens) {
   IndexMath im{ob, loc};
   const int64_t chunk = 8; // 16 bytes of 16-bit elements
   const int64_t chunksPerRow = width / chunk;
   const int64_t total = cfg.blockN * chunksPerRow;
   const int64_t threads = cfg.warps * target.getWarpSize();
   Value skLast = im.sub(sk, im.c(1));
-  auto chunkType = VectorType::get({chunk}, cfg.elementType);
   for (int64_t first = 0; first < total; first += threads) {
-    auto copyOne = [&](OpBuilder &cb) {
-      IndexMath cm{cb, loc};
-      Value c = cm.add(tid, cm.c(first));
-      Value row = cm.div(c, cm.c(chunksPerRow));
-      Value col = cm.mul(cm.rem(c, cm.c(chunksPerRow)), cm.c(chunk));
-      Value key = cm.min(cm.add(key0, row), skLast);
-      Value idx = cm.add(cm.add(base, cm.mul(key, cm.c(width))), col);
-      // 16-byte aligned: buffers are (ABI), rows are multiples of 8
-      // elements, and so are the padded workgroup rows.
-      Value data = vector::LoadOp::create(cb, loc, chunkType, global,
-                                          ValueRange{idx},
-                                          /*nontemporal=*/false,
-                                          llvm::MaybeAlign(16));
-      vector::StoreOp::create(cb, loc, data, tile, ValueRange{row, col},
-                              /*nontemporal=*/false, llvm::MaybeAlign(16));
-    };
-    if (first + threads <= total) {
-      copyOne(ob);
-    } else {
-      auto guard = scf::IfOp::create(
-          ob, loc, im.lt(tid, im.c(total - first)), false);
-      OpBuilder::InsertionGuard g(ob);
-      ob.setInsertionPointToStart(guard.thenBlock());
-      copyOne(ob);
-    }
+    // Threads past the end copy a chunk again (same data, same place), so no
+    // thread needs a guard.
+    Value c = im.rem(im.add(tid, im.c(first)), im.c(total));
+    Value row = im.div(c, im.c(chunksPerRow));
+    Value col = im.mul(im.rem(c, im.c(chunksPerRow)), im.c(chunk));
+    Value key = im.min(im.add(key0, row), skLast);
+    Value idx = im.add(im.add(base, im.mul(key, im.c(width))), col);
+    tokens.push_back(target.emitAsyncCopy16(ob, loc, global, ValueRange{idx},
+                                            buffers,
+                                            ValueRange{buf, row, col}));
   }
+}
+
+Value KernelBuilder::issueTile(OpBuilder &ob, Value kt, Value buf) {
+  IndexMath im{ob, loc};
+  Value c0 = im.mul(kt, im.c(cfg.blockN));
+  SmallVector<Value> tokens;
+  copyTile(ob, kMem, kBase, cfg.d, c0, kBuffers, buf, tokens);
+  copyTile(ob, vMem, vBase, cfg.dv, c0, vBuffers, buf, tokens);
+  return target.emitAsyncCommit(ob, loc, tokens);
+}
+
+Value KernelBuilder::bufferView(OpBuilder &ob, Value buffers, Value buf) {
+  auto type = cast<MemRefType>(buffers.getType());
+  SmallVector<OpFoldResult> offsets = {buf, ob.getIndexAttr(0),
+                                       ob.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {ob.getIndexAttr(1),
+                                     ob.getIndexAttr(type.getDimSize(1)),
+                                     ob.getIndexAttr(type.getDimSize(2))};
+  SmallVector<OpFoldResult> strides(3, ob.getIndexAttr(1));
+  auto viewType = memref::SubViewOp::inferRankReducedResultType(
+      {type.getDimSize(1), type.getDimSize(2)}, type, offsets, sizes, strides);
+  return memref::SubViewOp::create(ob, loc, cast<MemRefType>(viewType),
+                                   buffers, offsets, sizes, strides);
 }
 
 SmallVector<Value> KernelBuilder::flatten(const State &s) const {
@@ -195,6 +220,7 @@ KernelBuilder::State KernelBuilder::unflatten(ValueRange values) const {
 }
 
 KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
+                                              Value kTile, Value vTile,
                                               const State &in) {
   IndexMath im{ob, loc};
   FloatMath fm{ob, loc};
@@ -204,13 +230,6 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
   const int64_t slots = target.getNumCRowSlots();
   Value c0 = im.mul(kt, im.c(cfg.blockN));
   Value skLast = im.sub(sk, im.c(1));
-
-  // Stage the K and V tiles in workgroup memory: every thread copies 16-byte
-  // chunks; keys past Sk are clamped (and masked below).
-  target.emitBarrier(ob, loc); // The previous tile's readers are done.
-  copyTile(ob, kMem, kBase, cfg.d, c0, kTile);
-  copyTile(ob, vMem, vBase, cfg.dv, c0, vTile);
-  target.emitBarrier(ob, loc);
 
   // S = Q K^T, one N-wide tile of keys at a time.
   SmallVector<SmallVector<Value>> s;
@@ -350,8 +369,24 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   const int64_t slots = target.getNumCRowSlots();
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  kTile = func.getWorkgroupAttributions()[0];
-  vTile = func.getWorkgroupAttributions()[1];
+  {
+    // Dynamic workgroup memory: the two-stage K buffers, then the V buffers.
+    auto workgroup = gpu::AddressSpaceAttr::get(
+        b.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace());
+    auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                                 MemRefLayoutAttrInterface(), workgroup);
+    Value raw = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
+    auto kType = MemRefType::get({2, cfg.blockN, cfg.d + kRowPad},
+                                 cfg.elementType, MemRefLayoutAttrInterface(),
+                                 workgroup);
+    auto vType = MemRefType::get({2, cfg.blockN, cfg.dv + kRowPad},
+                                 cfg.elementType, MemRefLayoutAttrInterface(),
+                                 workgroup);
+    kBuffers = memref::ViewOp::create(b, loc, kType, raw, im.c(0), ValueRange{});
+    vBuffers = memref::ViewOp::create(
+        b, loc, vType, raw, im.c(sharedBytesFor(cfg.blockN, cfg.d, 0)),
+        ValueRange{});
+  }
   Value warpSize = im.c(target.getWarpSize());
   lane = im.rem(tid, warpSize);
   Value warp = im.div(tid, warpSize);
@@ -398,14 +433,31 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
 
   KvLoopBounds bounds =
       emitKvLoopBounds(b, loc, cfg.mask, r0, r1, sq, sk, cfg.blockN);
+  // Two-stage software pipeline over workgroup memory: while tile kt is
+  // computed from one buffer, the copies of tile kt + 1 fill the other. Keys
+  // past Sk are clamped by the copies (and masked by visitTile), so the
+  // prefetch past the loop's end reads valid memory.
   auto emitLoop = [&](Value lb, Value ub, const State &in, StringRef name) {
+    issueTile(b, lb, im.c(0));
     auto loop = scf::ForOp::create(
         b, loc, lb, ub, im.c(1), flatten(in),
         [&](OpBuilder &ob, Location, Value kt, ValueRange args) {
-          State next = visitTile(ob, kt, unflatten(args));
+          IndexMath lm{ob, loc};
+          Value buf = lm.rem(lm.sub(kt, lb), lm.c(2));
+          Value group =
+              issueTile(ob, lm.add(kt, lm.c(1)), lm.sub(lm.c(1), buf));
+          target.emitAsyncWait(ob, loc, group, /*pending=*/1);
+          target.emitBarrier(ob, loc); // Tile kt is visible to all warps.
+          State next = visitTile(ob, kt, bufferView(ob, kBuffers, buf),
+                                 bufferView(ob, vBuffers, buf),
+                                 unflatten(args));
+          target.emitBarrier(ob, loc); // Its buffer may be refilled.
           scf::YieldOp::create(ob, loc, flatten(next));
         });
     loop->setAttr("fmha.kv_loop", b.getStringAttr(name));
+    // Drain the last prefetch before the buffers are reused.
+    target.emitAsyncWait(b, loc, target.emitAsyncCommit(b, loc, {}), 0);
+    target.emitBarrier(b, loc);
     return unflatten(loop.getResults());
   };
   State state = init;
@@ -489,11 +541,12 @@ std::string checkSupported(AttentionOp op, const GpuTarget &target,
     return "block-m=" + std::to_string(blockM) + " must be a multiple of " +
            std::to_string(target.getMmaM()) + " with at most " +
            std::to_string(1024 / target.getWarpSize()) + " warps";
-  const int64_t sharedBytes = blockN * (d + 8 + dv + 8) * 2;
-  if (sharedBytes > 48 * 1024)
+  const int64_t sharedBytes = sharedBytesFor(blockN, d, dv);
+  if (sharedBytes > kMaxSharedBytes)
     return "block-n=" + std::to_string(blockN) + " needs " +
            std::to_string(sharedBytes) +
-           " bytes of workgroup memory for the K and V tiles (at most 49152)";
+           " bytes of workgroup memory for the K and V tiles (at most " +
+           std::to_string(kMaxSharedBytes) + ")";
   if (blockN % target.getMmaK() != 0 || blockN <= 0)
     return "block-n=" + std::to_string(blockN) + " must be a positive multiple of " +
            std::to_string(target.getMmaK());
@@ -562,17 +615,7 @@ struct FmhaLowerToGpuPass
     }
     SymbolTable symbols(gpuModule);
     b.setInsertionPointToEnd(gpuModule.getBody());
-    // K and V tiles in workgroup memory, rows padded by 16 bytes so that the
-    // eight rows an 8x8 matrix load reads fall in different banks.
-    auto workgroup = gpu::AddressSpaceAttr::get(
-        ctx, gpu::GPUDialect::getWorkgroupAddressSpace());
-    const int64_t pad = 8;
-    auto kTileType = MemRefType::get({blockN, qType.getDimSize(3) + pad}, elt,
-                                     MemRefLayoutAttrInterface(), workgroup);
-    auto vTileType = MemRefType::get({blockN, vType.getDimSize(3) + pad}, elt,
-                                     MemRefLayoutAttrInterface(), workgroup);
-    auto func = gpu::GPUFuncOp::create(b, loc, name, funcType,
-                                       TypeRange{kTileType, vTileType});
+    auto func = gpu::GPUFuncOp::create(b, loc, name, funcType);
     func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     int64_t warps = blockM / gpuTarget.getMmaM();
     int32_t threads = static_cast<int32_t>(warps * gpuTarget.getWarpSize());
@@ -626,8 +669,11 @@ struct FmhaLowerToGpuPass
     gpu::KernelDim3 grid{im.ceilDiv(sq, im.c(blockM)),
                          im.c(qType.getDimSize(1)), batch};
     gpu::KernelDim3 block{im.c(threads), im.c(1), im.c(1)};
+    Value shared = arith::ConstantIntOp::create(
+        b, loc, b.getI32Type(),
+        sharedBytesFor(blockN, qType.getDimSize(3), vType.getDimSize(3)));
     gpu::LaunchFuncOp::create(
-        b, loc, func, grid, block, /*dynamicSharedMemorySize=*/Value(),
+        b, loc, func, grid, block, shared,
         ValueRange{flatten(op.getQ()), flatten(op.getK()), flatten(op.getV()),
                    flatten(op.getO()), flatten(lse), batch, sq, sk});
     if (!op.getLse())

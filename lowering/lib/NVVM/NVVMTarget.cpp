@@ -149,6 +149,28 @@ public:
     gpu::BarrierOp::create(b, loc);
   }
 
+  // cp.async.cg (16 bytes, bypassing L1), commit_group, wait_group.
+  Value emitAsyncCopy16(OpBuilder &b, Location loc, Value src,
+                        ValueRange srcIndices, Value dst,
+                        ValueRange dstIndices) const override {
+    int64_t elements =
+        16 / (cast<MemRefType>(src.getType()).getElementTypeBitWidth() / 8);
+    return nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+        dstIndices, src, srcIndices, b.getIndexAttr(elements),
+        /*srcElements=*/Value(), /*bypassL1=*/b.getUnitAttr());
+  }
+  Value emitAsyncCommit(OpBuilder &b, Location loc,
+                        ArrayRef<Value> tokens) const override {
+    return nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
+  }
+  void emitAsyncWait(OpBuilder &b, Location loc, Value group,
+                     int64_t pending) const override {
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
+                                     b.getI32IntegerAttr(pending));
+  }
+
   Value emitShuffleXor(OpBuilder &b, Location loc, Value value,
                        int64_t mask) const override {
     auto shuffle = gpu::ShuffleOp::create(b, loc, value, mask,

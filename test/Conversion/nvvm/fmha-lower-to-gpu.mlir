@@ -9,27 +9,39 @@
 // CHECK-DAG: %[[SK:.+]] = memref.dim %arg1, %c2
 // CHECK-DAG: %[[Q:.+]] = memref.collapse_shape %arg0 {{\[\[}}0, 1, 2, 3]] : memref<?x8x?x64xbf16> into memref<?xbf16>
 // CHECK-DAG: %[[NQ:.+]] = arith.ceildivsi %[[SQ]], %c64
-// CHECK: gpu.launch_func @fmha_kernels::@attention_kernel blocks in (%[[NQ]], %c8, %[[B]]) threads in (%c128, %c1, %c1) args(%[[Q]] : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %{{.+}} : memref<?xf32>, %[[B]] : index, %[[SQ]] : index, %[[SK]] : index)
+// CHECK: gpu.launch_func @fmha_kernels::@attention_kernel blocks in (%[[NQ]], %c8, %[[B]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c36864_i32 args(%[[Q]] : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %{{.+}} : memref<?xf32>, %[[B]] : index, %[[SQ]] : index, %[[SK]] : index)
 
 // The kernel: (q tile, head, batch) from the block ids, GQA 8:2 reads kv head
-// h / 4; K and V tiles are staged in padded workgroup memory (64 x (64 + 8));
-// the sink loop then the window loop carry m, l (2 row slots) and the O
-// accumulators (8 n-tiles x 4) in registers.
+// h / 4; K and V tiles go through two-stage padded workgroup buffers
+// (2 x 64 x (64 + 8) each, 36864 bytes) filled by asynchronous copies one
+// tile ahead; the sink loop then the window loop carry m, l (2 row slots)
+// and the O accumulators (8 n-tiles x 4) in registers.
 // CHECK: gpu.module @fmha_kernels
-// CHECK: gpu.func @attention_kernel(%[[GQ:[^:]+]]: memref<?xbf16>, %[[GK:[^:]+]]: memref<?xbf16>, %[[GV:[^:]+]]: memref<?xbf16>, %[[GO:[^:]+]]: memref<?xbf16>, %[[GL:[^:]+]]: memref<?xf32>, %{{[^:]+}}: index, %[[GSQ:[^:]+]]: index, %[[GSK:[^:]+]]: index) workgroup(%[[KS:[^ ]+]] : memref<64x72xbf16, #gpu.address_space<workgroup>>, %[[VS:[^ ]+]] : memref<64x72xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
-// CHECK-DAG: %[[QT:.+]] = gpu.block_id x
+// CHECK: gpu.func @attention_kernel(%[[GQ:[^:]+]]: memref<?xbf16>, %[[GK:[^:]+]]: memref<?xbf16>, %[[GV:[^:]+]]: memref<?xbf16>, %[[GO:[^:]+]]: memref<?xbf16>, %[[GL:[^:]+]]: memref<?xf32>, %{{[^:]+}}: index, %[[GSQ:[^:]+]]: index, %[[GSK:[^:]+]]: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: %[[SMEM:.+]] = gpu.dynamic_shared_memory
+// CHECK: %[[KB:.+]] = memref.view %[[SMEM]][%c0][] {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[VB:.+]] = memref.view %[[SMEM]][%c18432][] {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: gpu.block_id x
 // CHECK-DAG: %[[H:.+]] = gpu.block_id y
 // CHECK-DAG: gpu.block_id z
 // CHECK-DAG: arith.divsi %[[H]], %c4
 // Q fragments are loaded once, before the kv loops.
 // CHECK: vector.load %[[GQ]]{{.+}} {alignment = 4 : i64} : memref<?xbf16>, vector<2xbf16>
-// CHECK: %[[SINK:.+]]:36 = scf.for {{.+}} iter_args(
+// Prologue: the loop's first tile into buffer 0.
+// CHECK: nvgpu.device_async_copy %[[GK]][%{{.+}}], %[[KB]][%c0, %{{.+}}, %{{.+}}], 8 {bypassL1}
+// CHECK: nvgpu.device_async_copy %[[GV]][%{{.+}}], %[[VB]][%c0, %{{.+}}, %{{.+}}], 8 {bypassL1}
+// CHECK: nvgpu.device_async_create_group
+// CHECK: %[[SINK:.+]]:36 = scf.for %[[KT:.+]] = {{.+}} iter_args(
+// Prefetch tile kt + 1 into the other buffer, wait for tile kt.
+// CHECK:   %[[BUF:.+]] = arith.remsi %{{.+}}, %c2
+// CHECK:   %[[NEXT:.+]] = arith.subi %c1, %[[BUF]]
+// CHECK:   nvgpu.device_async_copy %[[GK]][%{{.+}}], %[[KB]][%[[NEXT]], %{{.+}}, %{{.+}}]
+// CHECK:   %[[GROUP:.+]] = nvgpu.device_async_create_group
+// CHECK:   nvgpu.device_async_wait %[[GROUP]] {numGroups = 1 : i32}
 // CHECK:   gpu.barrier
-// CHECK:   %[[KC:.+]] = vector.load %[[GK]]{{.+}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
-// CHECK:   vector.store %[[KC]], %[[KS]]
-// CHECK:   vector.load %[[GV]]{{.+}} {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
-// CHECK:   gpu.barrier
-// CHECK:   nvgpu.ldmatrix %[[KS]]{{.+}} {numTiles = 4 : i32, transpose = false}
+// CHECK:   %[[KTILE:.+]] = memref.subview %[[KB]][%[[BUF]], 0, 0] [1, 64, 72] [1, 1, 1]
+// CHECK:   %[[VTILE:.+]] = memref.subview %[[VB]][%[[BUF]], 0, 0] [1, 64, 72] [1, 1, 1]
+// CHECK:   nvgpu.ldmatrix %[[KTILE]]{{.+}} {numTiles = 4 : i32, transpose = false}
 // CHECK:   nvvm.mma.sync {{.+}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.+}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // CHECK:   scf.if
 // CHECK:   } else {
@@ -37,9 +49,13 @@
 // CHECK:   gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32
 // CHECK:   gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32
 // CHECK:   math.exp2
-// CHECK:   nvgpu.ldmatrix %[[VS]]{{.+}} {numTiles = 4 : i32, transpose = true}
+// CHECK:   nvgpu.ldmatrix %[[VTILE]]{{.+}} {numTiles = 4 : i32, transpose = true}
 // CHECK:   nvvm.mma.sync
+// CHECK:   gpu.barrier
 // CHECK: } {fmha.kv_loop = "sink"}
+// Drain the last prefetch before the window loop reuses the buffers.
+// CHECK: nvgpu.device_async_wait %{{.+}} {numGroups = 0 : i32}
+// CHECK: gpu.barrier
 // CHECK: %[[WIN:.+]]:36 = scf.for {{.+}} iter_args(%{{.+}} = %[[SINK]]#0
 // CHECK: } {fmha.kv_loop = "window"}
 // CHECK: memref.store {{.+}}, %[[GO]]

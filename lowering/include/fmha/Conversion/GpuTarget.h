@@ -101,6 +101,19 @@ public:
   /// A workgroup-wide barrier over workgroup memory.
   virtual void emitBarrier(OpBuilder &b, Location loc) const = 0;
 
+  /// Asynchronous copies of 16 bytes from global to workgroup memory. A
+  /// target without them copies synchronously and returns null tokens.
+  virtual Value emitAsyncCopy16(OpBuilder &b, Location loc, Value src,
+                                ValueRange srcIndices, Value dst,
+                                ValueRange dstIndices) const = 0;
+  /// Closes a group of the copies issued so far; returns its token.
+  virtual Value emitAsyncCommit(OpBuilder &b, Location loc,
+                                ArrayRef<Value> tokens) const = 0;
+  /// Waits until at most `pending` of the groups up to `group` are still in
+  /// flight (this thread's copies; a barrier makes them visible to all).
+  virtual void emitAsyncWait(OpBuilder &b, Location loc, Value group,
+                             int64_t pending) const = 0;
+
   /// A cross-lane exchange: the value of lane (lane xor mask).
   virtual Value emitShuffleXor(OpBuilder &b, Location loc, Value value,
                                int64_t mask) const = 0;
