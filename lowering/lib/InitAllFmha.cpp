@@ -16,6 +16,7 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
+#include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
@@ -35,7 +36,11 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVM/ROCDL/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/ROCDL/ROCDLToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -48,7 +53,8 @@ void mlir::fmha::registerAllFmhaDialects(DialectRegistry &registry) {
                   bufferization::BufferizationDialect, affine::AffineDialect,
                   cf::ControlFlowDialect, index::IndexDialect, ub::UBDialect,
                   gpu::GPUDialect, NVVM::NVVMDialect, nvgpu::NVGPUDialect,
-                  vector::VectorDialect>();
+                  vector::VectorDialect, amdgpu::AMDGPUDialect,
+                  ROCDL::ROCDLDialect>();
   // What `convert-to-llvm` needs to lower the dialects the pipelines emit.
   arith::registerConvertArithToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);
@@ -66,6 +72,8 @@ void mlir::fmha::registerAllFmhaDialects(DialectRegistry &registry) {
   registerGPUDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
+  ROCDL::registerROCDLTargetInterfaceExternalModels(registry);
+  registerROCDLDialectTranslation(registry);
 }
 
 void mlir::fmha::registerAllFmhaPasses() {

@@ -66,7 +66,46 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }
 
+void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
+                                          const ROCDLPipelineOptions &options) {
+  FmhaLowerToGpuPassOptions gpu;
+  gpu.target = "rocdl";
+  gpu.chip = options.chip;
+  gpu.blockM = options.blockM;
+  gpu.blockN = options.blockN;
+  gpu.kernelName = options.kernelName;
+  pm.addPass(createFmhaLowerToGpuPass(gpu));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  GpuROCDLAttachTargetOptions attach;
+  attach.chip = options.chip;
+  attach.optLevel = 3;
+  attach.wave64Flag = true;
+  pm.addPass(createGpuROCDLAttachTarget(attach));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createLowerAffinePass());
+  ConvertAMDGPUToROCDLPassOptions amdgpu;
+  amdgpu.chipset = options.chip;
+  kernels.addPass(createConvertAMDGPUToROCDLPass(amdgpu));
+  ConvertGpuOpsToROCDLOpsOptions rocdl;
+  rocdl.chipset = options.chip;
+  rocdl.runtime = gpu::amd::Runtime::HIP;
+  kernels.addPass(createConvertGpuOpsToROCDLOps(rocdl));
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
 void mlir::fmha::registerFmhaPipelines() {
+  PassPipelineRegistration<ROCDLPipelineOptions>(
+      "fmha-to-rocdl-pipeline",
+      "Lower fmha.attention to an AMD GPU kernel (ROCDL, ISA or hsaco)",
+      buildFmhaToROCDLPipeline);
   PassPipelineRegistration<NVVMPipelineOptions>(
       "fmha-to-nvvm-pipeline",
       "Lower fmha.attention to an NVIDIA GPU kernel (NVVM, PTX or cubin)",

@@ -11,11 +11,16 @@
 
 #include "fmha/InitAllFmha.h"
 
+#include <cstdlib>
+
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
+  // The ROCDL pipeline finds the device libraries and ld.lld under ROCM_PATH;
+  // default to the folder the build prepared.
+  setenv("ROCM_PATH", FMHA_ROCM_PATH, /*overwrite=*/0);
   mlir::registerAllPasses();
   mlir::fmha::registerAllFmhaPasses();
   mlir::DialectRegistry registry;

@@ -58,12 +58,20 @@ constexpr const char *kKernelModuleName = "fmha_kernels";
 /// matrix load reads fall in different banks.
 constexpr int64_t kRowPad = 8;
 
-/// The most dynamic workgroup memory a kernel asks for (sm_80: 163 KB).
-constexpr int64_t kMaxSharedBytes = 160 * 1024;
+/// Bytes of the K and V buffers (all stages) of 16-bit elements.
+int64_t sharedBytesFor(int64_t stages, int64_t blockN, int64_t d,
+                       int64_t dv) {
+  return stages * blockN * ((d + kRowPad) + (dv ? dv + kRowPad : 0)) * 2;
+}
 
-/// Bytes of the two-stage K and V buffers of 16-bit elements.
-int64_t sharedBytesFor(int64_t blockN, int64_t d, int64_t dv) {
-  return 2 * blockN * ((d + kRowPad) + (dv ? dv + kRowPad : 0)) * 2;
+/// All the kernel's workgroup memory: the K/V stages and, on targets whose C
+/// fragments are not A fragments, each warp's rows of P.
+int64_t kernelSharedBytes(const GpuTarget &target, int64_t blockM,
+                          int64_t blockN, int64_t d, int64_t dv) {
+  int64_t bytes = sharedBytesFor(target.getNumCopyStages(), blockN, d, dv);
+  if (!target.getAFromC(0))
+    bytes += blockM * (blockN + kRowPad) * 2; // warps * mmaM rows
+  return bytes;
 }
 
 /// Float helpers for the kernel body.
@@ -82,6 +90,13 @@ struct FloatMath {
     return arith::MaximumFOp::create(b, loc, x, y);
   }
   Value exp2(Value x) { return math::Exp2Op::create(b, loc, x); }
+  /// tanh(x) = 1 - 2 / (exp(2x) + 1), from exp2 alone (no math library on
+  /// the device); exact at both saturated ends.
+  Value tanh(Value x) {
+    Value e = exp2(mul(x, c(2.0 * 1.4426950408889634)));
+    Value q = arith::DivFOp::create(b, loc, c(2.0), add(e, c(1.0)));
+    return sub(c(1.0), q);
+  }
   Value select(Value cond, Value x, Value y) {
     return arith::SelectOp::create(b, loc, cond, x, y);
   }
@@ -136,7 +151,8 @@ private:
   // Workgroup memory, two stages: [2][block-n][D + pad], [2][block-n][Dv + pad].
   Value kBuffers, vBuffers;
   SmallVector<SmallVector<Value>> qFrags; // [D / K][numA]
-  SmallVector<FragmentCoord> cCoords;
+  SmallVector<FragmentCoord> cCoords, aCoords;
+  Value pTile; // This warp's rows of P in workgroup memory (when needed).
 };
 
 Value KernelBuilder::loadPair(OpBuilder &ob, Value memref, Value index,
@@ -177,6 +193,7 @@ Value KernelBuilder::issueTile(OpBuilder &ob, Value kt, Value buf) {
   SmallVector<Value> tokens;
   copyTile(ob, kMem, kBase, cfg.d, c0, kBuffers, buf, tokens);
   copyTile(ob, vMem, vBase, cfg.dv, c0, vBuffers, buf, tokens);
+  llvm::erase(tokens, Value()); // Targets without asynchronous copies.
   return target.emitAsyncCommit(ob, loc, tokens);
 }
 
@@ -251,8 +268,7 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
     for (Value &x : tile) {
       if (cfg.softcap) {
         x = fm.mul(x, fm.c(cfg.scale / *cfg.softcap));
-        x = fm.mul(math::TanhOp::create(ob, loc, x),
-                   fm.c(*cfg.softcap * log2e));
+        x = fm.mul(fm.tanh(x), fm.c(*cfg.softcap * log2e));
       } else {
         x = fm.mul(x, fm.c(cfg.scale * log2e));
       }
@@ -324,12 +340,32 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
     out.acc.push_back(scaled);
   }
 
-  // O += P V: P's A fragments come straight from the S registers.
+  // O += P V. Where the target's C fragments are A fragments in the same
+  // lane, P goes straight from the S registers; otherwise each warp writes
+  // its rows of P to workgroup memory and reads them back as A fragments.
   const int64_t tilesPerK = mmaK / mmaN;
   auto pairType = VectorType::get({2}, cfg.elementType);
+  const bool pInRegisters = target.getAFromC(0).has_value();
+  if (!pInRegisters) {
+    for (int64_t j = 0; j < (int64_t)s.size(); ++j)
+      for (int64_t e = 0; e < numC; ++e)
+        memref::StoreOp::create(
+            ob, loc,
+            arith::TruncFOp::create(ob, loc, cfg.elementType, s[j][e]), pTile,
+            ValueRange{cCoords[e].row,
+                       im.add(im.c(j * mmaN), cCoords[e].col)});
+    target.emitBarrier(ob, loc);
+  }
   for (int64_t kk = 0; kk < cfg.blockN / mmaK; ++kk) {
     SmallVector<Value> pFrag;
     for (int64_t e = 0; e < numA; e += 2) {
+      if (!pInRegisters) {
+        pFrag.push_back(vector::LoadOp::create(
+            ob, loc, pairType, pTile,
+            ValueRange{aCoords[e].row,
+                       im.add(im.c(kk * mmaK), aCoords[e].col)}));
+        continue;
+      }
       SmallVector<Value> pair;
       for (int64_t h = 0; h < 2; ++h) {
         auto [tile, elem] = *target.getAFromC(e + h);
@@ -369,6 +405,9 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   const int64_t slots = target.getNumCRowSlots();
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value warpSize = im.c(target.getWarpSize());
+  lane = im.rem(tid, warpSize);
+  Value warp = im.div(tid, warpSize);
   {
     // Dynamic workgroup memory: the two-stage K buffers, then the V buffers.
     auto workgroup = gpu::AddressSpaceAttr::get(
@@ -376,20 +415,30 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
     auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                                  MemRefLayoutAttrInterface(), workgroup);
     Value raw = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
-    auto kType = MemRefType::get({2, cfg.blockN, cfg.d + kRowPad},
+    const int64_t stages = target.getNumCopyStages();
+    auto kType = MemRefType::get({stages, cfg.blockN, cfg.d + kRowPad},
                                  cfg.elementType, MemRefLayoutAttrInterface(),
                                  workgroup);
-    auto vType = MemRefType::get({2, cfg.blockN, cfg.dv + kRowPad},
+    auto vType = MemRefType::get({stages, cfg.blockN, cfg.dv + kRowPad},
                                  cfg.elementType, MemRefLayoutAttrInterface(),
                                  workgroup);
     kBuffers = memref::ViewOp::create(b, loc, kType, raw, im.c(0), ValueRange{});
     vBuffers = memref::ViewOp::create(
-        b, loc, vType, raw, im.c(sharedBytesFor(cfg.blockN, cfg.d, 0)),
+        b, loc, vType, raw,
+        im.c(sharedBytesFor(stages, cfg.blockN, cfg.d, 0)),
         ValueRange{});
+    if (!target.getAFromC(0)) {
+      // Per warp: mmaM rows of P.
+      auto pType = MemRefType::get({cfg.warps, mmaM, cfg.blockN + kRowPad},
+                                   cfg.elementType,
+                                   MemRefLayoutAttrInterface(), workgroup);
+      Value pBuffers = memref::ViewOp::create(
+          b, loc, pType, raw,
+          im.c(sharedBytesFor(stages, cfg.blockN, cfg.d, cfg.dv)),
+          ValueRange{});
+      pTile = bufferView(b, pBuffers, warp);
+    }
   }
-  Value warpSize = im.c(target.getWarpSize());
-  lane = im.rem(tid, warpSize);
-  Value warp = im.div(tid, warpSize);
   Value qt = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
@@ -407,6 +456,8 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
 
   for (int64_t e = 0; e < numC; ++e)
     cCoords.push_back(target.getCCoord(b, loc, lane, e));
+  for (int64_t e = 0; e < numA; ++e)
+    aCoords.push_back(target.getACoord(b, loc, lane, e));
 
   // Q fragments for the whole head dim, kept in registers. Rows past Sq are
   // clamped (their results are never stored).
@@ -433,20 +484,28 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
 
   KvLoopBounds bounds =
       emitKvLoopBounds(b, loc, cfg.mask, r0, r1, sq, sk, cfg.blockN);
-  // Two-stage software pipeline over workgroup memory: while tile kt is
-  // computed from one buffer, the copies of tile kt + 1 fill the other. Keys
-  // past Sk are clamped by the copies (and masked by visitTile), so the
-  // prefetch past the loop's end reads valid memory.
+  // With two stages, a software pipeline over workgroup memory: while tile
+  // kt is computed from one buffer, the copies of tile kt + 1 fill the other.
+  // Keys past Sk are clamped by the copies (and masked by visitTile), so the
+  // prefetch past the loop's end reads valid memory. With one stage the
+  // copies of a tile simply precede its math.
+  const bool pipelined = target.getNumCopyStages() == 2;
   auto emitLoop = [&](Value lb, Value ub, const State &in, StringRef name) {
-    issueTile(b, lb, im.c(0));
+    if (pipelined)
+      issueTile(b, lb, im.c(0));
     auto loop = scf::ForOp::create(
         b, loc, lb, ub, im.c(1), flatten(in),
         [&](OpBuilder &ob, Location, Value kt, ValueRange args) {
           IndexMath lm{ob, loc};
-          Value buf = lm.rem(lm.sub(kt, lb), lm.c(2));
-          Value group =
-              issueTile(ob, lm.add(kt, lm.c(1)), lm.sub(lm.c(1), buf));
-          target.emitAsyncWait(ob, loc, group, /*pending=*/1);
+          Value buf = lm.c(0);
+          if (pipelined) {
+            buf = lm.rem(lm.sub(kt, lb), lm.c(2));
+            Value group =
+                issueTile(ob, lm.add(kt, lm.c(1)), lm.sub(lm.c(1), buf));
+            target.emitAsyncWait(ob, loc, group, /*pending=*/1);
+          } else {
+            target.emitAsyncWait(ob, loc, issueTile(ob, kt, buf), 0);
+          }
           target.emitBarrier(ob, loc); // Tile kt is visible to all warps.
           State next = visitTile(ob, kt, bufferView(ob, kBuffers, buf),
                                  bufferView(ob, vBuffers, buf),
@@ -455,9 +514,11 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
           scf::YieldOp::create(ob, loc, flatten(next));
         });
     loop->setAttr("fmha.kv_loop", b.getStringAttr(name));
-    // Drain the last prefetch before the buffers are reused.
-    target.emitAsyncWait(b, loc, target.emitAsyncCommit(b, loc, {}), 0);
-    target.emitBarrier(b, loc);
+    if (pipelined) {
+      // Drain the last prefetch before the buffers are reused.
+      target.emitAsyncWait(b, loc, target.emitAsyncCommit(b, loc, {}), 0);
+      target.emitBarrier(b, loc);
+    }
     return unflatten(loop.getResults());
   };
   State state = init;
@@ -516,7 +577,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
 
 /// Checks what the kernel supports; returns a message naming what is not.
 std::string checkSupported(AttentionOp op, const GpuTarget &target,
-                           int64_t blockM, int64_t blockN) {
+                           StringRef chip, int64_t blockM, int64_t blockN) {
   auto qType = cast<ShapedType>(op.getQ().getType());
   auto vType = cast<ShapedType>(op.getV().getType());
   Type elt = qType.getElementType();
@@ -541,12 +602,13 @@ std::string checkSupported(AttentionOp op, const GpuTarget &target,
     return "block-m=" + std::to_string(blockM) + " must be a multiple of " +
            std::to_string(target.getMmaM()) + " with at most " +
            std::to_string(1024 / target.getWarpSize()) + " warps";
-  const int64_t sharedBytes = sharedBytesFor(blockN, d, dv);
-  if (sharedBytes > kMaxSharedBytes)
-    return "block-n=" + std::to_string(blockN) + " needs " +
-           std::to_string(sharedBytes) +
-           " bytes of workgroup memory for the K and V tiles (at most " +
-           std::to_string(kMaxSharedBytes) + ")";
+  const int64_t sharedBytes = kernelSharedBytes(target, blockM, blockN, d, dv);
+  const int64_t maxShared = target.getMaxSharedBytes(chip);
+  if (sharedBytes > maxShared)
+    return "block-m=" + std::to_string(blockM) + " block-n=" +
+           std::to_string(blockN) + " need " + std::to_string(sharedBytes) +
+           " bytes of workgroup memory, over the " + std::to_string(maxShared) +
+           " bytes of " + chip.str();
   if (blockN % target.getMmaK() != 0 || blockN <= 0)
     return "block-n=" + std::to_string(blockN) + " must be a positive multiple of " +
            std::to_string(target.getMmaK());
@@ -567,7 +629,7 @@ struct FmhaLowerToGpuPass
     std::unique_ptr<GpuTarget> gpuTarget = createGpuTarget(target);
     if (!gpuTarget) {
       module.emitError() << "unknown GPU target '" << target
-                         << "' (expected nvvm)";
+                         << "' (expected nvvm or rocdl)";
       return signalPassFailure();
     }
     std::string chipError = gpuTarget->checkChip(chip);
@@ -583,7 +645,7 @@ struct FmhaLowerToGpuPass
   }
 
   LogicalResult lower(AttentionOp op, const GpuTarget &gpuTarget) {
-    std::string error = checkSupported(op, gpuTarget, blockM, blockN);
+    std::string error = checkSupported(op, gpuTarget, chip, blockM, blockN);
     if (!error.empty())
       return op.emitOpError() << error;
     ModuleOp module = getOperation();
@@ -671,7 +733,8 @@ struct FmhaLowerToGpuPass
     gpu::KernelDim3 block{im.c(threads), im.c(1), im.c(1)};
     Value shared = arith::ConstantIntOp::create(
         b, loc, b.getI32Type(),
-        sharedBytesFor(blockN, qType.getDimSize(3), vType.getDimSize(3)));
+        kernelSharedBytes(gpuTarget, blockM, blockN, qType.getDimSize(3),
+                          vType.getDimSize(3)));
     gpu::LaunchFuncOp::create(
         b, loc, func, grid, block, shared,
         ValueRange{flatten(op.getQ()), flatten(op.getK()), flatten(op.getV()),

@@ -179,6 +179,16 @@ public:
     return shuffle.getShuffleResult();
   }
 
+  int64_t getNumCopyStages() const override { return 2; }
+  int64_t getMaxSharedBytes(StringRef chip) const override {
+    // Opt-in per block: sm_80 163 KB, sm_86/89 99 KB, sm_90 227 KB.
+    if (chip.starts_with("sm_90"))
+      return 227 * 1024;
+    if (chip == "sm_80" || chip == "sm_87")
+      return 163 * 1024;
+    return 99 * 1024;
+  }
+
   std::string checkChip(StringRef chip) const override {
     if (!chip.starts_with("sm_"))
       return "unknown NVIDIA chip '" + chip.str() +
@@ -202,5 +212,7 @@ std::unique_ptr<GpuTarget> mlir::fmha::createNVVMTarget() {
 std::unique_ptr<GpuTarget> mlir::fmha::createGpuTarget(StringRef name) {
   if (name == "nvvm")
     return createNVVMTarget();
+  if (name == "rocdl")
+    return createROCDLTarget();
   return nullptr;
 }

@@ -118,6 +118,12 @@ public:
   virtual Value emitShuffleXor(OpBuilder &b, Location loc, Value value,
                                int64_t mask) const = 0;
 
+  /// Buffers of the K/V tile pipeline: 2 when copies run asynchronously (the
+  /// next tile lands while this one is computed), 1 otherwise.
+  virtual int64_t getNumCopyStages() const = 0;
+  /// The most workgroup memory one workgroup may use on `chip`.
+  virtual int64_t getMaxSharedBytes(StringRef chip) const = 0;
+
   /// Checks that the chip is one the target knows; returns a message when not.
   virtual std::string checkChip(StringRef chip) const = 0;
 };
@@ -125,7 +131,10 @@ public:
 /// The NVVM target (mma.sync m16n8k16, sm_80 and newer).
 std::unique_ptr<GpuTarget> createNVVMTarget();
 
-/// The target called `name` (`nvvm`), or null.
+/// The ROCDL target (MFMA 16x16x16, wave64; gfx90a, gfx94x, gfx950).
+std::unique_ptr<GpuTarget> createROCDLTarget();
+
+/// The target called `name` (`nvvm`, `rocdl`), or null.
 std::unique_ptr<GpuTarget> createGpuTarget(StringRef name);
 
 } // namespace mlir::fmha

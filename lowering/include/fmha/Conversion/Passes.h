@@ -7,6 +7,7 @@
 #ifndef FMHA_CONVERSION_PASSES_H
 #define FMHA_CONVERSION_PASSES_H
 
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -62,6 +63,29 @@ struct NVVMPipelineOptions : public PassPipelineOptions<NVVMPipelineOptions> {
                                  llvm::cl::desc("Kernel name"),
                                  llvm::cl::init("")};
 };
+
+/// Options of `fmha-to-rocdl-pipeline`.
+struct ROCDLPipelineOptions : public PassPipelineOptions<ROCDLPipelineOptions> {
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("AMD chip (gfx942)"),
+                           llvm::cl::init("gfx942")};
+  Option<int64_t> blockM{*this, "block-m",
+                         llvm::cl::desc("Query rows per workgroup"),
+                         llvm::cl::init(64)};
+  Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Keys per kv tile"),
+                         llvm::cl::init(64)};
+  Option<std::string> format{*this, "format",
+                             llvm::cl::desc("Binary format: bin (hsaco, needs "
+                                            "ld.lld under ROCM_PATH), isa "
+                                            "(AMDGPU assembly), llvm"),
+                             llvm::cl::init("isa")};
+  Option<std::string> kernelName{*this, "kernel-name",
+                                 llvm::cl::desc("Kernel name"),
+                                 llvm::cl::init("")};
+};
+
+/// fmha.attention -> GPU kernel -> ROCDL -> AMDGPU ISA/hsaco (gpu.binary).
+void buildFmhaToROCDLPipeline(OpPassManager &pm,
+                              const ROCDLPipelineOptions &options);
 
 /// fmha.attention -> GPU kernel -> NVVM -> PTX/cubin (gpu.binary).
 void buildFmhaToNVVMPipeline(OpPassManager &pm,

@@ -45,11 +45,11 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
-    "::mlir::nvgpu::NVGPUDialect"
+    "::mlir::nvgpu::NVGPUDialect", "::mlir::amdgpu::AMDGPUDialect"
   ];
   let options = [
     Option<"target", "target", "std::string", "\"nvvm\"",
-           "GPU target: nvvm">,
+           "GPU target: nvvm or rocdl">,
     Option<"chip", "chip", "std::string", "\"sm_90\"", "Target chip">,
     Option<"blockM", "block-m", "int64_t", "64",
            "Query rows per workgroup (16 per warp)">,
