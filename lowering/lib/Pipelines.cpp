@@ -43,6 +43,7 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
   gpu.chip = options.chip;
   gpu.blockM = options.blockM;
   gpu.blockN = options.blockN;
+  gpu.warpRows = options.warpRows;
   gpu.kernelName = options.kernelName;
   pm.addPass(createFmhaLowerToGpuPass(gpu));
   pm.addPass(createCanonicalizerPass());
@@ -73,6 +74,7 @@ void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
   gpu.chip = options.chip;
   gpu.blockM = options.blockM;
   gpu.blockN = options.blockN;
+  gpu.warpRows = options.warpRows;
   gpu.kernelName = options.kernelName;
   pm.addPass(createFmhaLowerToGpuPass(gpu));
   pm.addPass(createCanonicalizerPass());

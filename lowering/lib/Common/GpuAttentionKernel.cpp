@@ -107,6 +107,9 @@ struct KernelConfig {
   Type elementType;
   int64_t hq, hk, d, dv;
   int64_t blockM, blockN, warps;
+  /// Row blocks (of the MMA's M rows) per warp: K/V fragments read from
+  /// workgroup memory feed this many products.
+  int64_t rowBlocks;
   ::fmha::MaskSpec mask;
   double scale;
   std::optional<double> softcap;
@@ -122,11 +125,14 @@ public:
   void build(gpu::GPUFuncOp func);
 
 private:
-  /// The running state of one warp's rows: per row slot the max and the
-  /// (lane-partial) sum, then the O accumulators tile by tile.
-  struct State {
+  /// The running state of one row block of a warp: per row slot the max and
+  /// the (lane-partial) sum, then the O accumulators tile by tile.
+  struct RowState {
     SmallVector<Value> m, l;
     SmallVector<SmallVector<Value>> acc; // [Dv / N][numC]
+  };
+  struct State {
+    SmallVector<RowState> rows; // [rowBlocks]
   };
 
   SmallVector<Value> flatten(const State &s) const;
@@ -150,7 +156,7 @@ private:
   Value lane, tid, warpRow0, r0, r1, kBase, vBase;
   // Workgroup memory, two stages: [2][block-n][D + pad], [2][block-n][Dv + pad].
   Value kBuffers, vBuffers;
-  SmallVector<SmallVector<Value>> qFrags; // [D / K][numA]
+  SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [R][D / K][regs]
   SmallVector<FragmentCoord> cCoords, aCoords;
   Value pTile; // This warp's rows of P in workgroup memory (when needed).
 };
@@ -212,10 +218,13 @@ Value KernelBuilder::bufferView(OpBuilder &ob, Value buffers, Value buf) {
 }
 
 SmallVector<Value> KernelBuilder::flatten(const State &s) const {
-  SmallVector<Value> out(s.m.begin(), s.m.end());
-  out.append(s.l.begin(), s.l.end());
-  for (const SmallVector<Value> &tile : s.acc)
-    out.append(tile.begin(), tile.end());
+  SmallVector<Value> out;
+  for (const RowState &r : s.rows) {
+    out.append(r.m.begin(), r.m.end());
+    out.append(r.l.begin(), r.l.end());
+    for (const SmallVector<Value> &tile : r.acc)
+      out.append(tile.begin(), tile.end());
+  }
   return out;
 }
 
@@ -223,15 +232,19 @@ KernelBuilder::State KernelBuilder::unflatten(ValueRange values) const {
   State s;
   int64_t slots = target.getNumCRowSlots(), numC = target.getNumCElements();
   size_t pos = 0;
-  for (int64_t i = 0; i < slots; ++i)
-    s.m.push_back(values[pos++]);
-  for (int64_t i = 0; i < slots; ++i)
-    s.l.push_back(values[pos++]);
-  for (int64_t j = 0; j < cfg.dv / target.getMmaN(); ++j) {
-    SmallVector<Value> tile;
-    for (int64_t e = 0; e < numC; ++e)
-      tile.push_back(values[pos++]);
-    s.acc.push_back(tile);
+  for (int64_t rb = 0; rb < cfg.rowBlocks; ++rb) {
+    RowState r;
+    for (int64_t i = 0; i < slots; ++i)
+      r.m.push_back(values[pos++]);
+    for (int64_t i = 0; i < slots; ++i)
+      r.l.push_back(values[pos++]);
+    for (int64_t j = 0; j < cfg.dv / target.getMmaN(); ++j) {
+      SmallVector<Value> tile;
+      for (int64_t e = 0; e < numC; ++e)
+        tile.push_back(values[pos++]);
+      r.acc.push_back(tile);
+    }
+    s.rows.push_back(r);
   }
   return s;
 }
@@ -241,47 +254,55 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
                                               const State &in) {
   IndexMath im{ob, loc};
   FloatMath fm{ob, loc};
-  const int64_t mmaN = target.getMmaN(), mmaK = target.getMmaK();
+  const int64_t mmaM = target.getMmaM(), mmaN = target.getMmaN(),
+                mmaK = target.getMmaK();
   const int64_t numA = target.getNumAElements(),
                 numC = target.getNumCElements();
   const int64_t slots = target.getNumCRowSlots();
+  const int64_t rowBlocks = cfg.rowBlocks;
+  const int64_t keyTiles = cfg.blockN / mmaN;
   Value c0 = im.mul(kt, im.c(cfg.blockN));
-  Value skLast = im.sub(sk, im.c(1));
 
-  // S = Q K^T, one N-wide tile of keys at a time.
-  SmallVector<SmallVector<Value>> s;
-  for (int64_t j = 0; j < cfg.blockN / mmaN; ++j) {
-    SmallVector<Value> acc(numC, fm.c(0.0));
+  // S = Q K^T, one N-wide tile of keys at a time; each K fragment read from
+  // workgroup memory feeds every row block of the warp.
+  // s[rb][j][e]: row block rb, key tile j, C element e.
+  SmallVector<SmallVector<SmallVector<Value>>> s(rowBlocks);
+  for (int64_t j = 0; j < keyTiles; ++j) {
+    SmallVector<SmallVector<Value>> acc(rowBlocks,
+                                        SmallVector<Value>(numC, fm.c(0.0)));
     for (int64_t kk = 0; kk < cfg.d / mmaK; kk += 2) {
       SmallVector<SmallVector<Value>> frags = target.emitLoadKFragments(
           ob, loc, kTile, lane, im.c(j * mmaN), im.c(kk * mmaK));
       for (int64_t h = 0; h < 2; ++h)
-        acc = target.emitMma(ob, loc, cfg.elementType, qFrags[kk + h],
-                             frags[h], acc);
+        for (int64_t rb = 0; rb < rowBlocks; ++rb)
+          acc[rb] = target.emitMma(ob, loc, cfg.elementType,
+                                   qFrags[rb][kk + h], frags[h], acc[rb]);
     }
-    s.push_back(acc);
+    for (int64_t rb = 0; rb < rowBlocks; ++rb)
+      s[rb].push_back(acc[rb]);
   }
 
   // Scores in base 2: x = softcap(scale * s) * log2(e).
   const double log2e = 1.4426950408889634;
-  for (SmallVector<Value> &tile : s)
-    for (Value &x : tile) {
-      if (cfg.softcap) {
-        x = fm.mul(x, fm.c(cfg.scale / *cfg.softcap));
-        x = fm.mul(fm.tanh(x), fm.c(*cfg.softcap * log2e));
-      } else {
-        x = fm.mul(x, fm.c(cfg.scale * log2e));
+  for (auto &block : s)
+    for (SmallVector<Value> &tile : block)
+      for (Value &x : tile) {
+        if (cfg.softcap) {
+          x = fm.mul(x, fm.c(cfg.scale / *cfg.softcap));
+          x = fm.mul(fm.tanh(x), fm.c(*cfg.softcap * log2e));
+        } else {
+          x = fm.mul(x, fm.c(cfg.scale * log2e));
+        }
       }
-    }
 
   // The element mask, only on tiles that cross a mask edge or Sk.
   Value c1 = im.add(c0, im.c(cfg.blockN));
   Value full = emitKvTileIsFull(ob, loc, cfg.mask, r0, r1, c0, c1, sq, sk);
   full = arith::AndIOp::create(ob, loc, full, im.le(c1, sk));
   SmallVector<Value> flatS;
-  for (const SmallVector<Value> &tile : s)
-    flatS.append(tile.begin(), tile.end());
-  SmallVector<Type> types(flatS.size(), ob.getF32Type());
+  for (const auto &block : s)
+    for (const SmallVector<Value> &tile : block)
+      flatS.append(tile.begin(), tile.end());
   auto ifOp = scf::IfOp::create(
       ob, loc, full,
       [&](OpBuilder &then, Location) { scf::YieldOp::create(then, loc, flatS); },
@@ -290,54 +311,65 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
         FloatMath ef{els, loc};
         Value negInf = ef.negInf();
         SmallVector<Value> masked;
-        for (int64_t j = 0; j < (int64_t)s.size(); ++j)
-          for (int64_t e = 0; e < numC; ++e) {
-            Value row = em.add(warpRow0, cCoords[e].row);
-            Value col = em.add(c0, em.add(em.c(j * mmaN), cCoords[e].col));
-            Value vis = emitVisible(els, loc, cfg.mask, row, col, sq, sk);
-            vis = arith::AndIOp::create(els, loc, vis, em.lt(col, sk));
-            masked.push_back(ef.select(vis, s[j][e], negInf));
-          }
+        for (int64_t rb = 0; rb < rowBlocks; ++rb)
+          for (int64_t j = 0; j < keyTiles; ++j)
+            for (int64_t e = 0; e < numC; ++e) {
+              Value row = em.add(em.add(warpRow0, em.c(rb * mmaM)),
+                                 cCoords[e].row);
+              Value col = em.add(c0, em.add(em.c(j * mmaN), cCoords[e].col));
+              Value vis = emitVisible(els, loc, cfg.mask, row, col, sq, sk);
+              vis = arith::AndIOp::create(els, loc, vis, em.lt(col, sk));
+              masked.push_back(ef.select(vis, s[rb][j][e], negInf));
+            }
         scf::YieldOp::create(els, loc, masked);
       });
-  for (int64_t j = 0, pos = 0; j < (int64_t)s.size(); ++j)
-    for (int64_t e = 0; e < numC; ++e)
-      s[j][e] = ifOp.getResult(pos++);
-
-  // Online softmax per row slot.
-  State out;
-  SmallVector<Value> mSafe(slots), alpha(slots);
-  for (int64_t slot = 0; slot < slots; ++slot) {
-    Value rowMax = fm.negInf();
-    for (const SmallVector<Value> &tile : s)
-      for (int64_t e = 0; e < numC; ++e)
-        if (target.getCRowSlot(e) == slot)
-          rowMax = fm.max(rowMax, tile[e]);
-    for (int64_t mask : target.getRowReduceXorMasks())
-      rowMax = fm.max(rowMax, target.emitShuffleXor(ob, loc, rowMax, mask));
-    Value mNew = fm.max(in.m[slot], rowMax);
-    // Rows that have seen no visible key keep m = -inf; subtracting 0 keeps
-    // exp2(-inf) = 0 instead of NaN.
-    Value hidden = arith::CmpFOp::create(ob, loc, arith::CmpFPredicate::OEQ,
-                                         mNew, fm.negInf());
-    mSafe[slot] = fm.select(hidden, fm.c(0.0), mNew);
-    alpha[slot] = fm.exp2(fm.sub(in.m[slot], mSafe[slot]));
-    out.m.push_back(mNew);
+  {
+    int64_t pos = 0;
+    for (auto &block : s)
+      for (SmallVector<Value> &tile : block)
+        for (Value &x : tile)
+          x = ifOp.getResult(pos++);
   }
-  SmallVector<Value> rowSum(slots, fm.c(0.0));
-  for (SmallVector<Value> &tile : s)
-    for (int64_t e = 0; e < numC; ++e) {
-      int64_t slot = target.getCRowSlot(e);
-      tile[e] = fm.exp2(fm.sub(tile[e], mSafe[slot]));
-      rowSum[slot] = fm.add(rowSum[slot], tile[e]);
+
+  // Online softmax per row block and row slot.
+  State out;
+  for (int64_t rb = 0; rb < rowBlocks; ++rb) {
+    const RowState &prev = in.rows[rb];
+    RowState next;
+    SmallVector<Value> mSafe(slots), alpha(slots);
+    for (int64_t slot = 0; slot < slots; ++slot) {
+      Value rowMax = fm.negInf();
+      for (const SmallVector<Value> &tile : s[rb])
+        for (int64_t e = 0; e < numC; ++e)
+          if (target.getCRowSlot(e) == slot)
+            rowMax = fm.max(rowMax, tile[e]);
+      for (int64_t mask : target.getRowReduceXorMasks())
+        rowMax = fm.max(rowMax, target.emitShuffleXor(ob, loc, rowMax, mask));
+      Value mNew = fm.max(prev.m[slot], rowMax);
+      // Rows that have seen no visible key keep m = -inf; subtracting 0
+      // keeps exp2(-inf) = 0 instead of NaN.
+      Value hidden = arith::CmpFOp::create(ob, loc, arith::CmpFPredicate::OEQ,
+                                           mNew, fm.negInf());
+      mSafe[slot] = fm.select(hidden, fm.c(0.0), mNew);
+      alpha[slot] = fm.exp2(fm.sub(prev.m[slot], mSafe[slot]));
+      next.m.push_back(mNew);
     }
-  for (int64_t slot = 0; slot < slots; ++slot)
-    out.l.push_back(fm.add(fm.mul(in.l[slot], alpha[slot]), rowSum[slot]));
-  for (const SmallVector<Value> &tile : in.acc) {
-    SmallVector<Value> scaled;
-    for (int64_t e = 0; e < numC; ++e)
-      scaled.push_back(fm.mul(tile[e], alpha[target.getCRowSlot(e)]));
-    out.acc.push_back(scaled);
+    SmallVector<Value> rowSum(slots, fm.c(0.0));
+    for (SmallVector<Value> &tile : s[rb])
+      for (int64_t e = 0; e < numC; ++e) {
+        int64_t slot = target.getCRowSlot(e);
+        tile[e] = fm.exp2(fm.sub(tile[e], mSafe[slot]));
+        rowSum[slot] = fm.add(rowSum[slot], tile[e]);
+      }
+    for (int64_t slot = 0; slot < slots; ++slot)
+      next.l.push_back(fm.add(fm.mul(prev.l[slot], alpha[slot]), rowSum[slot]));
+    for (const SmallVector<Value> &tile : prev.acc) {
+      SmallVector<Value> scaled;
+      for (int64_t e = 0; e < numC; ++e)
+        scaled.push_back(fm.mul(tile[e], alpha[target.getCRowSlot(e)]));
+      next.acc.push_back(scaled);
+    }
+    out.rows.push_back(next);
   }
 
   // O += P V. Where the target's C fragments are A fragments in the same
@@ -347,40 +379,45 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
   auto pairType = VectorType::get({2}, cfg.elementType);
   const bool pInRegisters = target.getAFromC(0).has_value();
   if (!pInRegisters) {
-    for (int64_t j = 0; j < (int64_t)s.size(); ++j)
-      for (int64_t e = 0; e < numC; ++e)
-        memref::StoreOp::create(
-            ob, loc,
-            arith::TruncFOp::create(ob, loc, cfg.elementType, s[j][e]), pTile,
-            ValueRange{cCoords[e].row,
-                       im.add(im.c(j * mmaN), cCoords[e].col)});
+    for (int64_t rb = 0; rb < rowBlocks; ++rb)
+      for (int64_t j = 0; j < keyTiles; ++j)
+        for (int64_t e = 0; e < numC; ++e)
+          memref::StoreOp::create(
+              ob, loc,
+              arith::TruncFOp::create(ob, loc, cfg.elementType, s[rb][j][e]),
+              pTile,
+              ValueRange{im.add(im.c(rb * mmaM), cCoords[e].row),
+                         im.add(im.c(j * mmaN), cCoords[e].col)});
     target.emitBarrier(ob, loc);
   }
   for (int64_t kk = 0; kk < cfg.blockN / mmaK; ++kk) {
-    SmallVector<Value> pFrag;
-    for (int64_t e = 0; e < numA; e += 2) {
-      if (!pInRegisters) {
-        pFrag.push_back(vector::LoadOp::create(
-            ob, loc, pairType, pTile,
-            ValueRange{aCoords[e].row,
-                       im.add(im.c(kk * mmaK), aCoords[e].col)}));
-        continue;
+    SmallVector<SmallVector<Value>> pFrags(rowBlocks);
+    for (int64_t rb = 0; rb < rowBlocks; ++rb)
+      for (int64_t e = 0; e < numA; e += 2) {
+        if (!pInRegisters) {
+          pFrags[rb].push_back(vector::LoadOp::create(
+              ob, loc, pairType, pTile,
+              ValueRange{im.add(im.c(rb * mmaM), aCoords[e].row),
+                         im.add(im.c(kk * mmaK), aCoords[e].col)}));
+          continue;
+        }
+        SmallVector<Value> pair;
+        for (int64_t h = 0; h < 2; ++h) {
+          auto [tile, elem] = *target.getAFromC(e + h);
+          pair.push_back(arith::TruncFOp::create(
+              ob, loc, cfg.elementType, s[rb][kk * tilesPerK + tile][elem]));
+        }
+        pFrags[rb].push_back(
+            vector::FromElementsOp::create(ob, loc, pairType, pair));
       }
-      SmallVector<Value> pair;
-      for (int64_t h = 0; h < 2; ++h) {
-        auto [tile, elem] = *target.getAFromC(e + h);
-        pair.push_back(arith::TruncFOp::create(
-            ob, loc, cfg.elementType, s[kk * tilesPerK + tile][elem]));
-      }
-      pFrag.push_back(
-          vector::FromElementsOp::create(ob, loc, pairType, pair));
-    }
     for (int64_t jv = 0; jv < cfg.dv / mmaN; jv += 2) {
       SmallVector<SmallVector<Value>> frags = target.emitLoadVFragments(
           ob, loc, vTile, lane, im.c(kk * mmaK), im.c(jv * mmaN));
       for (int64_t h = 0; h < 2; ++h)
-        out.acc[jv + h] = target.emitMma(ob, loc, cfg.elementType, pFrag,
-                                         frags[h], out.acc[jv + h]);
+        for (int64_t rb = 0; rb < rowBlocks; ++rb)
+          out.rows[rb].acc[jv + h] =
+              target.emitMma(ob, loc, cfg.elementType, pFrags[rb], frags[h],
+                             out.rows[rb].acc[jv + h]);
     }
   }
   return out;
@@ -403,13 +440,15 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   const int64_t numA = target.getNumAElements(),
                 numC = target.getNumCElements();
   const int64_t slots = target.getNumCRowSlots();
+  const int64_t rowBlocks = cfg.rowBlocks;
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value warpSize = im.c(target.getWarpSize());
   lane = im.rem(tid, warpSize);
   Value warp = im.div(tid, warpSize);
   {
-    // Dynamic workgroup memory: the two-stage K buffers, then the V buffers.
+    // Dynamic workgroup memory: the K buffers (one per stage), then the V
+    // buffers, then (where P cannot stay in registers) each warp's rows of P.
     auto workgroup = gpu::AddressSpaceAttr::get(
         b.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace());
     auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
@@ -428,10 +467,9 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
         im.c(sharedBytesFor(stages, cfg.blockN, cfg.d, 0)),
         ValueRange{});
     if (!target.getAFromC(0)) {
-      // Per warp: mmaM rows of P.
-      auto pType = MemRefType::get({cfg.warps, mmaM, cfg.blockN + kRowPad},
-                                   cfg.elementType,
-                                   MemRefLayoutAttrInterface(), workgroup);
+      auto pType = MemRefType::get(
+          {cfg.warps, rowBlocks * mmaM, cfg.blockN + kRowPad}, cfg.elementType,
+          MemRefLayoutAttrInterface(), workgroup);
       Value pBuffers = memref::ViewOp::create(
           b, loc, pType, raw,
           im.c(sharedBytesFor(stages, cfg.blockN, cfg.d, cfg.dv)),
@@ -445,7 +483,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   Value kvHead = cfg.hq == cfg.hk ? h : im.div(h, im.c(cfg.hq / cfg.hk));
   r0 = im.mul(qt, im.c(cfg.blockM));
   r1 = im.min(im.add(r0, im.c(cfg.blockM)), sq);
-  warpRow0 = im.add(r0, im.mul(warp, im.c(mmaM)));
+  warpRow0 = im.add(r0, im.mul(warp, im.c(mmaM * rowBlocks)));
   Value qHead = im.add(im.mul(batch, im.c(cfg.hq)), h);
   Value kvHeadFlat = im.add(im.mul(batch, im.c(cfg.hk)), kvHead);
   Value qBase = im.mul(im.mul(qHead, sq), im.c(cfg.d));
@@ -462,25 +500,33 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   // Q fragments for the whole head dim, kept in registers. Rows past Sq are
   // clamped (their results are never stored).
   Value sqLast = im.sub(sq, im.c(1));
-  for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk) {
-    SmallVector<Value> frag;
-    for (int64_t e = 0; e < numA; e += 2) {
-      FragmentCoord coord = target.getACoord(b, loc, lane, e);
-      Value row = im.min(im.add(warpRow0, coord.row), sqLast);
-      Value idx = im.add(im.add(qBase, im.mul(row, im.c(cfg.d))),
-                         im.add(im.c(kk * mmaK), coord.col));
-      frag.push_back(loadPair(b, qMem, idx, 2));
+  for (int64_t rb = 0; rb < rowBlocks; ++rb) {
+    SmallVector<SmallVector<Value>> blockFrags;
+    for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk) {
+      SmallVector<Value> frag;
+      for (int64_t e = 0; e < numA; e += 2) {
+        Value row = im.min(
+            im.add(im.add(warpRow0, im.c(rb * mmaM)), aCoords[e].row), sqLast);
+        Value idx = im.add(im.add(qBase, im.mul(row, im.c(cfg.d))),
+                           im.add(im.c(kk * mmaK), aCoords[e].col));
+        frag.push_back(loadPair(b, qMem, idx, 2));
+      }
+      blockFrags.push_back(frag);
     }
-    qFrags.push_back(frag);
+    qFrags.push_back(blockFrags);
   }
 
   State init;
-  for (int64_t slot = 0; slot < slots; ++slot) {
-    init.m.push_back(fm.negInf());
-    init.l.push_back(fm.c(0.0));
+  for (int64_t rb = 0; rb < rowBlocks; ++rb) {
+    RowState r;
+    for (int64_t slot = 0; slot < slots; ++slot) {
+      r.m.push_back(fm.negInf());
+      r.l.push_back(fm.c(0.0));
+    }
+    for (int64_t jv = 0; jv < cfg.dv / mmaN; ++jv)
+      r.acc.push_back(SmallVector<Value>(numC, fm.c(0.0)));
+    init.rows.push_back(r);
   }
-  for (int64_t jv = 0; jv < cfg.dv / mmaN; ++jv)
-    init.acc.push_back(SmallVector<Value>(numC, fm.c(0.0)));
 
   KvLoopBounds bounds =
       emitKvLoopBounds(b, loc, cfg.mask, r0, r1, sq, sk, cfg.blockN);
@@ -529,55 +575,61 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   // Finalize: combine the lane-partial sums of each row, o = acc / l,
   // lse = (m + log2 l) ln 2; rows with no visible key get 0 and -inf.
   const double ln2 = 0.6931471805599453;
-  for (int64_t slot = 0; slot < slots; ++slot) {
-    Value l = state.l[slot];
-    for (int64_t mask : target.getRowReduceXorMasks())
-      l = fm.add(l, target.emitShuffleXor(b, loc, l, mask));
-    Value any =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, fm.c(0.0));
-    Value safeL = fm.select(any, l, fm.c(1.0));
-    Value inv = arith::DivFOp::create(b, loc, fm.c(1.0), safeL);
-    // The elements of this slot share one row.
-    int64_t firstElem = 0;
-    while (target.getCRowSlot(firstElem) != slot)
-      ++firstElem;
-    Value row = im.add(warpRow0, cCoords[firstElem].row);
-    auto inRange = scf::IfOp::create(b, loc, im.lt(row, sq),
-                                     /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(inRange.thenBlock());
-    IndexMath rm{b, loc};
-    FloatMath rf{b, loc};
-    for (int64_t jv = 0; jv < cfg.dv / mmaN; ++jv)
-      for (int64_t e = 0; e < numC; ++e) {
-        if (target.getCRowSlot(e) != slot)
-          continue;
-        Value value = rf.select(any, rf.mul(state.acc[jv][e], inv), rf.c(0.0));
-        Value col = rm.add(rm.c(jv * mmaN), cCoords[e].col);
-        Value idx = rm.add(rm.add(oBase, rm.mul(row, rm.c(cfg.dv))), col);
-        memref::StoreOp::create(
-            b, loc, arith::TruncFOp::create(b, loc, cfg.elementType, value),
-            oMem, ValueRange{idx});
-      }
-    // One lane per row writes lse: the one holding column 0.
-    Value writesLse =
-        rm.cmp(arith::CmpIPredicate::eq, cCoords[firstElem].col, rm.c(0));
-    auto lseIf = scf::IfOp::create(b, loc, writesLse, false);
-    b.setInsertionPointToStart(lseIf.thenBlock());
-    FloatMath lf{b, loc};
-    Value lse = lf.select(
-        any,
-        lf.mul(lf.add(state.m[slot], math::Log2Op::create(b, loc, safeL)),
-               lf.c(ln2)),
-        lf.negInf());
-    memref::StoreOp::create(b, loc, lse, lseMem,
-                            ValueRange{IndexMath{b, loc}.add(lseBase, row)});
+  for (int64_t rb = 0; rb < rowBlocks; ++rb) {
+    const RowState &rows = state.rows[rb];
+    Value blockRow0 = im.add(warpRow0, im.c(rb * mmaM));
+    for (int64_t slot = 0; slot < slots; ++slot) {
+      Value l = rows.l[slot];
+      for (int64_t mask : target.getRowReduceXorMasks())
+        l = fm.add(l, target.emitShuffleXor(b, loc, l, mask));
+      Value any = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l,
+                                        fm.c(0.0));
+      Value safeL = fm.select(any, l, fm.c(1.0));
+      Value inv = arith::DivFOp::create(b, loc, fm.c(1.0), safeL);
+      // The elements of this slot share one row.
+      int64_t firstElem = 0;
+      while (target.getCRowSlot(firstElem) != slot)
+        ++firstElem;
+      Value row = im.add(blockRow0, cCoords[firstElem].row);
+      auto inRange = scf::IfOp::create(b, loc, im.lt(row, sq),
+                                       /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(inRange.thenBlock());
+      IndexMath rm{b, loc};
+      FloatMath rf{b, loc};
+      for (int64_t jv = 0; jv < cfg.dv / mmaN; ++jv)
+        for (int64_t e = 0; e < numC; ++e) {
+          if (target.getCRowSlot(e) != slot)
+            continue;
+          Value value =
+              rf.select(any, rf.mul(rows.acc[jv][e], inv), rf.c(0.0));
+          Value col = rm.add(rm.c(jv * mmaN), cCoords[e].col);
+          Value idx = rm.add(rm.add(oBase, rm.mul(row, rm.c(cfg.dv))), col);
+          memref::StoreOp::create(
+              b, loc, arith::TruncFOp::create(b, loc, cfg.elementType, value),
+              oMem, ValueRange{idx});
+        }
+      // One lane per row writes lse: the one holding column 0.
+      Value writesLse =
+          rm.cmp(arith::CmpIPredicate::eq, cCoords[firstElem].col, rm.c(0));
+      auto lseIf = scf::IfOp::create(b, loc, writesLse, false);
+      b.setInsertionPointToStart(lseIf.thenBlock());
+      FloatMath lf{b, loc};
+      Value lse = lf.select(
+          any,
+          lf.mul(lf.add(rows.m[slot], math::Log2Op::create(b, loc, safeL)),
+                 lf.c(ln2)),
+          lf.negInf());
+      memref::StoreOp::create(b, loc, lse, lseMem,
+                              ValueRange{IndexMath{b, loc}.add(lseBase, row)});
+    }
   }
 }
 
 /// Checks what the kernel supports; returns a message naming what is not.
 std::string checkSupported(AttentionOp op, const GpuTarget &target,
-                           StringRef chip, int64_t blockM, int64_t blockN) {
+                           StringRef chip, int64_t blockM, int64_t blockN,
+                           int64_t warpRows) {
   auto qType = cast<ShapedType>(op.getQ().getType());
   auto vType = cast<ShapedType>(op.getV().getType());
   Type elt = qType.getElementType();
@@ -597,10 +649,15 @@ std::string checkSupported(AttentionOp op, const GpuTarget &target,
     if (dim != 32 && dim != 64 && dim != 128)
       return "head dims D=" + std::to_string(d) + ", Dv=" + std::to_string(dv) +
              " are not supported by the GPU kernel (supported: 32, 64, 128)";
-  if (blockM % target.getMmaM() != 0 ||
-      blockM / target.getMmaM() * target.getWarpSize() > 1024)
+  if (warpRows <= 0 || warpRows % target.getMmaM() != 0 ||
+      warpRows > 4 * target.getMmaM())
+    return "warp-rows=" + std::to_string(warpRows) +
+           " must be a multiple of " + std::to_string(target.getMmaM()) +
+           " up to " + std::to_string(4 * target.getMmaM());
+  if (blockM % warpRows != 0 ||
+      blockM / warpRows * target.getWarpSize() > 1024)
     return "block-m=" + std::to_string(blockM) + " must be a multiple of " +
-           std::to_string(target.getMmaM()) + " with at most " +
+           std::to_string(warpRows) + " (warp-rows) with at most " +
            std::to_string(1024 / target.getWarpSize()) + " warps";
   const int64_t sharedBytes = kernelSharedBytes(target, blockM, blockN, d, dv);
   const int64_t maxShared = target.getMaxSharedBytes(chip);
@@ -645,7 +702,8 @@ struct FmhaLowerToGpuPass
   }
 
   LogicalResult lower(AttentionOp op, const GpuTarget &gpuTarget) {
-    std::string error = checkSupported(op, gpuTarget, chip, blockM, blockN);
+    std::string error =
+        checkSupported(op, gpuTarget, chip, blockM, blockN, warpRows);
     if (!error.empty())
       return op.emitOpError() << error;
     ModuleOp module = getOperation();
@@ -679,7 +737,8 @@ struct FmhaLowerToGpuPass
     b.setInsertionPointToEnd(gpuModule.getBody());
     auto func = gpu::GPUFuncOp::create(b, loc, name, funcType);
     func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    int64_t warps = blockM / gpuTarget.getMmaM();
+    int64_t rowBlocks = warpRows / gpuTarget.getMmaM();
+    int64_t warps = blockM / warpRows;
     int32_t threads = static_cast<int32_t>(warps * gpuTarget.getWarpSize());
     func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
     symbols.insert(func); // Uniquifies the name.
@@ -693,6 +752,7 @@ struct FmhaLowerToGpuPass
     config.blockM = blockM;
     config.blockN = blockN;
     config.warps = warps;
+    config.rowBlocks = rowBlocks;
     config.mask = op.getMaskSpec();
     config.scale = op.getScaleOrDefault();
     if (std::optional<APFloat> cap = op.getSoftcap())

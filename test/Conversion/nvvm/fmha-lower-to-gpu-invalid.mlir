@@ -9,7 +9,7 @@
 // TARGET: error: unknown GPU target 'spirv' (expected nvvm or rocdl)
 // CHIP: error: chip 'sm_75' has no bf16 mma.sync m16n8k16: need sm_80 or newer
 // VENDOR: error: unknown NVIDIA chip 'gfx942' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)
-// BLOCKM: error: 'fmha.attention' op block-m=24 must be a multiple of 16 with at most 32 warps
+// BLOCKM: error: 'fmha.attention' op block-m=24 must be a multiple of 16 (warp-rows) with at most 32 warps
 // BLOCKN: error: 'fmha.attention' op block-n=24 must be a positive multiple of 16
 // SHARED: error: 'fmha.attention' op block-m=64 block-n=512 need 294912 bytes of workgroup memory, over the 232448 bytes of sm_90
 

@@ -55,6 +55,9 @@ struct NVVMPipelineOptions : public PassPipelineOptions<NVVMPipelineOptions> {
                          llvm::cl::init(64)};
   Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Keys per kv tile"),
                          llvm::cl::init(64)};
+  Option<int64_t> warpRows{*this, "warp-rows",
+                           llvm::cl::desc("Query rows per warp"),
+                           llvm::cl::init(16)};
   Option<std::string> format{*this, "format",
                              llvm::cl::desc("Binary format: bin (cubin, needs "
                                             "ptxas), isa (PTX), fatbin"),
@@ -73,6 +76,9 @@ struct ROCDLPipelineOptions : public PassPipelineOptions<ROCDLPipelineOptions> {
                          llvm::cl::init(64)};
   Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Keys per kv tile"),
                          llvm::cl::init(64)};
+  Option<int64_t> warpRows{*this, "warp-rows",
+                           llvm::cl::desc("Query rows per wave"),
+                           llvm::cl::init(16)};
   Option<std::string> format{*this, "format",
                              llvm::cl::desc("Binary format: bin (hsaco, needs "
                                             "ld.lld under ROCM_PATH), isa "

@@ -38,7 +38,7 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
     The target (`nvvm`) supplies fragment layouts, the matrix instruction and
     shuffles. Kernel ABI: (q, k, v, o: memref<?xT>, lse: memref<?xf32>, B, Sq,
     Sk: index) over contiguous BHSD buffers; grid (ceil(Sq / block-m), Hq, B);
-    block (block-m / 16 warps).
+    block (block-m / warp-rows warps).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
@@ -54,6 +54,9 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"blockM", "block-m", "int64_t", "64",
            "Query rows per workgroup (16 per warp)">,
     Option<"blockN", "block-n", "int64_t", "64", "Keys per kv tile">,
+    Option<"warpRows", "warp-rows", "int64_t", "16",
+           "Query rows per warp (a multiple of the MMA's M): the K/V "
+           "fragments a warp reads feed warp-rows / M products">,
     Option<"kernelName", "kernel-name", "std::string", "\"\"",
            "Name of the kernel (default: <function>_kernel)">
   ];
