@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CompileOptions.h"
+
 #include "fmha/Conversion/Passes.h"
 #include "fmha/Dialect/FmhaOps.h"
 #include "fmha/InitAllFmha.h"
@@ -55,48 +57,9 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 namespace rt = ::fmha::rt;
+using namespace ::fmha::compile;
 
 namespace {
-
-cl::OptionCategory category("fmha-compile options");
-
-cl::opt<std::string> target("target", cl::desc("cpu | cuda | hip"),
-                            cl::init("cpu"), cl::cat(category));
-cl::opt<std::string> chip("chip",
-                          cl::desc("Target chip (cpu: LLVM CPU name, default "
-                                   "the host; cuda: sm_80, sm_90a; hip: "
-                                   "gfx942, ...)"),
-                          cl::init(""), cl::cat(category));
-cl::opt<std::string> dtype("dtype", cl::desc("f32 | f16 | bf16"),
-                           cl::init("f32"), cl::cat(category));
-cl::opt<int64_t> hq("hq", cl::desc("Query heads"), cl::init(-1),
-                    cl::cat(category));
-cl::opt<int64_t> hk("hk", cl::desc("Key/value heads (Hq % Hk == 0)"),
-                    cl::init(-1), cl::cat(category));
-cl::opt<int64_t> headDim("d", cl::desc("Head dim of q and k"), cl::init(-1),
-                         cl::cat(category));
-cl::opt<int64_t> headDimV("dv", cl::desc("Head dim of v and o (default d)"),
-                          cl::init(-1), cl::cat(category));
-cl::opt<std::string> mask("mask", cl::desc("Mask spec (CK): 0, t, b, t:L,R[,S], "
-                                           "b:L,R[,S], xt:W, xb:W"),
-                          cl::init("0"), cl::cat(category));
-cl::opt<double> scale("scale", cl::desc("Score scale (default 1/sqrt(d))"),
-                      cl::init(0.0), cl::cat(category));
-cl::opt<double> softcap("softcap", cl::desc("Softcap (default none)"),
-                        cl::init(0.0), cl::cat(category));
-cl::opt<bool> bwd("bwd", cl::desc("Compile the backward kernel"),
-                  cl::init(false), cl::cat(category));
-cl::opt<int64_t> blockM("block-m", cl::desc("Query rows per tile"),
-                        cl::init(64), cl::cat(category));
-cl::opt<int64_t> blockN("block-n", cl::desc("Keys per kv tile"), cl::init(64),
-                        cl::cat(category));
-cl::opt<std::string> emit("emit", cl::desc("bundle | mlir | llvm | isa"),
-                          cl::init("bundle"), cl::cat(category));
-cl::opt<std::string> output("o", cl::desc("Output file ('-' for stdout)"),
-                            cl::value_desc("file"), cl::init(""),
-                            cl::cat(category));
-
-constexpr const char *kKernelName = "fmha_fwd";
 
 [[noreturn]] void fail(const llvm::Twine &message) {
   llvm::errs() << "fmha-compile: error: " << message << "\n";
@@ -342,75 +305,12 @@ int main(int argc, char **argv) {
     return 2;
 
   // --- Validate the signature (DESIGN.md section 1). ---
-  rt::BundleMeta meta;
-  std::optional<rt::Target> parsedTarget = rt::parseTarget(target);
-  if (!parsedTarget)
-    fail("unknown --target '" + target + "' (expected cpu, cuda or hip)");
-  if (*parsedTarget == rt::Target::Hip)
-    fail("--target=hip is not available in this build yet (cpu and cuda "
-         "are)");
-  meta.target = *parsedTarget;
-  meta.chip = chip;
-  if (meta.target == rt::Target::Cuda && meta.chip.empty())
-    meta.chip = "sm_90";
-  std::optional<rt::DType> parsedType = rt::parseDType(dtype);
-  if (!parsedType)
-    fail("unknown --dtype '" + dtype + "' (expected f32, f16 or bf16)");
-  meta.dtype = *parsedType;
-  if (bwd)
-    fail("--bwd is not available in this build yet");
-  if (hq <= 0 || hk <= 0 || headDim <= 0)
-    fail("--hq, --hk and -d are required and must be positive");
-  if (hq % hk != 0)
-    fail("Hq (" + llvm::Twine(hq) + ") must be a multiple of Hk (" +
-         llvm::Twine(hk) + ")");
-  meta.hq = hq;
-  meta.hk = hk;
-  meta.d = headDim;
-  meta.dv = headDimV > 0 ? headDimV.getValue() : headDim.getValue();
-  if (headDimV.getNumOccurrences() && headDimV <= 0)
-    fail("--dv must be positive");
-  std::string maskError;
-  std::optional<::fmha::MaskSpec> spec = ::fmha::MaskSpec::parse(mask, &maskError);
-  if (!spec)
-    fail("--mask: " + maskError);
-  meta.mask = *spec;
-  if (scale.getNumOccurrences() && !(scale > 0.0 && std::isfinite(scale)))
-    fail("--scale must be positive and finite");
-  if (softcap.getNumOccurrences() && !(softcap > 0.0 && std::isfinite(softcap)))
-    fail("--softcap must be positive and finite");
-  meta.scale = static_cast<float>(scale);
-  meta.softcap = static_cast<float>(softcap);
-  if (blockM <= 0 || blockN <= 0)
-    fail("--block-m and --block-n must be positive");
-  meta.blockM = blockM;
-  meta.blockN = blockN;
-  meta.kernel = kKernelName;
-  meta.binaryFormat = rt::BinaryFormat::ElfSo;
-  if (meta.target == rt::Target::Cuda) {
-    if (meta.dtype == rt::DType::F32)
-      fail("--target=cuda needs --dtype=f16 or bf16 (the tensor-core kernel "
-           "has 16-bit inputs)");
-    for (int64_t dim : {meta.d, meta.dv})
-      if (dim != 32 && dim != 64 && dim != 128)
-        fail("--target=cuda supports head dims 32, 64 and 128, got d=" +
-             llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
-    if (blockM % 16 != 0 || blockM > 512)
-      fail("--target=cuda needs --block-m a multiple of 16 (one warp per 16 "
-           "rows) and at most 512");
-    if (blockN % 16 != 0)
-      fail("--target=cuda needs --block-n a multiple of 16");
-    meta.abi = rt::kAbiGpuFlatV1;
-    meta.binaryFormat = rt::BinaryFormat::Cubin; // PTX when ptxas is absent
-    meta.blockThreads = blockM / 16 * 32; // Checked against the launch.
-  }
-  if (emit != "bundle" && emit != "mlir" && emit != "llvm" && emit != "isa")
-    fail("unknown --emit '" + emit + "' (expected bundle, mlir, llvm or isa)");
-  if (emit == "bundle" && output.empty())
-    fail("-o FILE is required for --emit=bundle");
-  std::string metaError = meta.validate();
-  if (!metaError.empty())
-    fail(metaError);
+  std::string optionError;
+  std::optional<rt::BundleMeta> checked =
+      ::fmha::compile::bundleMetaFromOptions(&optionError);
+  if (!checked)
+    fail(optionError);
+  rt::BundleMeta meta = *checked;
 
   // --- Build and lower. ---
   DialectRegistry registry;
