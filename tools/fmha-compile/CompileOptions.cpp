@@ -47,6 +47,11 @@ cl::opt<int64_t> blockM("block-m", cl::desc("Query rows per tile"),
                         cl::init(64), cl::cat(category));
 cl::opt<int64_t> blockN("block-n", cl::desc("Keys per kv tile"), cl::init(64),
                         cl::cat(category));
+cl::opt<int64_t> warpRows("warp-rows",
+                          cl::desc("GPU: query rows per warp (16 or 32): the "
+                                   "K/V fragments a warp reads feed "
+                                   "warp-rows / 16 products"),
+                          cl::init(16), cl::cat(category));
 cl::opt<std::string> emit("emit", cl::desc("bundle | mlir | llvm | isa"),
                           cl::init("bundle"), cl::cat(category));
 cl::opt<std::string> output("o", cl::desc("Output file ('-' for stdout)"),
@@ -63,14 +68,12 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   if (!parsedTarget)
     return error("unknown --target '" + target +
                  "' (expected cpu, cuda or hip)");
-  if (*parsedTarget == rt::Target::Hip)
-    return error(
-        "--target=hip is not available in this build yet (cpu and cuda "
-        "are)");
   meta.target = *parsedTarget;
   meta.chip = chip;
   if (meta.target == rt::Target::Cuda && meta.chip.empty())
     meta.chip = "sm_90";
+  if (meta.target == rt::Target::Hip && meta.chip.empty())
+    meta.chip = "gfx942";
   std::optional<rt::DType> parsedType = rt::parseDType(dtype);
   if (!parsedType)
     return error("unknown --dtype '" + dtype + "' (expected f32, f16 or bf16)");
@@ -106,24 +109,28 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   meta.blockN = blockN;
   meta.kernel = kKernelName;
   meta.binaryFormat = rt::BinaryFormat::ElfSo;
-  if (meta.target == rt::Target::Cuda) {
+  if (meta.target != rt::Target::Cpu) {
+    const std::string t = "--target=" + target.getValue();
     if (meta.dtype == rt::DType::F32)
-      return error(
-          "--target=cuda needs --dtype=f16 or bf16 (the tensor-core kernel "
-          "has 16-bit inputs)");
+      return error(t + " needs --dtype=f16 or bf16 (the matrix-core kernel "
+                       "has 16-bit inputs)");
     for (int64_t dim : {meta.d, meta.dv})
       if (dim != 32 && dim != 64 && dim != 128)
-        return error("--target=cuda supports head dims 32, 64 and 128, got d=" +
+        return error(t + " supports head dims 32, 64 and 128, got d=" +
                      llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
-    if (blockM % 16 != 0 || blockM > 512)
-      return error(
-          "--target=cuda needs --block-m a multiple of 16 (one warp per 16 "
-          "rows) and at most 512");
+    if (warpRows != 16 && warpRows != 32)
+      return error(t + " needs --warp-rows 16 or 32");
+    if (blockM % warpRows != 0 || blockM > 512)
+      return error(t + " needs --block-m a multiple of --warp-rows (" +
+                   llvm::Twine(warpRows) + ") and at most 512");
     if (blockN % 16 != 0)
-      return error("--target=cuda needs --block-n a multiple of 16");
+      return error(t + " needs --block-n a multiple of 16");
     meta.abi = rt::kAbiGpuFlatV1;
-    meta.binaryFormat = rt::BinaryFormat::Cubin; // PTX when ptxas is absent
-    meta.blockThreads = blockM / 16 * 32;        // Checked against the launch.
+    // Provisional: the bundle takes the launch the lowering chose.
+    meta.binaryFormat = meta.target == rt::Target::Hip
+                            ? rt::BinaryFormat::Hsaco
+                            : rt::BinaryFormat::Cubin;
+    meta.blockThreads = 64;
   }
   if (emit != "bundle" && emit != "mlir" && emit != "llvm" && emit != "isa")
     return error("unknown --emit '" + emit +

@@ -25,7 +25,8 @@ namespace fmha::compile {
 
 extern llvm::cl::OptionCategory category;
 extern llvm::cl::opt<std::string> target, chip, dtype, mask, emit, output;
-extern llvm::cl::opt<int64_t> hq, hk, headDim, headDimV, blockM, blockN;
+extern llvm::cl::opt<int64_t> hq, hk, headDim, headDimV, blockM, blockN,
+    warpRows;
 extern llvm::cl::opt<double> scale, softcap;
 extern llvm::cl::opt<bool> bwd;
 

@@ -206,32 +206,50 @@ std::string findPtxas() {
   return {};
 }
 
-/// The NVVM pipeline; writes a cubin (ptxas present) or PTX bundle, or prints
-/// the IR / LLVM IR / PTX.
-int compileCuda(ModuleOp module, rt::BundleMeta &meta) {
-  mlir::fmha::NVVMPipelineOptions options;
-  options.chip = meta.chip;
-  options.blockM = meta.blockM;
-  options.blockN = meta.blockN;
-  options.kernelName = meta.kernel;
-  std::string ptxas = findPtxas();
-  if (emit == "llvm")
-    options.format = "llvm";
-  else if (emit == "bundle" && !ptxas.empty())
-    options.format = "bin";
-  else
-    options.format = "isa";
+/// The GPU pipeline of the target: cuda writes a cubin (ptxas present) or
+/// PTX bundle, hip an hsaco bundle; --emit prints the IR, the kernel's LLVM
+/// IR or its assembly (PTX, AMDGPU ISA) instead.
+int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
   PassManager pm(module.getContext());
-  mlir::fmha::buildFmhaToNVVMPipeline(pm, options);
-  // gpu-module-to-binary finds ptxas through the CUDA toolkit path.
-  if (!ptxas.empty()) {
-    llvm::SmallString<128> toolkit(ptxas);
-    llvm::sys::path::remove_filename(toolkit); // .../bin
-    llvm::sys::path::remove_filename(toolkit); // the toolkit
-    setenv("CUDA_ROOT", toolkit.c_str(), /*overwrite=*/0);
+  std::string format;
+  if (meta.target == rt::Target::Cuda) {
+    mlir::fmha::NVVMPipelineOptions options;
+    options.chip = meta.chip;
+    options.blockM = meta.blockM;
+    options.blockN = meta.blockN;
+    options.warpRows = warpRows;
+    options.kernelName = meta.kernel;
+    std::string ptxas = findPtxas();
+    if (emit == "llvm")
+      options.format = "llvm";
+    else if (emit == "bundle" && !ptxas.empty())
+      options.format = "bin";
+    else
+      options.format = "isa";
+    format = options.format;
+    mlir::fmha::buildFmhaToNVVMPipeline(pm, options);
+    // gpu-module-to-binary finds ptxas through the CUDA toolkit path.
+    if (!ptxas.empty()) {
+      llvm::SmallString<128> toolkit(ptxas);
+      llvm::sys::path::remove_filename(toolkit); // .../bin
+      llvm::sys::path::remove_filename(toolkit); // the toolkit
+      setenv("CUDA_ROOT", toolkit.c_str(), /*overwrite=*/0);
+    }
+  } else {
+    mlir::fmha::ROCDLPipelineOptions options;
+    options.chip = meta.chip;
+    options.blockM = meta.blockM;
+    options.blockN = meta.blockN;
+    options.warpRows = warpRows;
+    options.kernelName = meta.kernel;
+    options.format = emit == "llvm" ? "llvm" : emit == "bundle" ? "bin" : "isa";
+    format = options.format;
+    mlir::fmha::buildFmhaToROCDLPipeline(pm, options);
+    // The device libraries and ld.lld are found under ROCM_PATH.
+    setenv("ROCM_PATH", FMHA_ROCM_PATH, /*overwrite=*/0);
   }
   if (failed(pm.run(module)))
-    fail("the fmha-to-nvvm pipeline failed (see above)");
+    fail("the " + target + " GPU pipeline failed (see above)");
   if (emit == "mlir") {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -280,7 +298,9 @@ int compileCuda(ModuleOp module, rt::BundleMeta &meta) {
     writeText(binary);
     return 0;
   }
-  if (options.format == "bin") {
+  if (meta.target == rt::Target::Hip) {
+    meta.binaryFormat = rt::BinaryFormat::Hsaco;
+  } else if (format == "bin") {
     meta.binaryFormat = rt::BinaryFormat::Cubin;
   } else {
     meta.binaryFormat = rt::BinaryFormat::Ptx;
@@ -327,8 +347,8 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = buildForward(ctx, meta);
   if (failed(verify(*module)))
     fail("the attention op does not verify (see above)");
-  if (meta.target == rt::Target::Cuda)
-    return compileCuda(*module, meta);
+  if (meta.target != rt::Target::Cpu)
+    return compileGpu(*module, meta);
 
   PassManager pm(&ctx);
   mlir::fmha::CpuPipelineOptions options;
