@@ -149,6 +149,11 @@ LoadedKernel::~LoadedKernel() = default;
 Backend::~Backend() = default;
 StreamTimer::~StreamTimer() = default;
 
+Expected<LaunchDims> LoadedKernel::launchDims(const Problem &) const {
+  return Status::error(ErrorCode::InvalidArgument,
+                       "a host kernel has no GPU launch");
+}
+
 namespace {
 
 /// The wall clock between synchronize() calls.
@@ -294,6 +299,10 @@ Status Kernel::checkProblem(const Problem &p) const {
                                " does not match bundle " + f.name + "=" +
                                std::to_string(f.bundle));
   return Status::success();
+}
+
+Expected<LaunchDims> Kernel::launchDims(const Problem &p) const {
+  return loaded_->launchDims(p);
 }
 
 Status Kernel::run(const Problem &p, const ForwardArgs &args,

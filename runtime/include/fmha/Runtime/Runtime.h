@@ -186,7 +186,8 @@ struct LaunchDims {
 /// The launch of a GPU bundle for `p` (the grid rule in Bundle.h). Fails
 /// with InvalidArgument, naming the dimension and the limit, when the grid
 /// exceeds `maxGrid` (the device's maximum grid size; CUDA's is
-/// {2^31-1, 65535, 65535}).
+/// {2^31-1, 65535, 65535}). Kernel::launchDims applies the device's own
+/// limits.
 Expected<LaunchDims> gpuLaunchDims(const BundleMeta &meta, const Problem &p,
                                    const int64_t (&maxGrid)[3] = {
                                        2147483647, 65535, 65535});
@@ -215,6 +216,10 @@ public:
   virtual ~LoadedKernel();
   virtual Status launchForward(const Problem &p, const ForwardArgs &args,
                                void *stream) = 0;
+  /// The launch of a GPU kernel for `p` within its device's limits
+  /// (gpuLaunchDims with the device's maximum grid); InvalidArgument for a
+  /// host kernel.
+  virtual Expected<LaunchDims> launchDims(const Problem &p) const;
 };
 
 /// One execution target: loads binaries, owns memory, synchronises. The host
@@ -296,6 +301,11 @@ public:
   /// hq, hk, d and dv must equal the bundle's. Messages read
   /// "problem Hq=8 does not match bundle Hq=16".
   Status checkProblem(const Problem &p) const;
+
+  /// The grid, block and dynamic shared memory a GPU bundle launches for
+  /// `p` on its device; fails (nothing is launched) when the grid exceeds
+  /// the device's limits, or for a cpu bundle.
+  Expected<LaunchDims> launchDims(const Problem &p) const;
 
   /// Checks the problem and the pointers, then launches the forward kernel
   /// on `stream` (ignored by the host backend, which runs synchronously).
