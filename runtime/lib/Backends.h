@@ -29,6 +29,12 @@ Expected<std::unique_ptr<Backend>> createHostBackend();
 /// one of its functions or a device is missing.
 Expected<std::unique_ptr<Backend>> createCudaBackend();
 
+/// The HIP backend over the HIP runtime API, dlopen'ed at run time
+/// (libamdhip64.so, .so.5, .so.6 or .so.7, or $FMHA_HIP_LIBRARY). Fails
+/// with BackendUnavailable when the library, one of its functions or an AMD
+/// GPU is missing.
+Expected<std::unique_ptr<Backend>> createHipBackend();
+
 } // namespace fmha::rt::detail
 
 #endif // FMHA_RUNTIME_LIB_BACKENDS_H

@@ -188,9 +188,9 @@ Expected<std::unique_ptr<StreamTimer>> Backend::createTimer() {
 Expected<Backend *> getBackend(Target target) {
   static std::mutex mutex;
   static std::unique_ptr<Backend> host;
-  // The CUDA backend is never destroyed: the driver may already be torn
-  // down when static destructors run.
-  static Backend *cuda = nullptr;
+  // GPU backends are never destroyed: the driver may already be torn down
+  // when static destructors run.
+  static Backend *gpu[2] = {nullptr, nullptr};
   std::lock_guard<std::mutex> lock(mutex);
   switch (target) {
   case Target::Cpu:
@@ -202,21 +202,21 @@ Expected<Backend *> getBackend(Target target) {
     }
     return host.get();
   case Target::Cuda:
-    if (!cuda) {
-      // A failure is not cached: a later call tries the driver again.
-      Expected<std::unique_ptr<Backend>> created = detail::createCudaBackend();
+  case Target::Hip: {
+    Backend *&backend = gpu[target == Target::Hip];
+    if (!backend) {
+      // A failure is not cached: a later call tries the library again.
+      Expected<std::unique_ptr<Backend>> created =
+          target == Target::Cuda ? detail::createCudaBackend()
+                                 : detail::createHipBackend();
       if (!created.ok())
         return created.status();
-      cuda = created.take().release();
+      backend = created.take().release();
     }
-    return cuda;
-  case Target::Hip:
-    break;
+    return backend;
   }
-  return Status::error(ErrorCode::BackendUnavailable,
-                       std::string("backend '") + toString(target) +
-                           "' is not available yet in this runtime (cpu and "
-                           "cuda bundles run)");
+  }
+  return Status::error(ErrorCode::InvalidArgument, "unknown target");
 }
 
 DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&o) noexcept {

@@ -270,6 +270,36 @@ TEST(Bundle, GpuLaunchKeysAndAbi) {
             "target cpu needs abi memref-ciface-v1, got gpu-flat-v1");
 }
 
+TEST(Bundle, HipNeedsHsacoAndGpuFlatV1) {
+  BundleMeta m = fmha::test::fakeGpuMeta(Target::Hip, DType::F16, 8, 2, 128,
+                                         128, "b");
+  m.sharedBytes = 32768;
+  std::string bytes, err, binary;
+  ASSERT_TRUE(serializeBundle(m, kBinary, &bytes, &err)) << err;
+  BundleMeta out;
+  ASSERT_TRUE(parseBundle(bytes, "h.fmha", &out, &binary, &err)) << err;
+  EXPECT_EQ(out.target, Target::Hip);
+  EXPECT_EQ(out.chip, "gfx942");
+  EXPECT_EQ(out.binaryFormat, BinaryFormat::Hsaco);
+  EXPECT_EQ(out.abi, kAbiGpuFlatV1);
+  EXPECT_EQ(out.blockThreads, 256);
+  EXPECT_EQ(out.sharedBytes, 32768);
+
+  BundleMeta bad = m;
+  bad.binaryFormat = BinaryFormat::Ptx;
+  EXPECT_EQ(bad.validate(), "target hip needs binary_format hsaco, got ptx");
+  bad = m;
+  bad.abi = kAbiMemrefCifaceV1;
+  EXPECT_EQ(bad.validate(),
+            "target hip needs abi gpu-flat-v1, got memref-ciface-v1");
+  bad = m;
+  bad.chip = "";
+  EXPECT_EQ(bad.validate(), "target hip needs a chip");
+  bad = m;
+  bad.blockThreads = 0;
+  EXPECT_EQ(bad.validate(), "block_threads must be in 1..1024, got 0");
+}
+
 TEST(Bundle, BadValues) {
   struct Case {
     const char *key, *line, *message;

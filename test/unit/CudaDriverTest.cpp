@@ -24,53 +24,18 @@
 using namespace fmha;
 using namespace fmha::rt;
 using fmha::test::fakeCudaMeta;
-using fmha::test::fakeCudaModule;
+using fmha::test::fakeModule;
+using fmha::test::ScopedEnv;
+using fmha::test::startsWith;
 
 namespace {
 
-/// Sets environment variables for one test and restores them after.
-class ScopedEnv {
-public:
-  void set(const char *name, const char *value) {
-    const char *old = std::getenv(name);
-    saved_.push_back({name, old ? std::optional<std::string>(old)
-                                : std::optional<std::string>()});
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second)
-        setenv(it->first.c_str(), it->second->c_str(), 1);
-      else
-        unsetenv(it->first.c_str());
-    }
-  }
-
-private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
-
-bool startsWith(const std::string &s, const std::string &prefix) {
-  return s.rfind(prefix, 0) == 0;
-}
-
-Status cudaBackendError() {
-  Expected<Backend *> b = getBackend(Target::Cuda);
-  EXPECT_FALSE(b.ok());
-  if (b.ok())
-    return Status();
-  EXPECT_EQ(b.status().code(), ErrorCode::BackendUnavailable);
-  EXPECT_EQ(b.message().find('\n'), std::string::npos);
-  return b.status();
-}
+Status cudaBackendError() { return fmha::test::backendError(Target::Cuda); }
 
 std::string cudaBundle() {
   BundleMeta m = fakeCudaMeta(DType::BF16, 4, 2, 16, 16, "b");
   std::string bytes, err;
-  EXPECT_TRUE(serializeBundle(m, fakeCudaModule(m), &bytes, &err)) << err;
+  EXPECT_TRUE(serializeBundle(m, fakeModule(m), &bytes, &err)) << err;
   return bytes;
 }
 
@@ -135,45 +100,31 @@ TEST(CudaDriver, NoDevice) {
   EXPECT_EQ(k.message(), "bundle 'a': no CUDA device: cuInit failed: "
                          "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is "
                          "detected)");
-
-  env.set("FMHA_FAKE_CUDA", "device");
-  env.set("FMHA_FAKE_CUDA_DEVICES", "0");
-  s = cudaBackendError();
-  EXPECT_EQ(s.message(), "no CUDA device: the driver reports 0 devices");
 }
 
-TEST(CudaDriver, FailingInitAndUnnamedErrors) {
-  ScopedEnv env;
-  env.set("FMHA_CUDA_LIBRARY", FMHA_FAKE_CUDA_PATH);
-  env.set("FMHA_FAKE_CUDA", "device");
-  env.set("FMHA_FAKE_CUDA_FAIL", "cuInit=3");
-  EXPECT_EQ(cudaBackendError().message(),
-            "the CUDA driver did not initialize: cuInit failed: "
-            "CUDA_ERROR_NOT_INITIALIZED (initialization error)");
-  env.set("FMHA_FAKE_CUDA_FAIL", "cuInit=12345");
-  EXPECT_EQ(cudaBackendError().message(),
-            "the CUDA driver did not initialize: cuInit failed: CUresult "
-            "12345");
-  env.set("FMHA_FAKE_CUDA_FAIL", "cuDevicePrimaryCtxRetain=101");
-  EXPECT_EQ(cudaBackendError().message(),
-            "cuDevicePrimaryCtxRetain failed: CUDA_ERROR_INVALID_DEVICE "
-            "(invalid device ordinal)");
-  env.set("FMHA_FAKE_CUDA_FAIL", "cuDeviceGetAttribute=1");
-  EXPECT_EQ(cudaBackendError().message(),
-            "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR) failed: "
-            "CUDA_ERROR_INVALID_VALUE (invalid argument)");
-}
-
-TEST(CudaDriver, BadDeviceSelection) {
-  ScopedEnv env;
-  env.set("FMHA_CUDA_LIBRARY", FMHA_FAKE_CUDA_PATH);
-  env.set("FMHA_FAKE_CUDA", "device");
-  env.set("FMHA_CUDA_DEVICE", "3");
-  EXPECT_EQ(cudaBackendError().message(),
-            "FMHA_CUDA_DEVICE=3 but the driver reports 1 device(s)");
-  env.set("FMHA_CUDA_DEVICE", "gpu0");
-  EXPECT_EQ(cudaBackendError().message(),
-            "FMHA_CUDA_DEVICE='gpu0' is not a device number");
+TEST(CudaDriver, InitFailures) {
+  fmha::test::expectBackendErrors(
+      Target::Cuda,
+      {{{{"FMHA_CUDA_LIBRARY", FMHA_FAKE_CUDA_PATH},
+         {"FMHA_FAKE_CUDA", "device"},
+         {"FMHA_FAKE_CUDA_DEVICES", "0"}},
+        "no CUDA device: the driver reports 0 devices"},
+       {{{"FMHA_FAKE_CUDA_DEVICES", nullptr},
+         {"FMHA_FAKE_CUDA_FAIL", "cuInit=3"}},
+        "the CUDA driver did not initialize: cuInit failed: "
+        "CUDA_ERROR_NOT_INITIALIZED (initialization error)"},
+       {{{"FMHA_FAKE_CUDA_FAIL", "cuInit=12345"}},
+        "the CUDA driver did not initialize: cuInit failed: CUresult 12345"},
+       {{{"FMHA_FAKE_CUDA_FAIL", "cuDevicePrimaryCtxRetain=101"}},
+        "cuDevicePrimaryCtxRetain failed: CUDA_ERROR_INVALID_DEVICE (invalid "
+        "device ordinal)"},
+       {{{"FMHA_FAKE_CUDA_FAIL", "cuDeviceGetAttribute=1"}},
+        "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR) failed: "
+        "CUDA_ERROR_INVALID_VALUE (invalid argument)"},
+       {{{"FMHA_FAKE_CUDA_FAIL", nullptr}, {"FMHA_CUDA_DEVICE", "3"}},
+        "FMHA_CUDA_DEVICE=3 but the driver reports 1 device(s)"},
+       {{{"FMHA_CUDA_DEVICE", "gpu0"}},
+        "FMHA_CUDA_DEVICE='gpu0' is not a device number"}});
 }
 
 TEST(GpuFlatV1, ParameterLayout) {

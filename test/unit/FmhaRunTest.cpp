@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 using namespace fmha;
 using namespace fmha::rt;
 using fmha::test::CommandResult;
@@ -57,6 +59,7 @@ TEST_F(FmhaRun, HelpAndVersion) {
   EXPECT_TRUE(contains(r.output, "USAGE: fmha-run FILE"));
   EXPECT_TRUE(contains(r.output, "--show-mask"));
   EXPECT_TRUE(contains(r.output, "visible (i,j) pairs")) << r.output;
+  EXPECT_TRUE(contains(r.output, "$FMHA_HIP_LIBRARY")) << r.output;
   r = run("-h");
   EXPECT_EQ(r.exitCode, 0);
   r = run("--version");
@@ -273,90 +276,127 @@ TEST_F(FmhaRun, Bench) {
 }
 
 //===----------------------------------------------------------------------===//
-// cuda bundles (the fake driver of FakeCuda.cpp, or none)
+// GPU bundles (the fake libraries of FakeCuda.cpp and FakeHip.cpp, or none)
 //===----------------------------------------------------------------------===//
 
-class FmhaRunCuda : public FmhaRun {
+/// One GPU target through its fake library, and what fmha-run says.
+struct GpuCase {
+  const char *name;
+  Target target;
+  const char *libraryVar; ///< FMHA_CUDA_LIBRARY
+  const char *fake;       ///< the fake library
+  const char *fakeVar;    ///< FMHA_FAKE_CUDA
+  const char *description;
+  const char *badModule; ///< part of the message for a module the fake rejects
+  const char *launchFail, *launchMessage; ///< an injected launch failure
+  const char *missingLibrary;             ///< the message without the library
+};
+
+const GpuCase kGpuCases[] = {
+    {"cuda", Target::Cuda, "FMHA_CUDA_LIBRARY", FMHA_FAKE_CUDA_PATH,
+     "FMHA_FAKE_CUDA", "cuda: FMHA fake GPU (sm_90, device 0)",
+     "': cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (a PTX JIT "
+     "compilation failed)",
+     "cuLaunchKernel=701",
+     "fmha-run: error: cuLaunchKernel failed: "
+     "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested for "
+     "launch); kernel 'fmha_fwd', grid (1,2,1), block (128,1,1), shared 0 "
+     "bytes\n",
+     "CUDA driver not found: dlopen /nonexistent/lib.so failed: "
+     "/nonexistent/lib.so: cannot open shared object file: No such file or "
+     "directory"},
+    {"hip", Target::Hip, "FMHA_HIP_LIBRARY", FMHA_FAKE_HIP_PATH,
+     "FMHA_FAKE_HIP", "hip: FMHA fake AMD GPU (304 CUs, wave64, device 0)",
+     "': hipModuleLoadData failed: hipErrorInvalidImage (device kernel image "
+     "is invalid); bundle chip gfx942, binary_format hsaco, device FMHA fake "
+     "AMD GPU\n",
+     "hipModuleLaunchKernel=701",
+     "fmha-run: error: hipModuleLaunchKernel failed: "
+     "hipErrorLaunchOutOfResources (too many resources requested for "
+     "launch); kernel 'fmha_fwd', grid (1,2,1), block (256,1,1), shared 0 "
+     "bytes\n",
+     "HIP runtime not found: dlopen /nonexistent/lib.so failed: "
+     "/nonexistent/lib.so: cannot open shared object file: No such file or "
+     "directory"},
+};
+
+void PrintTo(const GpuCase &c, std::ostream *os) { *os << c.name; }
+
+class FmhaRunGpu : public FmhaRun,
+                   public ::testing::WithParamInterface<GpuCase> {
 protected:
-  std::string cudaBundle(DType t, int64_t hq, int64_t hk, int64_t d, int64_t dv,
-                         const char *mask = "0", const std::string &extra = "",
-                         int64_t sharedBytes = 0) {
-    BundleMeta m = fmha::test::fakeCudaMeta(t, hq, hk, d, dv, mask);
+  std::string gpuBundle(DType t, int64_t hq, int64_t hk, int64_t d, int64_t dv,
+                        const char *mask = "0", const std::string &extra = "",
+                        int64_t sharedBytes = 0) {
+    BundleMeta m =
+        fmha::test::fakeGpuMeta(GetParam().target, t, hq, hk, d, dv, mask);
     m.sharedBytes = sharedBytes;
-    std::string path = dir_.file("cuda" + std::to_string(counter_++) + ".fmha");
+    std::string path = dir_.file(std::string(GetParam().name) +
+                                 std::to_string(counter_++) + ".fmha");
     std::string err;
-    EXPECT_TRUE(
-        writeBundle(path, m, fmha::test::fakeCudaModule(m, extra), &err))
+    EXPECT_TRUE(writeBundle(path, m, fmha::test::fakeModule(m, extra), &err))
         << err;
     return path;
   }
-  /// fmha-run with the fake driver in its one-device mode.
-  CommandResult runFake(const std::string &args) {
-    return run("env FMHA_CUDA_LIBRARY=" FMHA_FAKE_CUDA_PATH
-               " FMHA_FAKE_CUDA=device " FMHA_RUN_PATH " " +
-               args);
+  /// fmha-run with `env` ("VAR=x ...") in front.
+  CommandResult runWith(const std::string &env, const std::string &args) {
+    return fmha::test::runCommand("env " + env + " " + FMHA_RUN_PATH + " " +
+                                  args);
   }
-  CommandResult run(const std::string &cmdline) {
-    return fmha::test::runCommand(cmdline);
+  /// fmha-run with the fake library in its one-device mode.
+  CommandResult runFake(const std::string &args,
+                        const std::string &moreEnv = "") {
+    const GpuCase &c = GetParam();
+    return runWith(std::string(c.libraryVar) + "=" + c.fake + " " + c.fakeVar +
+                       "=device " + moreEnv,
+                   args);
   }
 };
 
-TEST_F(FmhaRunCuda, MissingDriverIsExit2) {
-  std::string b = cudaBundle(DType::BF16, 4, 2, 16, 16, "b");
-  CommandResult r = run("env FMHA_CUDA_LIBRARY=/nonexistent/libcuda.so.1 " +
-                        std::string(FMHA_RUN_PATH) + " " + b +
-                        " -b 1 --sq 8 --sk 8 --validate");
+TEST_P(FmhaRunGpu, MissingLibraryIsExit2) {
+  std::string b = gpuBundle(DType::BF16, 4, 2, 16, 16, "b");
+  CommandResult r =
+      runWith(std::string(GetParam().libraryVar) + "=/nonexistent/lib.so",
+              b + " -b 1 --sq 8 --sk 8 --validate");
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_EQ(r.output, "fmha-run: error: bundle '" + b +
-                          "': CUDA driver not found: dlopen "
-                          "/nonexistent/libcuda.so.1 failed: "
-                          "/nonexistent/libcuda.so.1: cannot open shared "
-                          "object file: No such file or directory\n");
-  // Not even a module: the driver is looked for first.
+                          "': " + GetParam().missingLibrary + "\n");
+  // Not even a module: the library is looked for first.
   std::string fake = dir_.file("fake.fmha");
-  BundleMeta m = fmha::test::fakeCudaMeta(DType::F16, 2, 2, 8, 8);
+  BundleMeta m =
+      fmha::test::fakeGpuMeta(GetParam().target, DType::F16, 2, 2, 8, 8);
   std::string err;
-  ASSERT_TRUE(writeBundle(fake, m, "not a cubin", &err)) << err;
-  r = run("env FMHA_CUDA_LIBRARY=/nonexistent/libcuda.so.1 " +
-          std::string(FMHA_RUN_PATH) + " " + fake + " -b 1 --sq 8 --sk 8");
+  ASSERT_TRUE(writeBundle(fake, m, "not a module", &err)) << err;
+  r = runWith(std::string(GetParam().libraryVar) + "=/nonexistent/lib.so",
+              fake + " -b 1 --sq 8 --sk 8");
   EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, "CUDA driver not found: dlopen "
-                                 "/nonexistent/libcuda.so.1 failed"))
-      << r.output;
+  EXPECT_TRUE(contains(r.output, GetParam().missingLibrary)) << r.output;
 }
 
-TEST_F(FmhaRunCuda, NoDeviceIsExit2) {
-  std::string b = cudaBundle(DType::BF16, 4, 2, 16, 16, "b");
-  CommandResult r = run("env FMHA_CUDA_LIBRARY=" FMHA_FAKE_CUDA_PATH
-                        " FMHA_FAKE_CUDA=none " FMHA_RUN_PATH " " +
-                        b + " -b 1 --sq 8 --sk 8");
-  EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_EQ(r.output, "fmha-run: error: bundle '" + b +
-                          "': no CUDA device: cuInit failed: "
-                          "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is "
-                          "detected)\n");
-}
-
-TEST_F(FmhaRunCuda, ValidateBenchSaveLoad) {
+TEST_P(FmhaRunGpu, ValidateBenchSaveLoad) {
   struct Case {
     std::string bundle, args;
   } cases[] = {
-      {cudaBundle(DType::BF16, 8, 2, 32, 32, "b"), "-b 2 --sq 33 --sk 50"},
-      {cudaBundle(DType::F16, 4, 1, 16, 16, "t:7,0,3"), "-b 1 --sq 1 --sk 40"},
-      {cudaBundle(DType::BF16, 2, 2, 16, 8, "0", "", 65536),
+      {gpuBundle(DType::BF16, 8, 2, 32, 32, "b"), "-b 2 --sq 33 --sk 50"},
+      {gpuBundle(DType::F16, 4, 1, 16, 16, "t:7,0,3"), "-b 1 --sq 1 --sk 40"},
+      {gpuBundle(DType::BF16, 2, 2, 16, 8, "0", "", 65536),
        "-b 3 --sq 17 --sk 5"},
   };
   for (const Case &c : cases) {
     CommandResult r = runFake(c.bundle + " " + c.args + " --validate");
     EXPECT_EQ(r.exitCode, 0) << c.args << "\n" << r.output;
-    EXPECT_TRUE(contains(r.output, "(cuda: FMHA fake GPU (sm_90, device 0)"))
+    EXPECT_TRUE(
+        contains(r.output, std::string("(") + GetParam().description + ","))
         << r.output;
     EXPECT_TRUE(contains(r.output, "launch grid=(")) << r.output;
     EXPECT_TRUE(contains(r.output, "\nPASS")) << r.output;
   }
   CommandResult r = runFake(cases[0].bundle + " " + cases[0].args);
-  EXPECT_TRUE(contains(r.output, "launch grid=(3,8,2) block=(128,1,1) "
-                                 "shared_bytes=0 abi=gpu-flat-v1\n"))
+  BundleMeta m = fmha::test::fakeGpuMeta(GetParam().target, DType::BF16, 8, 2,
+                                         32, 32, "b");
+  EXPECT_TRUE(contains(r.output, "launch grid=(3,8,2) block=(" +
+                                     std::to_string(m.blockThreads) +
+                                     ",1,1) shared_bytes=0 abi=gpu-flat-v1\n"))
       << r.output;
 
   r = runFake(cases[0].bundle + " -b 1 --sq 20 --sk 20 --bench --iters 6 "
@@ -368,7 +408,7 @@ TEST_F(FmhaRunCuda, ValidateBenchSaveLoad) {
   EXPECT_TRUE(contains(r.output, " TFLOP/s=")) << r.output;
   EXPECT_TRUE(contains(r.output, " input_copies=4 ")) << r.output;
 
-  std::string out1 = dir_.file("cuda-save"), out2 = dir_.file("cuda-save2");
+  std::string out1 = dir_.file("gpu-save"), out2 = dir_.file("gpu-save2");
   r = runFake(cases[1].bundle + " " + cases[1].args + " --save " + out1);
   ASSERT_EQ(r.exitCode, 0) << r.output;
   r = runFake(cases[1].bundle + " --load " + out1 + " --validate --save " +
@@ -383,43 +423,176 @@ TEST_F(FmhaRunCuda, ValidateBenchSaveLoad) {
   EXPECT_EQ(o1.data, o2.data);
 }
 
-TEST_F(FmhaRunCuda, FailuresThroughTheDriver) {
+TEST_P(FmhaRunGpu, FailuresThroughTheLibrary) {
   // A wrong result is caught by --validate (exit 1).
   std::string flawed =
-      cudaBundle(DType::BF16, 2, 2, 16, 16, "0", "flaw=perturb\n");
+      gpuBundle(DType::BF16, 2, 2, 16, 16, "0", "flaw=perturb\n");
   CommandResult r = runFake(flawed + " -b 1 --sq 4 --sk 4 --validate");
   EXPECT_EQ(r.exitCode, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "\nFAIL: rel_err")) << r.output;
 
-  // A module the driver rejects.
+  // A module the library rejects.
   std::string bad = dir_.file("bad.fmha");
-  BundleMeta m = fmha::test::fakeCudaMeta(DType::F16, 2, 2, 8, 8);
+  BundleMeta m =
+      fmha::test::fakeGpuMeta(GetParam().target, DType::F16, 2, 2, 8, 8);
   std::string err;
   ASSERT_TRUE(writeBundle(bad, m, "junk", &err)) << err;
   r = runFake(bad + " -b 1 --sq 4 --sk 4");
   EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, "': cuModuleLoadDataEx failed: "
-                                 "CUDA_ERROR_INVALID_PTX (a PTX JIT "
-                                 "compilation failed)"))
-      << r.output;
+  EXPECT_TRUE(contains(r.output, GetParam().badModule)) << r.output;
 
   // A grid over the limit: nothing runs.
-  std::string wide = cudaBundle(DType::F16, 2, 2, 1, 1);
+  std::string wide = gpuBundle(DType::F16, 2, 2, 1, 1);
   r = runFake(wide + " -b 70000 --sq 1 --sk 1");
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_EQ(r.output, "fmha-run: error: grid z = B = 70000 exceeds the "
                       "device limit 65535; nothing was launched\n");
 
   // A launch error.
-  std::string ok = cudaBundle(DType::F16, 2, 2, 8, 8);
-  r = run("env FMHA_CUDA_LIBRARY=" FMHA_FAKE_CUDA_PATH
-          " FMHA_FAKE_CUDA=device FMHA_FAKE_CUDA_FAIL=cuLaunchKernel=701 " +
-          std::string(FMHA_RUN_PATH) + " " + ok + " -b 1 --sq 4 --sk 4");
+  std::string ok = gpuBundle(DType::F16, 2, 2, 8, 8);
+  r = runFake(ok + " -b 1 --sq 4 --sk 4", std::string(GetParam().fakeVar) +
+                                              "_FAIL=" + GetParam().launchFail);
   EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_EQ(r.output, "fmha-run: error: cuLaunchKernel failed: "
-                      "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources "
-                      "requested for launch); kernel 'fmha_fwd', grid "
-                      "(1,2,1), block (128,1,1), shared 0 bytes\n");
+  EXPECT_EQ(r.output, GetParam().launchMessage);
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, FmhaRunGpu, ::testing::ValuesIn(kGpuCases),
+                         [](const ::testing::TestParamInfo<GpuCase> &info) {
+                           return std::string(info.param.name);
+                         });
+
+TEST_F(FmhaRun, CudaWithoutDeviceIsExit2) {
+  std::string b = dir_.file("cuda.fmha"), err;
+  BundleMeta m = fmha::test::fakeCudaMeta(DType::BF16, 4, 2, 16, 16, "b");
+  ASSERT_TRUE(writeBundle(b, m, fmha::test::fakeModule(m), &err)) << err;
+  CommandResult r =
+      fmha::test::runCommand("env FMHA_CUDA_LIBRARY=" FMHA_FAKE_CUDA_PATH
+                             " FMHA_FAKE_CUDA=none " FMHA_RUN_PATH " " +
+                             b + " -b 1 --sq 8 --sk 8");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_EQ(r.output, "fmha-run: error: bundle '" + b +
+                          "': no CUDA device: cuInit failed: "
+                          "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is "
+                          "detected)\n");
+}
+
+//===----------------------------------------------------------------------===//
+// hip bundles without an AMD GPU: the fake runtime, Debian's real one
+//===----------------------------------------------------------------------===//
+
+class FmhaRunHip : public FmhaRun {
+protected:
+  std::string hipBundle() {
+    std::string path = dir_.file("hip" + std::to_string(counter_++) + ".fmha");
+    BundleMeta m =
+        fmha::test::fakeGpuMeta(Target::Hip, DType::F16, 4, 2, 16, 16, "b");
+    std::string err;
+    EXPECT_TRUE(writeBundle(path, m, fmha::test::fakeModule(m), &err)) << err;
+    return path;
+  }
+  CommandResult runWith(const std::string &env, const std::string &args) {
+    return fmha::test::runCommand("env " + env + " " + FMHA_RUN_PATH + " " +
+                                  args);
+  }
+  /// What the HIP backend adds when the machine has no /dev/kfd.
+  static std::string kfdNote() {
+    return access("/dev/kfd", F_OK) == 0
+               ? ""
+               : "; /dev/kfd is missing: no ROCm kernel driver (amdgpu) on "
+                 "this machine";
+  }
+};
+
+TEST_F(FmhaRunHip, NoDeviceIsExit2) {
+  // The fake answers as ROCm 5.2 does without a GPU.
+  std::string b = hipBundle();
+  CommandResult r =
+      runWith("FMHA_HIP_LIBRARY=" FMHA_FAKE_HIP_PATH " FMHA_FAKE_HIP=none",
+              b + " -b 1 --sq 8 --sk 8 --validate");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_EQ(r.output, "fmha-run: error: bundle '" + b +
+                          "': no AMD GPU found (hipGetDeviceCount: "
+                          "hipErrorNoDevice (no ROCm-capable device is "
+                          "detected); hipInit: hipErrorInvalidDevice "
+                          "(invalid device ordinal)" +
+                          kfdNote() + ")\n");
+}
+
+TEST_F(FmhaRunHip, DeviceFromTheEnvironment) {
+  std::string b = hipBundle();
+  CommandResult r = runWith("FMHA_HIP_LIBRARY=" FMHA_FAKE_HIP_PATH
+                            " FMHA_FAKE_HIP=device FMHA_FAKE_HIP_DEVICES=2 "
+                            "FMHA_HIP_DEVICE=1",
+                            b + " -b 2 --sq 20 --sk 30 --validate");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "(hip: FMHA fake AMD GPU (304 CUs, wave64, "
+                                 "device 1), f16, mask=b"))
+      << r.output;
+  r = runWith("FMHA_HIP_LIBRARY=" FMHA_FAKE_HIP_PATH
+              " FMHA_FAKE_HIP=device FMHA_HIP_DEVICE=2",
+              b + " -b 2 --sq 20 --sk 30");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_EQ(r.output, "fmha-run: error: bundle '" + b +
+                          "': FMHA_HIP_DEVICE=2 but the HIP runtime reports "
+                          "1 device(s)\n");
+}
+
+TEST_F(FmhaRunHip, DefaultLibraryNames) {
+  // Without FMHA_HIP_LIBRARY: libamdhip64.so, .so.5, .so.6, .so.7. Either
+  // none is installed, or one is and (no AMD GPU here) reports no device.
+  if (access("/dev/kfd", F_OK) == 0)
+    GTEST_SKIP() << "/dev/kfd exists: this machine may have an AMD GPU";
+  std::string b = hipBundle();
+  CommandResult r = runWith("-u FMHA_HIP_LIBRARY", b + " -b 1 --sq 8 --sk 8");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  const std::string prefix = "fmha-run: error: bundle '" + b + "': ";
+  const std::string notFound =
+      prefix + "HIP runtime not found: dlopen libamdhip64.so failed: "
+               "libamdhip64.so: cannot open shared object file: No such file "
+               "or directory (also tried libamdhip64.so.5, libamdhip64.so.6, "
+               "libamdhip64.so.7)\n";
+  EXPECT_TRUE(r.output == notFound ||
+              r.output.rfind(prefix + "no AMD GPU found (", 0) == 0)
+      << r.output;
+}
+
+/// Debian's HIP runtime (package libamdhip64-5), found by its file name.
+std::string debianHipRuntime() {
+  for (const char *dir :
+       {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+        "/usr/lib"}) {
+    std::string path = std::string(dir) + "/libamdhip64.so.5";
+    if (access(path.c_str(), R_OK) == 0)
+      return path;
+  }
+  return "";
+}
+
+TEST_F(FmhaRunHip, DebianRuntimeWithoutGpuReportsNoDevice) {
+  // The real library: dlopen, every symbol, hipInit and hipGetDeviceCount
+  // run; on a machine without an AMD GPU the answer is "no AMD GPU found".
+  std::string library = debianHipRuntime();
+  if (library.empty())
+    GTEST_SKIP() << "Debian's HIP runtime is not installed (package "
+                    "libamdhip64-5, libamdhip64.so.5; scripts/setup.sh "
+                    "installs it)";
+  if (access("/dev/kfd", F_OK) == 0)
+    GTEST_SKIP() << "/dev/kfd exists: this machine may have an AMD GPU, so "
+                    "the no-device answer cannot be checked";
+  std::string b = hipBundle();
+  for (const std::string &env :
+       {"FMHA_HIP_LIBRARY=" + library, std::string("-u FMHA_HIP_LIBRARY")}) {
+    SCOPED_TRACE(env);
+    CommandResult r = runWith(env, b + " -b 1 --sq 8 --sk 8 --validate");
+    EXPECT_EQ(r.exitCode, 2) << r.output;
+    // One line: the bundle, no device, the answers of the runtime's calls
+    // and the missing kernel driver.
+    const std::string prefix = "fmha-run: error: bundle '" + b +
+                               "': no AMD GPU found (hipGetDeviceCount: ";
+    EXPECT_EQ(r.output.rfind(prefix, 0), 0u) << r.output;
+    EXPECT_TRUE(contains(r.output, kfdNote() + ")\n")) << r.output;
+    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;
+  }
 }
 
 TEST_F(FmhaRun, PlainRunPrintsSummary) {

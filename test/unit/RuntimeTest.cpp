@@ -255,10 +255,16 @@ TEST(Kernel, LoadErrors) {
   hip.abi = kAbiGpuFlatV1;
   hip.blockThreads = 256;
   hip.binaryFormat = BinaryFormat::Hsaco;
-  s = loadError(hip, "hsaco");
+  {
+    fmha::test::ScopedEnv env;
+    env.set("FMHA_HIP_LIBRARY", "/nonexistent/libamdhip64.so");
+    s = loadError(hip, "hsaco");
+  }
   EXPECT_EQ(s.code(), ErrorCode::BackendUnavailable);
-  EXPECT_EQ(s.message(), "bundle 'test.fmha': backend 'hip' is not available "
-                         "yet in this runtime (cpu and cuda bundles run)");
+  EXPECT_EQ(s.message(), "bundle 'test.fmha': HIP runtime not found: dlopen "
+                         "/nonexistent/libamdhip64.so failed: "
+                         "/nonexistent/libamdhip64.so: cannot open shared "
+                         "object file: No such file or directory");
 
   BundleMeta bwd = meta;
   bwd.kind = KernelKind::Backward;
@@ -311,6 +317,8 @@ TEST(Backend, HostMemory) {
   Expected<DeviceBuffer> huge = DeviceBuffer::allocate(**host, SIZE_MAX - 10);
   ASSERT_FALSE(huge.ok());
   EXPECT_EQ(huge.status().code(), ErrorCode::OutOfMemory);
+  fmha::test::ScopedEnv env;
+  env.set("FMHA_HIP_LIBRARY", "/nonexistent/libamdhip64.so");
   Expected<Backend *> hip = getBackend(Target::Hip);
   ASSERT_FALSE(hip.ok());
   EXPECT_EQ(hip.status().code(), ErrorCode::BackendUnavailable);

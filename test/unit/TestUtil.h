@@ -8,15 +8,20 @@
 #define FMHA_TEST_UNIT_TESTUTIL_H
 
 #include "fmha/Runtime/Bundle.h"
+#include "fmha/Runtime/Runtime.h"
+
+#include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <utility>
 #include <vector>
 
 namespace fmha::test {
@@ -82,32 +87,44 @@ inline rt::BundleMeta testMeta(const std::string &kernel, rt::DType dtype,
   return m;
 }
 
-/// Metadata of a cuda bundle (abi gpu-flat-v1, "ptx") for the fake CUDA
-/// driver (FakeCuda.cpp).
+/// Metadata of a GPU bundle (abi gpu-flat-v1) for the fake libraries
+/// (FakeCuda.cpp, FakeHip.cpp): cuda "ptx" for sm_90a with 128 threads a
+/// block, hip "hsaco" for gfx942 with 256 (four wavefronts of 64).
+inline rt::BundleMeta fakeGpuMeta(rt::Target target, rt::DType dtype,
+                                  int64_t hq, int64_t hk, int64_t d, int64_t dv,
+                                  const char *mask = "0", float scale = 0,
+                                  float softcap = 0) {
+  rt::BundleMeta m =
+      testMeta("fmha_fwd", dtype, hq, hk, d, dv, mask, scale, softcap);
+  bool hip = target == rt::Target::Hip;
+  m.target = target;
+  m.chip = hip ? "gfx942" : "sm_90a";
+  m.blockM = 16;
+  m.blockN = 16;
+  m.blockThreads = hip ? 256 : 128;
+  m.sharedBytes = 0;
+  m.abi = rt::kAbiGpuFlatV1;
+  m.binaryFormat = hip ? rt::BinaryFormat::Hsaco : rt::BinaryFormat::Ptx;
+  return m;
+}
+
 inline rt::BundleMeta fakeCudaMeta(rt::DType dtype, int64_t hq, int64_t hk,
                                    int64_t d, int64_t dv,
                                    const char *mask = "0", float scale = 0,
                                    float softcap = 0) {
-  rt::BundleMeta m =
-      testMeta("fmha_fwd", dtype, hq, hk, d, dv, mask, scale, softcap);
-  m.target = rt::Target::Cuda;
-  m.chip = "sm_90a";
-  m.blockM = 16;
-  m.blockN = 16;
-  m.blockThreads = 128;
-  m.sharedBytes = 0;
-  m.abi = rt::kAbiGpuFlatV1;
-  m.binaryFormat = rt::BinaryFormat::Ptx;
-  return m;
+  return fakeGpuMeta(rt::Target::Cuda, dtype, hq, hk, d, dv, mask, scale,
+                     softcap);
 }
 
-/// The fake driver's module text for `meta`; `extra` adds lines
-/// ("flaw=perturb\n", "max_threads=64\n", ...).
-inline std::string fakeCudaModule(const rt::BundleMeta &meta,
-                                  const std::string &extra = "") {
+/// The fake library's module text for `meta` (FAKE-CUDA-MODULE or
+/// FAKE-HIP-MODULE by its target); `extra` adds lines ("flaw=perturb\n",
+/// "max_threads=64\n", ...).
+inline std::string fakeModule(const rt::BundleMeta &meta,
+                              const std::string &extra = "") {
   std::ostringstream s;
   s.precision(9);
-  s << "FAKE-CUDA-MODULE\n"
+  s << (meta.target == rt::Target::Hip ? "FAKE-HIP-MODULE\n"
+                                       : "FAKE-CUDA-MODULE\n")
     << "kernel=" << meta.kernel << "\n"
     << "dtype=" << rt::toString(meta.dtype) << "\n"
     << "hq=" << meta.hq << "\nhk=" << meta.hk << "\nd=" << meta.d
@@ -120,6 +137,66 @@ inline std::string fakeCudaModule(const rt::BundleMeta &meta,
     << "shared_bytes=" << meta.sharedBytes << "\n"
     << extra;
   return s.str();
+}
+
+/// Sets environment variables for one test and restores them after.
+class ScopedEnv {
+public:
+  void set(const char *name, const char *value) {
+    const char *old = std::getenv(name);
+    saved_.push_back({name, old ? std::optional<std::string>(old)
+                                : std::optional<std::string>()});
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->second)
+        setenv(it->first.c_str(), it->second->c_str(), 1);
+      else
+        unsetenv(it->first.c_str());
+    }
+  }
+
+private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+inline bool startsWith(const std::string &s, const std::string &prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+/// The error of getBackend(target), which must fail with BackendUnavailable
+/// and a one-line message.
+inline rt::Status backendError(rt::Target target) {
+  rt::Expected<rt::Backend *> b = rt::getBackend(target);
+  EXPECT_FALSE(b.ok());
+  if (b.ok())
+    return rt::Status();
+  EXPECT_EQ(b.status().code(), rt::ErrorCode::BackendUnavailable);
+  EXPECT_EQ(b.message().find('\n'), std::string::npos);
+  return b.status();
+}
+
+/// Environment variables to set (a null value unsets one) and the error
+/// getBackend() must then give.
+struct BackendErrorCase {
+  std::vector<std::pair<const char *, const char *>> env;
+  std::string message;
+};
+
+/// Checks the cases in order, each with its variables and those of the
+/// cases before it set; the environment is restored afterwards.
+inline void expectBackendErrors(rt::Target target,
+                                const std::vector<BackendErrorCase> &cases) {
+  ScopedEnv env;
+  for (const BackendErrorCase &c : cases) {
+    for (const auto &[name, value] : c.env)
+      env.set(name, value);
+    EXPECT_EQ(backendError(target).message(), c.message);
+  }
 }
 
 /// Normal(0, 1) values from a fixed seed.

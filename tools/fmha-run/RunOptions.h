@@ -58,7 +58,8 @@ inline constexpr OptionDef kOptions[] = {
     {"validate", false, nullptr,
      "compare o and lse with the float64 reference; exit 1 on FAIL"},
     {"bench", false, nullptr,
-     "time --iters runs after --warmup runs (CUDA events on a GPU); print "
+     "time --iters runs after --warmup runs (CUDA or HIP events on a GPU); "
+     "print "
      "the median ms, GFLOP/s and TFLOP/s"},
     {"iters", true, "N", "timed runs for --bench (default 20)"},
     {"warmup", true, "N", "untimed runs before --bench (default 3)"},

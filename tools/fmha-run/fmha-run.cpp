@@ -73,11 +73,14 @@ void printHelp() {
       "(f16), 2e-2 (bf16).\n"
       "--bench counts FLOPs as 2*(D+Dv)*B*Hq*(visible (i,j) pairs): only "
       "pairs the\nmask leaves visible are counted. Each run is timed on its "
-      "own (CUDA events\nfor cuda bundles, the wall clock on the host); "
-      "small inputs rotate among up\nto 4 copies so that runs do not "
-      "reuse one copy's cache lines.\n"
+      "own (CUDA or HIP\nevents for GPU bundles, the wall clock on the "
+      "host); small inputs rotate among\nup to 4 copies so that runs do "
+      "not reuse one copy's cache lines.\n"
       "cuda bundles need the CUDA driver (libcuda.so.1, or the file in\n"
       "$FMHA_CUDA_LIBRARY) and run on $FMHA_CUDA_DEVICE (default 0).\n"
+      "hip bundles need the HIP runtime (libamdhip64.so, .so.5, .so.6 or "
+      ".so.7, or the\nfile in $FMHA_HIP_LIBRARY) and an AMD GPU, and run on "
+      "$FMHA_HIP_DEVICE\n(default 0).\n"
       "Exit status: 0 ok, 1 validation failed, 2 error.\n");
 }
 
@@ -483,7 +486,7 @@ int run(int argc, char **argv) {
   check(kernel.checkProblem(p));
   std::optional<LaunchDims> launch;
   if (kernel.meta().target != Target::Cpu) {
-    Expected<LaunchDims> dims = gpuLaunchDims(kernel.meta(), p);
+    Expected<LaunchDims> dims = kernel.launchDims(p);
     check(dims.status());
     launch = *dims;
   }

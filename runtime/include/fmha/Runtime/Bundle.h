@@ -32,7 +32,8 @@
 //   dynamic shared memory = shared_bytes
 //
 // The runtime refuses (before launching anything) a grid over the device's
-// limits: grid.x <= 2^31-1, grid.y = Hq <= 65535, grid.z = B <= 65535.
+// limits: grid.x <= 2^31-1, grid.y = Hq <= 65535, grid.z = B <= 65535 (the
+// limits the device reports), and on HIP grid.x * block_threads < 2^32.
 // The kernel parameters of abi gpu-flat-v1 are listed in Runtime.h.
 //
 //===----------------------------------------------------------------------===//

@@ -7,8 +7,10 @@
 // Loads a bundle (Bundle.h) into a Kernel for the backend its target names and
 // launches it. Backends are found at run time: the host backend is built in;
 // the CUDA backend dlopen's the driver, libcuda.so.1 (or the file named by
-// the environment variable FMHA_CUDA_LIBRARY), on first use; HIP
-// (libamdhip64.so) will follow the same pattern. Every failure is a returned
+// the environment variable FMHA_CUDA_LIBRARY), on first use; the HIP backend
+// the HIP runtime, libamdhip64.so (.so.5, .so.6, .so.7; or the file named by
+// FMHA_HIP_LIBRARY). Both run abi gpu-flat-v1 through the same code
+// (runtime/lib/GpuBackend.h). Every failure is a returned
 // Status or Expected carrying a one-line message; nothing aborts and no
 // exception leaves this API.
 //
@@ -186,8 +188,8 @@ struct LaunchDims {
 /// The launch of a GPU bundle for `p` (the grid rule in Bundle.h). Fails
 /// with InvalidArgument, naming the dimension and the limit, when the grid
 /// exceeds `maxGrid` (the device's maximum grid size; CUDA's is
-/// {2^31-1, 65535, 65535}). Kernel::launchDims applies the device's own
-/// limits.
+/// {2^31-1, 65535, 65535}, HIP's the same with grid.x * block_threads
+/// below 2^32). Kernel::launchDims applies the device's own limits.
 Expected<LaunchDims> gpuLaunchDims(const BundleMeta &meta, const Problem &p,
                                    const int64_t (&maxGrid)[3] = {
                                        2147483647, 65535, 65535});
@@ -196,8 +198,8 @@ Expected<LaunchDims> gpuLaunchDims(const BundleMeta &meta, const Problem &p,
 // Backends
 //===----------------------------------------------------------------------===//
 
-/// Times work queued on a stream, as the device sees it (CUDA events on a
-/// GPU; the wall clock, after synchronising, on the host).
+/// Times work queued on a stream, as the device sees it (CUDA or HIP events
+/// on a GPU; the wall clock, after synchronising, on the host).
 class StreamTimer {
 public:
   virtual ~StreamTimer();
@@ -249,8 +251,8 @@ public:
   /// A timer for work on this backend's streams. The default measures the
   /// wall clock between synchronize() calls; GPU backends use events.
   virtual Expected<std::unique_ptr<StreamTimer>> createTimer();
-  /// The device ordinal the backend runs on (CUDA device number), or -1 for
-  /// the host.
+  /// The device ordinal the backend runs on (CUDA or HIP device number), or
+  /// -1 for the host.
   virtual int deviceOrdinal() const { return -1; }
 };
 

@@ -16,14 +16,17 @@
  *  - Pointers to strings returned by a query stay valid while the handle
  *    lives.
  *  - No function aborts the process or lets a C++ exception escape.
- *  - Memory: a cpu bundle runs on host memory; a cuda bundle on device
- *    memory of the device the CUDA backend binds to (Runtime.h,
+ *  - Memory: a cpu bundle runs on host memory; a cuda or hip bundle on
+ *    device memory of the device its backend binds to (Runtime.h;
  *    CudaBackend.cpp: $FMHA_CUDA_DEVICE, else the device of the context
- *    current at first use, else 0). fmhaKernelRunForward takes host memory
- *    for every target (it copies for GPU targets);
- *    fmhaKernelRunForwardDevice takes the backend's memory, with no copies.
- *  - The CUDA driver is dlopen'ed on first use of a cuda bundle or target:
- *    libcuda.so.1, or the file named by $FMHA_CUDA_LIBRARY.
+ *    current at first use, else 0; HipBackend.cpp: $FMHA_HIP_DEVICE, else
+ *    the calling thread's current device at first use).
+ *    fmhaKernelRunForward takes host memory for every target (it copies for
+ *    GPU targets); fmhaKernelRunForwardDevice takes the backend's memory,
+ *    with no copies.
+ *  - GPU libraries are dlopen'ed on first use of a bundle or target: the
+ *    CUDA driver libcuda.so.1 (or $FMHA_CUDA_LIBRARY), the HIP runtime
+ *    libamdhip64.so, .so.5, .so.6 or .so.7 (or $FMHA_HIP_LIBRARY).
  *  - Built as a static library (FMHARuntime) and as a shared library
  *    (libfmha_runtime.so) that exports exactly these functions.
  *
@@ -138,9 +141,10 @@ FMHA_API int fmhaKernelCheckProblem(fmhaKernel kernel,
  * v, o point to contiguous BHSD host buffers of the bundle's dtype (f16/bf16
  * as raw 16-bit values), lse to b * hq * sq floats or NULL (then it is not
  * returned). For a cpu bundle the kernel runs on these buffers. For a cuda
- * bundle the runtime allocates device buffers, copies q, k, v in, launches on
- * `stream` (a CUstream; NULL is the legacy default stream), waits, copies o
- * and lse out and frees the buffers. `stream` is ignored on cpu. */
+ * or hip bundle the runtime allocates device buffers, copies q, k, v in,
+ * launches on `stream` (a CUstream or hipStream_t; NULL is the default
+ * stream), waits, copies o and lse out and frees the buffers. `stream` is
+ * ignored on cpu. */
 FMHA_API int fmhaKernelRunForward(fmhaKernel kernel, const fmhaProblem *problem,
                                   const void *q, const void *k, const void *v,
                                   void *o, float *lse, void *stream);
@@ -149,7 +153,9 @@ FMHA_API int fmhaKernelRunForward(fmhaKernel kernel, const fmhaProblem *problem,
  * cuda bundle q, k, v, o and lse are device pointers (CUdeviceptr values, as
  * given by cuMemAlloc, fmhaDeviceMalloc or torch's tensor.data_ptr()) on the
  * backend's device, and `stream` a CUstream of that device's primary context
- * (NULL: the legacy default stream); the launch is queued on `stream` and the
+ * (NULL: the legacy default stream); for a hip bundle they are hipMalloc'ed
+ * pointers of the backend's device and `stream` a hipStream_t of that device
+ * (NULL: its default stream). The launch is queued on `stream` and the
  * call returns without waiting, except when lse is NULL: the runtime then
  * gives the kernel a scratch lse buffer and waits for the kernel before
  * freeing it. A grid over the device's limits (Hq or B > 65535) fails before
@@ -161,17 +167,18 @@ FMHA_API int fmhaKernelRunForwardDevice(fmhaKernel kernel,
                                         void *stream);
 
 /* Stores the device ordinal the kernel's backend runs on in *device (the
- * CUDA device number; -1 for cpu). */
+ * CUDA or HIP device number; -1 for cpu). */
 FMHA_API int fmhaKernelGetDevice(fmhaKernel kernel, int *device);
 
 /* Loads the backend of `target` (FMHA_TARGET_*) if needed and stores a short
  * description in *description ("host", "cuda: NVIDIA H200 (sm_90, device
- * 0)"); the string lives as long as the process. Fails with
+ * 0)", "hip: AMD Instinct MI300X (304 CUs, wave64, device 0)"); the string
+ * lives as long as the process. Fails with
  * FMHA_ERROR_BACKEND_UNAVAILABLE and the reason (no driver, no device). */
 FMHA_API int fmhaBackendDescription(int target, const char **description);
 
-/* Memory of a backend (device memory for FMHA_TARGET_CUDA, host memory for
- * FMHA_TARGET_CPU). fmhaDeviceMalloc stores a pointer to `bytes` bytes in
+/* Memory of a backend (device memory for FMHA_TARGET_CUDA and
+ * FMHA_TARGET_HIP, host memory for FMHA_TARGET_CPU). fmhaDeviceMalloc stores a pointer to `bytes` bytes in
  * *ptr; fmhaDeviceFree releases one (NULL is a no-op). */
 FMHA_API int fmhaDeviceMalloc(int target, size_t bytes, void **ptr);
 FMHA_API int fmhaDeviceFree(int target, void *ptr);
@@ -183,7 +190,7 @@ FMHA_API int fmhaMemcpyDeviceToHost(int target, void *dst, const void *src,
                                     size_t bytes);
 
 /* Waits for the work queued on `stream` (NULL: all work of the backend's
- * context). */
+ * context or device). */
 FMHA_API int fmhaDeviceSynchronize(int target, void *stream);
 
 /* Releases the kernel (unloads its binary). NULL is a no-op. */
