@@ -7,6 +7,7 @@ packages=(
   cmake ninja-build python3 libgtest-dev
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
   rocm-device-libs
+  libamdhip64-5
 )
 
 missing=()
