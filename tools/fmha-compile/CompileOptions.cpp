@@ -43,14 +43,19 @@ cl::opt<double> softcap("softcap", cl::desc("Softcap (default none)"),
                         cl::init(0.0), cl::cat(category));
 cl::opt<bool> bwd("bwd", cl::desc("Compile the backward kernel"),
                   cl::init(false), cl::cat(category));
-cl::opt<int64_t> blockM("block-m", cl::desc("Query rows per tile"),
+cl::opt<int64_t> blockM("block-m",
+                        cl::desc("Query rows per tile (cuda default 128)"),
                         cl::init(64), cl::cat(category));
-cl::opt<int64_t> blockN("block-n", cl::desc("Keys per kv tile"), cl::init(64),
+cl::opt<int64_t> blockN("block-n",
+                        cl::desc("Keys per kv tile (cuda default: 64, 32 at "
+                                 "D = 128)"),
+                        cl::init(64),
                         cl::cat(category));
 cl::opt<int64_t> warpRows("warp-rows",
                           cl::desc("GPU: query rows per warp (16 or 32): the "
                                    "K/V fragments a warp reads feed "
-                                   "warp-rows / 16 products"),
+                                   "warp-rows / 16 products (cuda default: "
+                                   "32 with block-m 128)"),
                           cl::init(16), cl::cat(category));
 cl::opt<std::string> emit("emit", cl::desc("bundle | mlir | llvm | isa"),
                           cl::init("bundle"), cl::cat(category));
@@ -109,6 +114,18 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   meta.blockN = blockN;
   meta.kernel = kKernelName;
   meta.binaryFormat = rt::BinaryFormat::ElfSo;
+  if (meta.target == rt::Target::Cuda) {
+    // Tile defaults measured on the H200 (docs/PERFORMANCE.md, v4): four
+    // warps of 32 rows, 64-key tiles at D <= 64, 32-key tiles at D = 128.
+    if (!blockM.getNumOccurrences() && !warpRows.getNumOccurrences()) {
+      blockM = 128;
+      warpRows = 32;
+    }
+    if (!blockN.getNumOccurrences())
+      blockN = std::max(meta.d, meta.dv) > 64 ? 32 : 64;
+    meta.blockM = blockM;
+    meta.blockN = blockN;
+  }
   if (meta.target != rt::Target::Cpu) {
     const std::string t = "--target=" + target.getValue();
     if (meta.dtype == rt::DType::F32)
