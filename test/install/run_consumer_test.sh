@@ -14,4 +14,5 @@ test -x "$work/prefix/bin/fmha-opt"
 cmake -G Ninja -S "$src/consumer" -B "$work/build" \
   -DCMAKE_CXX_COMPILER=clang++-22 -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
 ninja -C "$work/build" > "$work/build.log" || { cat "$work/build.log"; exit 1; }
-"$work/build/fmha-consumer"
+# The ROCDL pipeline links the ROCm device libraries found under ROCM_PATH.
+ROCM_PATH=${ROCM_PATH:-$build/rocm} "$work/build/fmha-consumer"

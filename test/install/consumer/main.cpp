@@ -5,7 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Registers the dialect and passes through fmha/InitAllFmha.h, parses an
-// attention op, runs the CPU and NVVM pipelines and checks what they made.
+// attention op, runs the CPU, NVVM and ROCDL pipelines and checks what they
+// made.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,7 +75,25 @@ int main() {
   if (ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") ==
       std::string::npos)
     return fail(("no bf16 mma.sync in the PTX (" + std::to_string(ptx.size()) + " bytes)").c_str());
-  llvm::outs() << "fmha-consumer: OK (CPU pipeline, NVVM pipeline: "
-               << ptx.size() << " bytes of PTX)\n";
+  // The ROCDL pipeline, built from C++, to AMDGPU assembly.
+  auto amd = mlir::parseSourceString<mlir::ModuleOp>(kSource, &context);
+  mlir::PassManager amdPm(&context);
+  mlir::fmha::ROCDLPipelineOptions amdOptions;
+  amdOptions.chip = "gfx942";
+  amdOptions.format = "isa";
+  mlir::fmha::buildFmhaToROCDLPipeline(amdPm, amdOptions);
+  if (mlir::failed(amdPm.run(*amd)))
+    return fail("fmha-to-rocdl-pipeline");
+  std::string isa;
+  amd->walk([&](mlir::gpu::BinaryOp op) {
+    for (mlir::Attribute attr : op.getObjectsAttr())
+      isa = mlir::cast<mlir::gpu::ObjectAttr>(attr).getObject().str();
+  });
+  if (isa.find("v_mfma_f32_16x16x16_bf16") == std::string::npos)
+    return fail("no bf16 MFMA in the gfx942 ISA");
+
+  llvm::outs() << "fmha-consumer: OK (CPU pipeline; NVVM pipeline: "
+               << ptx.size() << " bytes of PTX; ROCDL pipeline: " << isa.size()
+               << " bytes of gfx942 ISA)\n";
   return 0;
 }
