@@ -20,3 +20,14 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.fmha_tools_dir, append_path=True)
 tools = ["fmha-opt", "fmha-compile", "fmha-run"]
 llvm_config.add_tool_substitutions(tools, [config.fmha_tools_dir])
+
+# The sanitizer build (test/sanitizers/Sanitizers.cmake): upstream mlir-opt is
+# not instrumented, so loading the instrumented plugin needs the ASan runtime
+# preloaded into it, with the options the project's own tools have built in
+# (support/lib/SanitizerDefaults.cpp).
+if getattr(config, "fmha_sanitizers", False):
+    config.substitutions.insert(
+        0, (r"(?<![\w/.-])mlir-opt-22\b",
+            "env LD_PRELOAD=%s ASAN_OPTIONS=allow_user_poisoning=0 mlir-opt-22"
+            % config.fmha_asan_runtime))
+    config.available_features.add("sanitizers")
