@@ -59,8 +59,7 @@ LogicalResult MaskAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 Attribute MaskAttr::parse(AsmParser &parser, Type) {
   std::string text;
   SMLoc loc = parser.getCurrentLocation();
-  if (parser.parseLess() || parser.parseString(&text) ||
-      parser.parseGreater())
+  if (parser.parseLess() || parser.parseString(&text) || parser.parseGreater())
     return {};
   std::string error;
   std::optional<::fmha::MaskSpec> spec = ::fmha::MaskSpec::parse(text, &error);

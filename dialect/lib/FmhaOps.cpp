@@ -51,8 +51,8 @@ public:
                << (firstIsTensor ? "tensor" : "memref");
     }
     if (!firstIsTensor && op->getNumResults() != 0)
-      return op->emitOpError() << "on memrefs has no results, got "
-                               << op->getNumResults();
+      return op->emitOpError()
+             << "on memrefs has no results, got " << op->getNumResults();
     return success();
   }
 
@@ -61,8 +61,7 @@ public:
     auto t = cast<ShapedType>(v.getType());
     if (t.getRank() != rank)
       return op->emitOpError() << "'" << name << "' must have rank " << rank
-                               << " " << layout << ", got rank "
-                               << t.getRank();
+                               << " " << layout << ", got rank " << t.getRank();
     return success();
   }
 
@@ -70,12 +69,12 @@ public:
                             StringRef what) {
     auto t = cast<ShapedType>(v.getType());
     if (t.isDynamicDim(dim))
-      return op->emitOpError() << "'" << name << "' " << what << " (dim "
-                               << dim << ") must be static";
+      return op->emitOpError() << "'" << name << "' " << what << " (dim " << dim
+                               << ") must be static";
     if (t.getDimSize(dim) <= 0)
-      return op->emitOpError() << "'" << name << "' " << what << " (dim "
-                               << dim << ") must be positive, got "
-                               << t.getDimSize(dim);
+      return op->emitOpError()
+             << "'" << name << "' " << what << " (dim " << dim
+             << ") must be positive, got " << t.getDimSize(dim);
     return success();
   }
 
@@ -86,9 +85,9 @@ public:
     if (ShapedType::isDynamic(actual) || ShapedType::isDynamic(expected) ||
         actual == expected)
       return success();
-    return op->emitOpError() << "'" << name << "' " << what << " (dim " << dim
-                             << ") is " << actual << ", expected " << expected
-                             << " as in '" << from << "'";
+    return op->emitOpError()
+           << "'" << name << "' " << what << " (dim " << dim << ") is "
+           << actual << ", expected " << expected << " as in '" << from << "'";
   }
 
   LogicalResult checkElementType(StringRef name, Value v, Type expected,
@@ -112,9 +111,9 @@ public:
     if (t.getRank() == r.getRank() &&
         succeeded(verifyCompatibleShape(t.getShape(), r.getShape())))
       return success();
-    return op->emitOpError() << "'" << name << "' shape " << shapeStr(t)
-                             << " must match '" << refName << "' shape "
-                             << shapeStr(r);
+    return op->emitOpError()
+           << "'" << name << "' shape " << shapeStr(t) << " must match '"
+           << refName << "' shape " << shapeStr(r);
   }
 
   LogicalResult checkPositive(StringRef name, FloatAttr attr) {
@@ -122,9 +121,8 @@ public:
       return success();
     double value = attr.getValueAsDouble();
     if (!(value > 0.0) || !std::isfinite(value))
-      return op->emitOpError() << "'" << name
-                               << "' must be positive and finite, got "
-                               << value;
+      return op->emitOpError()
+             << "'" << name << "' must be positive and finite, got " << value;
     return success();
   }
 
@@ -138,9 +136,9 @@ int64_t dimOf(Value v, unsigned dim) {
 
 /// Verifies q [B,Hq,Sq,D], k [B,Hk,Sk,D], v [B,Hk,Sk,Dv], o [B,Hq,Sq,Dv] and
 /// the optional lse [B,Hq,Sq] (f32) against one another (DESIGN.md section 1).
-LogicalResult verifyAttentionSignature(Operation *op, Value q, Value k,
-                                       Value v, Value o, Value lse,
-                                       FloatAttr scale, FloatAttr softcap) {
+LogicalResult verifyAttentionSignature(Operation *op, Value q, Value k, Value v,
+                                       Value o, Value lse, FloatAttr scale,
+                                       FloatAttr softcap) {
   OperandChecker c(op);
   SmallVector<std::pair<StringRef, Value>> named = {
       {"q", q}, {"k", k}, {"v", v}, {"o", o}};
@@ -174,8 +172,7 @@ LogicalResult verifyAttentionSignature(Operation *op, Value q, Value k,
       (lse && failed(c.checkStatic("lse", lse, 1, "head count Hq"))))
     return failure();
 
-  int64_t b = dimOf(q, 0), hq = dimOf(q, 1), sq = dimOf(q, 2),
-          d = dimOf(q, 3);
+  int64_t b = dimOf(q, 0), hq = dimOf(q, 1), sq = dimOf(q, 2), d = dimOf(q, 3);
   int64_t hk = dimOf(k, 1), sk = dimOf(k, 2), dv = dimOf(v, 3);
   if (failed(c.checkDim("k", k, 3, "head dim D", d, "q")) ||
       failed(c.checkDim("v", v, 1, "head count Hk", hk, "k")) ||
@@ -183,8 +180,8 @@ LogicalResult verifyAttentionSignature(Operation *op, Value q, Value k,
       failed(c.checkDim("o", o, 3, "head dim Dv", dv, "v")))
     return failure();
   if (hq % hk != 0)
-    return op->emitOpError() << "Hq (" << hq << ") must be a multiple of Hk ("
-                             << hk << ")";
+    return op->emitOpError()
+           << "Hq (" << hq << ") must be a multiple of Hk (" << hk << ")";
 
   // Batch and sequence lengths, where static.
   int64_t bk = dimOf(k, 0);
@@ -271,8 +268,7 @@ double AttentionOp::getScaleOrDefault() {
 
 LogicalResult AttentionOp::canonicalize(AttentionOp op,
                                         PatternRewriter &rewriter) {
-  return simplifyMaskAttr(op, op.getMaskAttr(), op.getQ(), op.getK(),
-                          rewriter);
+  return simplifyMaskAttr(op, op.getMaskAttr(), op.getQ(), op.getK(), rewriter);
 }
 
 void AttentionOp::getEffects(
@@ -291,9 +287,11 @@ LogicalResult AttentionBwdOp::verify() {
                                       getSoftcapAttr())))
     return failure();
   OperandChecker c(*this);
-  SmallVector<std::pair<StringRef, Value>> named = {
-      {"q", getQ()},   {"dout", getDout()}, {"dq", getDq()},
-      {"dk", getDk()}, {"dv", getDv()}};
+  SmallVector<std::pair<StringRef, Value>> named = {{"q", getQ()},
+                                                    {"dout", getDout()},
+                                                    {"dq", getDq()},
+                                                    {"dk", getDk()},
+                                                    {"dv", getDv()}};
   if (failed(c.checkUniformKind(named)))
     return failure();
   return success(succeeded(c.checkSameShape("dout", getDout(), "o", getO())) &&
@@ -302,14 +300,11 @@ LogicalResult AttentionBwdOp::verify() {
                  succeeded(c.checkSameShape("dv", getDv(), "v", getV())));
 }
 
-::fmha::MaskSpec AttentionBwdOp::getMaskSpec() {
-  return maskSpecOf(getMask());
-}
+::fmha::MaskSpec AttentionBwdOp::getMaskSpec() { return maskSpecOf(getMask()); }
 
 LogicalResult AttentionBwdOp::canonicalize(AttentionBwdOp op,
                                            PatternRewriter &rewriter) {
-  return simplifyMaskAttr(op, op.getMaskAttr(), op.getQ(), op.getK(),
-                          rewriter);
+  return simplifyMaskAttr(op, op.getMaskAttr(), op.getQ(), op.getK(), rewriter);
 }
 
 void AttentionBwdOp::getEffects(
@@ -325,18 +320,17 @@ void AttentionBwdOp::getEffects(
 LogicalResult MergeOp::verify() {
   OperandChecker c(*this);
   SmallVector<std::pair<StringRef, Value>> named = {
-      {"o1", getO1()}, {"lse1", getLse1()}, {"o2", getO2()},
-      {"lse2", getLse2()}, {"o", getO()},   {"lse", getLse()}};
+      {"o1", getO1()},     {"lse1", getLse1()}, {"o2", getO2()},
+      {"lse2", getLse2()}, {"o", getO()},       {"lse", getLse()}};
   if (failed(c.checkUniformKind(named)))
     return failure();
   if (failed(c.checkRank("o1", getO1(), 4, "[B, H, S, Dv]")) ||
       failed(c.checkRank("lse1", getLse1(), 3, "[B, H, S]")))
     return failure();
   Type f32 = Float32Type::get(getContext());
-  for (auto [name, value] :
-       {std::pair<StringRef, Value>{"lse1", getLse1()},
-        {"lse2", getLse2()},
-        {"lse", getLse()}})
+  for (auto [name, value] : {std::pair<StringRef, Value>{"lse1", getLse1()},
+                             {"lse2", getLse2()},
+                             {"lse", getLse()}})
     if (failed(c.checkElementType(name, value, f32, "")))
       return failure();
   if (failed(c.checkSameShape("o2", getO2(), "o1", getO1())) ||
@@ -345,11 +339,11 @@ LogicalResult MergeOp::verify() {
       failed(c.checkSameShape("lse", getLse(), "lse1", getLse1())))
     return failure();
   for (unsigned dim = 0; dim < 3; ++dim)
-    if (failed(c.checkDim("lse1", getLse1(), dim,
-                          dim == 0 ? "batch B"
-                                   : (dim == 1 ? "head count H"
-                                               : "sequence length S"),
-                          dimOf(getO1(), dim), "o1")))
+    if (failed(c.checkDim(
+            "lse1", getLse1(), dim,
+            dim == 0 ? "batch B"
+                     : (dim == 1 ? "head count H" : "sequence length S"),
+            dimOf(getO1(), dim), "o1")))
       return failure();
   return success();
 }

@@ -22,7 +22,9 @@ constexpr int64_t kBoundCap = int64_t(1) << 40;
 
 } // namespace
 
-Value IndexMath::c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+Value IndexMath::c(int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
 Value IndexMath::add(Value x, Value y) { return fold<arith::AddIOp>(x, y); }
 Value IndexMath::sub(Value x, Value y) { return fold<arith::SubIOp>(x, y); }
 Value IndexMath::mul(Value x, Value y) { return fold<arith::MulIOp>(x, y); }
@@ -72,8 +74,8 @@ KvLoopBounds mlir::fmha::emitKvLoopBounds(OpBuilder &b, Location loc,
   Value off = im.offset(mask, sq, sk);
   Value jlo = zero, jhi = im.sub(sk, one);
   if (mask.hasLeft())
-    jlo = im.max(zero, im.sub(im.addOpt(r0, off),
-                              im.c(std::min(mask.left, kBoundCap))));
+    jlo = im.max(
+        zero, im.sub(im.addOpt(r0, off), im.c(std::min(mask.left, kBoundCap))));
   if (mask.hasRight())
     jhi = im.min(jhi, im.add(im.addOpt(im.sub(r1, one), off),
                              im.c(std::min(mask.right, kBoundCap))));
@@ -103,15 +105,14 @@ Value mlir::fmha::emitKvTileIsFull(OpBuilder &b, Location loc,
   Value off = im.offset(mask, sq, sk), one = im.c(1);
   Value full;
   if (mask.hasLeft())
-    full = im.andOpt(
-        full, im.le(im.sub(im.addOpt(im.sub(r1, one), off),
-                           im.c(std::min(mask.left, kBoundCap))),
-                    c0));
+    full = im.andOpt(full, im.le(im.sub(im.addOpt(im.sub(r1, one), off),
+                                        im.c(std::min(mask.left, kBoundCap))),
+                                 c0));
   if (mask.hasRight())
-    full = im.andOpt(full, im.le(im.sub(c1, one),
-                                 im.add(im.addOpt(r0, off),
-                                        im.c(std::min(mask.right,
-                                                      kBoundCap)))));
+    full =
+        im.andOpt(full, im.le(im.sub(c1, one),
+                              im.add(im.addOpt(r0, off),
+                                     im.c(std::min(mask.right, kBoundCap)))));
   if (!full) // No window edge: every key is visible.
     return arith::ConstantIntOp::create(b, loc, 1, 1);
   if (mask.sink > 0)
@@ -134,14 +135,14 @@ Value mlir::fmha::emitVisible(OpBuilder &b, Location loc,
                         im.sub(diag, im.c(std::min(mask.left, kBoundCap)))));
   if (mask.hasRight())
     visible = im.andOpt(
-        visible, im.le(col, im.add(diag, im.c(std::min(mask.right,
-                                                       kBoundCap)))));
+        visible,
+        im.le(col, im.add(diag, im.c(std::min(mask.right, kBoundCap)))));
   if (!visible)
     return arith::ConstantIntOp::create(b, loc, 1, 1);
   if (mask.sink > 0)
-    visible = arith::OrIOp::create(
-        b, loc, visible,
-        im.cmp(arith::CmpIPredicate::slt, col,
-               im.c(std::min(mask.sink, kBoundCap))));
+    visible =
+        arith::OrIOp::create(b, loc, visible,
+                             im.cmp(arith::CmpIPredicate::slt, col,
+                                    im.c(std::min(mask.sink, kBoundCap))));
   return visible;
 }

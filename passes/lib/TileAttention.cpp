@@ -19,8 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fmha/Transforms/Passes.h"
 #include "fmha/Transforms/MaskUtils.h"
+#include "fmha/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -97,9 +97,9 @@ AttentionOperands bufferize(RewriterBase &rewriter, AttentionOp op) {
 LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
                                         const TileAttentionOptions &options) {
   if (options.blockM <= 0 || options.blockN <= 0)
-    return op.emitOpError() << "tile sizes must be positive, got block-m="
-                            << options.blockM
-                            << " block-n=" << options.blockN;
+    return op.emitOpError()
+           << "tile sizes must be positive, got block-m=" << options.blockM
+           << " block-n=" << options.blockN;
   Location loc = op.getLoc();
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
@@ -164,7 +164,8 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   TileInitOp::create(rewriter, loc, mTile, lTile, accTile);
 
   // --- Mask-derived kv tile bounds for this q tile (MaskUtils.h). ---
-  KvLoopBounds bounds = emitKvLoopBounds(rewriter, loc, mask, r0, r1, sq, sk, bn);
+  KvLoopBounds bounds =
+      emitKvLoopBounds(rewriter, loc, mask, r0, r1, sq, sk, bn);
 
   // One kv tile: scores (element mask only on tiles that cross a mask
   // edge), online softmax, accumulate.

@@ -29,16 +29,16 @@ bool parseInts(std::string_view text, std::string_view spec,
   size_t pos = 0;
   while (true) {
     size_t comma = text.find(',', pos);
-    std::string_view item = text.substr(
-        pos, comma == std::string_view::npos ? std::string_view::npos
-                                             : comma - pos);
+    std::string_view item = text.substr(pos, comma == std::string_view::npos
+                                                 ? std::string_view::npos
+                                                 : comma - pos);
     int64_t value = 0;
     const char *first = item.data(), *last = item.data() + item.size();
     auto [ptr, ec] = std::from_chars(first, last, value);
     if (item.empty() || ec == std::errc::invalid_argument || ptr != last)
-      return fail(error, "malformed mask spec '" + std::string(spec) +
-                             "': '" + std::string(item) +
-                             "' is not an integer; " + kExpected);
+      return fail(error, "malformed mask spec '" + std::string(spec) + "': '" +
+                             std::string(item) + "' is not an integer; " +
+                             kExpected);
     if (ec == std::errc::result_out_of_range)
       return fail(error, "malformed mask spec '" + std::string(spec) +
                              "': integer '" + std::string(item) +
@@ -82,8 +82,8 @@ std::optional<MaskSpec> MaskSpec::parse(std::string_view spec,
     if (ints.size() != 2 && ints.size() != 3) {
       fail(error, "malformed mask spec '" + std::string(spec) +
                       "': expected 2 or 3 integers after '" +
-                      std::string(spec.substr(0, 2)) + "' (L,R or L,R,S), got " +
-                      std::to_string(ints.size()));
+                      std::string(spec.substr(0, 2)) +
+                      "' (L,R or L,R,S), got " + std::to_string(ints.size()));
       return std::nullopt;
     }
     m.left = ints[0] < 0 ? -1 : ints[0];
@@ -146,8 +146,7 @@ std::string MaskSpec::str() const {
   std::string k = kind == MaskKind::TopLeft ? "t" : "b";
   if (left == -1 && right == 0 && sink == 0)
     return k;
-  std::string s =
-      k + ":" + std::to_string(left) + "," + std::to_string(right);
+  std::string s = k + ":" + std::to_string(left) + "," + std::to_string(right);
   if (sink != 0)
     s += "," + std::to_string(sink);
   return s;

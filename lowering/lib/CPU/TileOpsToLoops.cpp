@@ -147,8 +147,8 @@ struct TileQKLowering : OpRewritePattern<TileQKOp> {
       row.forEach(cols, [&](LoopBuilder &col, Value j) {
         Value dot = col.reduce(
             headDim, zero, [&](LoopBuilder &red, Value d, Value acc) {
-              return red.add(acc, red.mul(red.load(q, {i, d}),
-                                          red.load(k, {j, d})));
+              return red.add(acc,
+                             red.mul(red.load(q, {i, d}), red.load(k, {j, d})));
             });
         Value x = col.mul(dot, scale);
         if (softcap) {
@@ -185,13 +185,14 @@ struct TileSoftmaxLowering : OpRewritePattern<TileSoftmaxOp> {
       Value mOld = row.load(m, i);
       Value rowMax =
           row.reduce(cols, negInf, [&](LoopBuilder &red, Value j, Value a) {
-            return arith::MaximumFOp::create(red.b, loc, a, red.load(s, {i, j}));
+            return arith::MaximumFOp::create(red.b, loc, a,
+                                             red.load(s, {i, j}));
           });
       Value mNew = arith::MaximumFOp::create(b, loc, mOld, rowMax);
       // A row whose keys are all hidden so far keeps m = -inf; subtracting 0
       // instead keeps exp(-inf - m) = 0 rather than NaN.
-      Value allHidden =
-          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
+      Value allHidden = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                              mNew, negInf);
       Value mSafe = arith::SelectOp::create(b, loc, allHidden, zero, mNew);
       Value alpha = math::ExpOp::create(b, loc, row.sub(mOld, mSafe));
       Value sum =

@@ -33,8 +33,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -59,8 +59,7 @@ constexpr const char *kKernelModuleName = "fmha_kernels";
 constexpr int64_t kRowPad = 8;
 
 /// Bytes of the K and V buffers (all stages) of 16-bit elements.
-int64_t sharedBytesFor(int64_t stages, int64_t blockN, int64_t d,
-                       int64_t dv) {
+int64_t sharedBytesFor(int64_t stages, int64_t blockN, int64_t d, int64_t dv) {
   return stages * blockN * ((d + kRowPad) + (dv ? dv + kRowPad : 0)) * 2;
 }
 
@@ -154,7 +153,8 @@ private:
   // Values of the kernel prologue.
   Value qMem, kMem, vMem, oMem, lseMem, sq, sk;
   Value lane, tid, warpRow0, r0, r1, kBase, vBase;
-  // Workgroup memory, two stages: [2][block-n][D + pad], [2][block-n][Dv + pad].
+  // Workgroup memory, two stages: [2][block-n][D + pad], [2][block-n][Dv +
+  // pad].
   Value kBuffers, vBuffers;
   SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [R][D / K][regs]
   SmallVector<FragmentCoord> cCoords, aCoords;
@@ -187,9 +187,8 @@ void KernelBuilder::copyTile(OpBuilder &ob, Value global, Value base,
     Value col = im.mul(im.rem(c, im.c(chunksPerRow)), im.c(chunk));
     Value key = im.min(im.add(key0, row), skLast);
     Value idx = im.add(im.add(base, im.mul(key, im.c(width))), col);
-    tokens.push_back(target.emitAsyncCopy16(ob, loc, global, ValueRange{idx},
-                                            buffers,
-                                            ValueRange{buf, row, col}));
+    tokens.push_back(target.emitAsyncCopy16(
+        ob, loc, global, ValueRange{idx}, buffers, ValueRange{buf, row, col}));
   }
 }
 
@@ -213,8 +212,8 @@ Value KernelBuilder::bufferView(OpBuilder &ob, Value buffers, Value buf) {
   SmallVector<OpFoldResult> strides(3, ob.getIndexAttr(1));
   auto viewType = memref::SubViewOp::inferRankReducedResultType(
       {type.getDimSize(1), type.getDimSize(2)}, type, offsets, sizes, strides);
-  return memref::SubViewOp::create(ob, loc, cast<MemRefType>(viewType),
-                                   buffers, offsets, sizes, strides);
+  return memref::SubViewOp::create(ob, loc, cast<MemRefType>(viewType), buffers,
+                                   offsets, sizes, strides);
 }
 
 SmallVector<Value> KernelBuilder::flatten(const State &s) const {
@@ -275,8 +274,8 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
           ob, loc, kTile, lane, im.c(j * mmaN), im.c(kk * mmaK));
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t rb = 0; rb < rowBlocks; ++rb)
-          acc[rb] = target.emitMma(ob, loc, cfg.elementType,
-                                   qFrags[rb][kk + h], frags[h], acc[rb]);
+          acc[rb] = target.emitMma(ob, loc, cfg.elementType, qFrags[rb][kk + h],
+                                   frags[h], acc[rb]);
     }
     for (int64_t rb = 0; rb < rowBlocks; ++rb)
       s[rb].push_back(acc[rb]);
@@ -305,7 +304,9 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
       flatS.append(tile.begin(), tile.end());
   auto ifOp = scf::IfOp::create(
       ob, loc, full,
-      [&](OpBuilder &then, Location) { scf::YieldOp::create(then, loc, flatS); },
+      [&](OpBuilder &then, Location) {
+        scf::YieldOp::create(then, loc, flatS);
+      },
       [&](OpBuilder &els, Location) {
         IndexMath em{els, loc};
         FloatMath ef{els, loc};
@@ -314,8 +315,8 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
         for (int64_t rb = 0; rb < rowBlocks; ++rb)
           for (int64_t j = 0; j < keyTiles; ++j)
             for (int64_t e = 0; e < numC; ++e) {
-              Value row = em.add(em.add(warpRow0, em.c(rb * mmaM)),
-                                 cCoords[e].row);
+              Value row =
+                  em.add(em.add(warpRow0, em.c(rb * mmaM)), cCoords[e].row);
               Value col = em.add(c0, em.add(em.c(j * mmaN), cCoords[e].col));
               Value vis = emitVisible(els, loc, cfg.mask, row, col, sq, sk);
               vis = arith::AndIOp::create(els, loc, vis, em.lt(col, sk));
@@ -455,16 +456,16 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
                                  MemRefLayoutAttrInterface(), workgroup);
     Value raw = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
     const int64_t stages = target.getNumCopyStages();
-    auto kType = MemRefType::get({stages, cfg.blockN, cfg.d + kRowPad},
-                                 cfg.elementType, MemRefLayoutAttrInterface(),
-                                 workgroup);
-    auto vType = MemRefType::get({stages, cfg.blockN, cfg.dv + kRowPad},
-                                 cfg.elementType, MemRefLayoutAttrInterface(),
-                                 workgroup);
-    kBuffers = memref::ViewOp::create(b, loc, kType, raw, im.c(0), ValueRange{});
+    auto kType =
+        MemRefType::get({stages, cfg.blockN, cfg.d + kRowPad}, cfg.elementType,
+                        MemRefLayoutAttrInterface(), workgroup);
+    auto vType =
+        MemRefType::get({stages, cfg.blockN, cfg.dv + kRowPad}, cfg.elementType,
+                        MemRefLayoutAttrInterface(), workgroup);
+    kBuffers =
+        memref::ViewOp::create(b, loc, kType, raw, im.c(0), ValueRange{});
     vBuffers = memref::ViewOp::create(
-        b, loc, vType, raw,
-        im.c(sharedBytesFor(stages, cfg.blockN, cfg.d, 0)),
+        b, loc, vType, raw, im.c(sharedBytesFor(stages, cfg.blockN, cfg.d, 0)),
         ValueRange{});
     if (!target.getAFromC(0)) {
       auto pType = MemRefType::get(
@@ -553,9 +554,9 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
             target.emitAsyncWait(ob, loc, issueTile(ob, kt, buf), 0);
           }
           target.emitBarrier(ob, loc); // Tile kt is visible to all warps.
-          State next = visitTile(ob, kt, bufferView(ob, kBuffers, buf),
-                                 bufferView(ob, vBuffers, buf),
-                                 unflatten(args));
+          State next =
+              visitTile(ob, kt, bufferView(ob, kBuffers, buf),
+                        bufferView(ob, vBuffers, buf), unflatten(args));
           target.emitBarrier(ob, loc); // Its buffer may be refilled.
           scf::YieldOp::create(ob, loc, flatten(next));
         });
@@ -601,8 +602,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
         for (int64_t e = 0; e < numC; ++e) {
           if (target.getCRowSlot(e) != slot)
             continue;
-          Value value =
-              rf.select(any, rf.mul(rows.acc[jv][e], inv), rf.c(0.0));
+          Value value = rf.select(any, rf.mul(rows.acc[jv][e], inv), rf.c(0.0));
           Value col = rm.add(rm.c(jv * mmaN), cCoords[e].col);
           Value idx = rm.add(rm.add(oBase, rm.mul(row, rm.c(cfg.dv))), col);
           memref::StoreOp::create(
@@ -635,8 +635,7 @@ std::string checkSupported(AttentionOp op, const GpuTarget &target,
   Type elt = qType.getElementType();
   if (!elt.isF16() && !elt.isBF16())
     return "the " + target.getName().str() +
-           " kernel needs f16 or bf16 inputs, got " +
-           [&] {
+           " kernel needs f16 or bf16 inputs, got " + [&] {
              std::string s;
              llvm::raw_string_ostream os(s);
              os << elt;
@@ -651,23 +650,24 @@ std::string checkSupported(AttentionOp op, const GpuTarget &target,
              " are not supported by the GPU kernel (supported: 32, 64, 128)";
   if (warpRows <= 0 || warpRows % target.getMmaM() != 0 ||
       warpRows > 4 * target.getMmaM())
-    return "warp-rows=" + std::to_string(warpRows) +
-           " must be a multiple of " + std::to_string(target.getMmaM()) +
-           " up to " + std::to_string(4 * target.getMmaM());
-  if (blockM % warpRows != 0 ||
-      blockM / warpRows * target.getWarpSize() > 1024)
+    return "warp-rows=" + std::to_string(warpRows) + " must be a multiple of " +
+           std::to_string(target.getMmaM()) + " up to " +
+           std::to_string(4 * target.getMmaM());
+  if (blockM % warpRows != 0 || blockM / warpRows * target.getWarpSize() > 1024)
     return "block-m=" + std::to_string(blockM) + " must be a multiple of " +
            std::to_string(warpRows) + " (warp-rows) with at most " +
            std::to_string(1024 / target.getWarpSize()) + " warps";
   const int64_t sharedBytes = kernelSharedBytes(target, blockM, blockN, d, dv);
   const int64_t maxShared = target.getMaxSharedBytes(chip);
   if (sharedBytes > maxShared)
-    return "block-m=" + std::to_string(blockM) + " block-n=" +
-           std::to_string(blockN) + " need " + std::to_string(sharedBytes) +
+    return "block-m=" + std::to_string(blockM) +
+           " block-n=" + std::to_string(blockN) + " need " +
+           std::to_string(sharedBytes) +
            " bytes of workgroup memory, over the " + std::to_string(maxShared) +
            " bytes of " + chip.str();
   if (blockN % target.getMmaK() != 0 || blockN <= 0)
-    return "block-n=" + std::to_string(blockN) + " must be a positive multiple of " +
+    return "block-n=" + std::to_string(blockN) +
+           " must be a positive multiple of " +
            std::to_string(target.getMmaK());
   if (!isa<MemRefType>(op.getQ().getType()))
     return "the GPU lowering takes fmha.attention on memrefs (bufferize first)";
@@ -795,10 +795,10 @@ struct FmhaLowerToGpuPass
         b, loc, b.getI32Type(),
         kernelSharedBytes(gpuTarget, blockM, blockN, qType.getDimSize(3),
                           vType.getDimSize(3)));
-    gpu::LaunchFuncOp::create(
-        b, loc, func, grid, block, shared,
-        ValueRange{flatten(op.getQ()), flatten(op.getK()), flatten(op.getV()),
-                   flatten(op.getO()), flatten(lse), batch, sq, sk});
+    gpu::LaunchFuncOp::create(b, loc, func, grid, block, shared,
+                              ValueRange{flatten(op.getQ()), flatten(op.getK()),
+                                         flatten(op.getV()), flatten(op.getO()),
+                                         flatten(lse), batch, sq, sk});
     if (!op.getLse())
       memref::DeallocOp::create(b, loc, lse);
     op.erase();

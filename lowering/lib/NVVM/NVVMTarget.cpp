@@ -6,9 +6,9 @@
 //
 // mma.sync.aligned.m16n8k16.row.col (f16/bf16 -> f32), PTX ISA section
 // "Matrix Fragments for mma.m16n8k16". With g = lane / 4, t = lane % 4:
-//   A (16x16): a_e, e = 0..7: row g + 8 * ((e / 2) % 2), col 2t + (e % 2) + 8 * (e / 4)
-//   B (16x8):  b_e, e = 0..3: row (k) 2t + (e % 2) + 8 * (e / 2), col (n) g
-//   C (16x8):  c_e, e = 0..3: row g + 8 * (e / 2), col 2t + (e % 2)
+//   A (16x16): a_e, e = 0..7: row g + 8 * ((e / 2) % 2), col 2t + (e % 2) + 8 *
+//   (e / 4) B (16x8):  b_e, e = 0..3: row (k) 2t + (e % 2) + 8 * (e / 2), col
+//   (n) g C (16x8):  c_e, e = 0..3: row g + 8 * (e / 2), col 2t + (e % 2)
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,8 +79,7 @@ public:
     auto operands = [&](ArrayRef<Value> regs) {
       SmallVector<Value> out;
       for (Value reg : regs)
-        out.push_back(isBF16 ? LLVM::BitcastOp::create(b, loc, i32, reg)
-                             : reg);
+        out.push_back(isBF16 ? LLVM::BitcastOp::create(b, loc, i32, reg) : reg);
       return out;
     };
     Type f32 = b.getF32Type();
@@ -174,8 +173,7 @@ public:
   Value emitShuffleXor(OpBuilder &b, Location loc, Value value,
                        int64_t mask) const override {
     auto shuffle = gpu::ShuffleOp::create(b, loc, value, mask,
-                                          /*width=*/32,
-                                          gpu::ShuffleMode::XOR);
+                                          /*width=*/32, gpu::ShuffleMode::XOR);
     return shuffle.getShuffleResult();
   }
 
@@ -194,8 +192,9 @@ public:
       return "unknown NVIDIA chip '" + chip.str() +
              "' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)";
     int version = 0;
-    if (chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10,
-                                                                   version) ||
+    if (chip.drop_front(3)
+            .take_while(llvm::isDigit)
+            .getAsInteger(10, version) ||
         version < 80)
       return "chip '" + chip.str() +
              "' has no bf16 mma.sync m16n8k16: need sm_80 or newer";

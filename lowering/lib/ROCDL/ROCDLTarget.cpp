@@ -69,8 +69,7 @@ public:
   SmallVector<int64_t> getRowReduceXorMasks() const override {
     return {1, 2, 4, 8};
   }
-  std::optional<std::pair<int64_t, int64_t>>
-  getAFromC(int64_t) const override {
+  std::optional<std::pair<int64_t, int64_t>> getAFromC(int64_t) const override {
     return std::nullopt;
   }
 
@@ -158,15 +157,14 @@ public:
                         ValueRange dstIndices) const override {
     Type elt = cast<MemRefType>(src.getType()).getElementType();
     auto chunk = VectorType::get({16 / (elt.getIntOrFloatBitWidth() / 8)}, elt);
-    Value data = vector::LoadOp::create(b, loc, chunk, src, srcIndices,
-                                        /*nontemporal=*/false,
-                                        llvm::MaybeAlign(16));
+    Value data =
+        vector::LoadOp::create(b, loc, chunk, src, srcIndices,
+                               /*nontemporal=*/false, llvm::MaybeAlign(16));
     vector::StoreOp::create(b, loc, data, dst, dstIndices,
                             /*nontemporal=*/false, llvm::MaybeAlign(16));
     return Value();
   }
-  Value emitAsyncCommit(OpBuilder &, Location,
-                        ArrayRef<Value>) const override {
+  Value emitAsyncCommit(OpBuilder &, Location, ArrayRef<Value>) const override {
     return Value();
   }
   void emitAsyncWait(OpBuilder &, Location, Value, int64_t) const override {}

@@ -60,8 +60,7 @@ int main() {
   auto gpu = mlir::parseSourceString<mlir::ModuleOp>(kSource, &context);
   mlir::PassManager gpuPm(&context);
   if (mlir::failed(mlir::parsePassPipeline(
-          "fmha-to-nvvm-pipeline{chip=sm_90 format=isa}",
-          gpuPm)))
+          "fmha-to-nvvm-pipeline{chip=sm_90 format=isa}", gpuPm)))
     return fail("parsing the fmha-to-nvvm-pipeline");
   if (mlir::failed(gpuPm.run(*gpu)))
     return fail("fmha-to-nvvm-pipeline");
@@ -74,7 +73,9 @@ int main() {
   });
   if (ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") ==
       std::string::npos)
-    return fail(("no bf16 mma.sync in the PTX (" + std::to_string(ptx.size()) + " bytes)").c_str());
+    return fail(("no bf16 mma.sync in the PTX (" + std::to_string(ptx.size()) +
+                 " bytes)")
+                    .c_str());
   // The ROCDL pipeline, built from C++, to AMDGPU assembly.
   auto amd = mlir::parseSourceString<mlir::ModuleOp>(kSource, &context);
   mlir::PassManager amdPm(&context);

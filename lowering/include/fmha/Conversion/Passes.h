@@ -12,11 +12,11 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -36,7 +36,8 @@ void populateFmhaTileOpsToLoopsPatterns(RewritePatternSet &patterns);
 
 /// Options of `fmha-to-cpu-pipeline`.
 struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
-  Option<int64_t> blockM{*this, "block-m", llvm::cl::desc("Query rows per tile"),
+  Option<int64_t> blockM{*this, "block-m",
+                         llvm::cl::desc("Query rows per tile"),
                          llvm::cl::init(64)};
   Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Keys per kv tile"),
                          llvm::cl::init(64)};
@@ -62,9 +63,8 @@ struct NVVMPipelineOptions : public PassPipelineOptions<NVVMPipelineOptions> {
                              llvm::cl::desc("Binary format: bin (cubin, needs "
                                             "ptxas), isa (PTX), fatbin"),
                              llvm::cl::init("isa")};
-  Option<std::string> kernelName{*this, "kernel-name",
-                                 llvm::cl::desc("Kernel name"),
-                                 llvm::cl::init("")};
+  Option<std::string> kernelName{
+      *this, "kernel-name", llvm::cl::desc("Kernel name"), llvm::cl::init("")};
 };
 
 /// Options of `fmha-to-rocdl-pipeline`.
@@ -84,9 +84,8 @@ struct ROCDLPipelineOptions : public PassPipelineOptions<ROCDLPipelineOptions> {
                                             "ld.lld under ROCM_PATH), isa "
                                             "(AMDGPU assembly), llvm"),
                              llvm::cl::init("isa")};
-  Option<std::string> kernelName{*this, "kernel-name",
-                                 llvm::cl::desc("Kernel name"),
-                                 llvm::cl::init("")};
+  Option<std::string> kernelName{
+      *this, "kernel-name", llvm::cl::desc("Kernel name"), llvm::cl::init("")};
 };
 
 /// fmha.attention -> GPU kernel -> ROCDL -> AMDGPU ISA/hsaco (gpu.binary).

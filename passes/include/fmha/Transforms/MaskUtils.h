@@ -8,10 +8,11 @@
 // by the tiling pass and every lowering (CPU, GPU) so that all of them visit
 // the same kv tiles and hide the same keys. Formulas, for the q tile holding
 // rows [r0, r1) and off = 0 (top-left) or Sk - Sq (bottom-right):
-//   window keys   [jlo, jhi] = [max(0, r0 + off - L), min(Sk - 1, r1 - 1 + off + R)]
-//   main loop     kv tiles [jlo / BN, max(jhi / BN + 1, sinkTiles))
-//   sink loop     kv tiles [0, min(sinkTiles, jlo / BN)),  sinkTiles = ceil(min(S, Sk) / BN)
-//   full tile     (r1 - 1 + off - L <= c0 and c1 - 1 <= r0 + off + R) or c1 <= S
+//   window keys   [jlo, jhi] = [max(0, r0 + off - L), min(Sk - 1, r1 - 1 + off
+//   + R)] main loop     kv tiles [jlo / BN, max(jhi / BN + 1, sinkTiles)) sink
+//   loop     kv tiles [0, min(sinkTiles, jlo / BN)),  sinkTiles = ceil(min(S,
+//   Sk) / BN) full tile     (r1 - 1 + off - L <= c0 and c1 - 1 <= r0 + off + R)
+//   or c1 <= S
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,9 +74,9 @@ KvLoopBounds emitKvLoopBounds(OpBuilder &b, Location loc,
 
 /// Emits whether every key in [c0, c1) is visible to every row in [r0, r1)
 /// (an i1); such a tile needs no element mask.
-Value emitKvTileIsFull(OpBuilder &b, Location loc,
-                       const ::fmha::MaskSpec &mask, Value r0, Value r1,
-                       Value c0, Value c1, Value sq, Value sk);
+Value emitKvTileIsFull(OpBuilder &b, Location loc, const ::fmha::MaskSpec &mask,
+                       Value r0, Value r1, Value c0, Value c1, Value sq,
+                       Value sk);
 
 /// Emits visible(row, col) of DESIGN.md section 1 (an i1).
 Value emitVisible(OpBuilder &b, Location loc, const ::fmha::MaskSpec &mask,

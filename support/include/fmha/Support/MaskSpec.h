@@ -4,9 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The mask semantics of DESIGN.md section 1, written once in plain C++ (no MLIR,
-// no LLVM) so that the dialect, the runtime, the float64 reference and the tools
-// all agree on what a spec string means.
+// The mask semantics of DESIGN.md section 1, written once in plain C++ (no
+// MLIR, no LLVM) so that the dialect, the runtime, the float64 reference and
+// the tools all agree on what a spec string means.
 //
 // A mask is (kind, left, right, sink). Row i (query), column j (key), both
 // 0-based. With off = 0 for top-left and Sk - Sq for bottom-right:
