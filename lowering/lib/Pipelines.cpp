@@ -36,71 +36,82 @@ void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
-void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
-                                         const NVVMPipelineOptions &options) {
-  FmhaLowerToGpuPassOptions gpu;
-  gpu.target = "nvvm";
+namespace {
+
+/// The target-independent head of a GPU pipeline: the kernel, then cleanup.
+template <typename Options>
+void addGpuKernelPasses(OpPassManager &pm, StringRef target,
+                        const Options &options) {
+  mlir::fmha::FmhaLowerToGpuPassOptions gpu;
+  gpu.target = target.str();
   gpu.chip = options.chip;
   gpu.blockM = options.blockM;
   gpu.blockN = options.blockN;
   gpu.warpRows = options.warpRows;
   gpu.kernelName = options.kernelName;
-  pm.addPass(createFmhaLowerToGpuPass(gpu));
+  pm.addPass(mlir::fmha::createFmhaLowerToGpuPass(gpu));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+}
+
+/// The kernel module's lowering to the target's LLVM dialect: `toTarget`
+/// adds the target's conversions between the common passes.
+void addKernelLowering(OpPassManager &pm,
+                       function_ref<void(OpPassManager &)> toTarget,
+                       StringRef format) {
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createLowerAffinePass());
+  toTarget(kernels);
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = format.str();
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+} // namespace
+
+void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
+                                         const NVVMPipelineOptions &options) {
+  addGpuKernelPasses(pm, "nvvm", options);
   GpuNVVMAttachTargetOptions attach;
   attach.chip = options.chip;
   attach.features = "+ptx80";
   attach.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(attach));
-  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
-  kernels.addPass(createSCFToControlFlowPass());
-  kernels.addPass(memref::createExpandStridedMetadataPass());
-  kernels.addPass(createLowerAffinePass());
-  kernels.addPass(createConvertNVGPUToNVVMPass());
-  kernels.addPass(createConvertGpuOpsToNVVMOps());
-  kernels.addPass(createCanonicalizerPass());
-  kernels.addPass(createCSEPass());
-  kernels.addPass(createReconcileUnrealizedCastsPass());
-  GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = options.format;
-  pm.addPass(createGpuModuleToBinaryPass(binary));
+  addKernelLowering(
+      pm,
+      [](OpPassManager &kernels) {
+        kernels.addPass(createConvertNVGPUToNVVMPass());
+        kernels.addPass(createConvertGpuOpsToNVVMOps());
+      },
+      options.format);
 }
 
 void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
                                           const ROCDLPipelineOptions &options) {
-  FmhaLowerToGpuPassOptions gpu;
-  gpu.target = "rocdl";
-  gpu.chip = options.chip;
-  gpu.blockM = options.blockM;
-  gpu.blockN = options.blockN;
-  gpu.warpRows = options.warpRows;
-  gpu.kernelName = options.kernelName;
-  pm.addPass(createFmhaLowerToGpuPass(gpu));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  addGpuKernelPasses(pm, "rocdl", options);
   GpuROCDLAttachTargetOptions attach;
   attach.chip = options.chip;
   attach.optLevel = 3;
   attach.wave64Flag = true;
   pm.addPass(createGpuROCDLAttachTarget(attach));
-  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
-  kernels.addPass(createSCFToControlFlowPass());
-  kernels.addPass(memref::createExpandStridedMetadataPass());
-  kernels.addPass(createLowerAffinePass());
-  ConvertAMDGPUToROCDLPassOptions amdgpu;
-  amdgpu.chipset = options.chip;
-  kernels.addPass(createConvertAMDGPUToROCDLPass(amdgpu));
-  ConvertGpuOpsToROCDLOpsOptions rocdl;
-  rocdl.chipset = options.chip;
-  rocdl.runtime = gpu::amd::Runtime::HIP;
-  kernels.addPass(createConvertGpuOpsToROCDLOps(rocdl));
-  kernels.addPass(createCanonicalizerPass());
-  kernels.addPass(createCSEPass());
-  kernels.addPass(createReconcileUnrealizedCastsPass());
-  GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = options.format;
-  pm.addPass(createGpuModuleToBinaryPass(binary));
+  std::string chip = options.chip;
+  addKernelLowering(
+      pm,
+      [&](OpPassManager &kernels) {
+        ConvertAMDGPUToROCDLPassOptions amdgpu;
+        amdgpu.chipset = chip;
+        kernels.addPass(createConvertAMDGPUToROCDLPass(amdgpu));
+        ConvertGpuOpsToROCDLOpsOptions rocdl;
+        rocdl.chipset = chip;
+        rocdl.runtime = gpu::amd::Runtime::HIP;
+        kernels.addPass(createConvertGpuOpsToROCDLOps(rocdl));
+      },
+      options.format);
 }
 
 void mlir::fmha::registerFmhaPipelines() {

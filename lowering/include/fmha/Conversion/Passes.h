@@ -47,45 +47,41 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                            llvm::cl::init("")};
 };
 
-/// Options of `fmha-to-nvvm-pipeline`.
-struct NVVMPipelineOptions : public PassPipelineOptions<NVVMPipelineOptions> {
-  Option<std::string> chip{*this, "chip", llvm::cl::desc("NVIDIA chip"),
-                           llvm::cl::init("sm_90")};
-  Option<int64_t> blockM{*this, "block-m",
-                         llvm::cl::desc("Query rows per workgroup"),
-                         llvm::cl::init(64)};
-  Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Keys per kv tile"),
-                         llvm::cl::init(64)};
-  Option<int64_t> warpRows{*this, "warp-rows",
-                           llvm::cl::desc("Query rows per warp"),
-                           llvm::cl::init(16)};
-  Option<std::string> format{*this, "format",
-                             llvm::cl::desc("Binary format: bin (cubin, needs "
-                                            "ptxas), isa (PTX), fatbin"),
-                             llvm::cl::init("isa")};
-  Option<std::string> kernelName{
+/// The options both GPU pipelines take; `Derived` is the pipeline's options.
+template <typename Derived>
+struct GpuPipelineOptions : public PassPipelineOptions<Derived> {
+  using Base = PassPipelineOptions<Derived>;
+  typename Base::template Option<int64_t> blockM{
+      *this, "block-m", llvm::cl::desc("Query rows per workgroup"),
+      llvm::cl::init(64)};
+  typename Base::template Option<int64_t> blockN{
+      *this, "block-n", llvm::cl::desc("Keys per kv tile"), llvm::cl::init(64)};
+  typename Base::template Option<int64_t> warpRows{
+      *this, "warp-rows", llvm::cl::desc("Query rows per warp (wave)"),
+      llvm::cl::init(16)};
+  typename Base::template Option<std::string> kernelName{
       *this, "kernel-name", llvm::cl::desc("Kernel name"), llvm::cl::init("")};
 };
 
+/// Options of `fmha-to-nvvm-pipeline`.
+struct NVVMPipelineOptions : public GpuPipelineOptions<NVVMPipelineOptions> {
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("NVIDIA chip"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> format{*this, "format",
+                             llvm::cl::desc("Binary format: bin (cubin, needs "
+                                            "ptxas), isa (PTX), fatbin, llvm"),
+                             llvm::cl::init("isa")};
+};
+
 /// Options of `fmha-to-rocdl-pipeline`.
-struct ROCDLPipelineOptions : public PassPipelineOptions<ROCDLPipelineOptions> {
+struct ROCDLPipelineOptions : public GpuPipelineOptions<ROCDLPipelineOptions> {
   Option<std::string> chip{*this, "chip", llvm::cl::desc("AMD chip (gfx942)"),
                            llvm::cl::init("gfx942")};
-  Option<int64_t> blockM{*this, "block-m",
-                         llvm::cl::desc("Query rows per workgroup"),
-                         llvm::cl::init(64)};
-  Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Keys per kv tile"),
-                         llvm::cl::init(64)};
-  Option<int64_t> warpRows{*this, "warp-rows",
-                           llvm::cl::desc("Query rows per wave"),
-                           llvm::cl::init(16)};
   Option<std::string> format{*this, "format",
                              llvm::cl::desc("Binary format: bin (hsaco, needs "
                                             "ld.lld under ROCM_PATH), isa "
                                             "(AMDGPU assembly), llvm"),
                              llvm::cl::init("isa")};
-  Option<std::string> kernelName{
-      *this, "kernel-name", llvm::cl::desc("Kernel name"), llvm::cl::init("")};
 };
 
 /// fmha.attention -> GPU kernel -> ROCDL -> AMDGPU ISA/hsaco (gpu.binary).
