@@ -1,0 +1,448 @@
+#!/usr/bin/env python3
+"""Randomized conformance: random attention problems compiled with fmha-compile
+and checked by `fmha-run --validate` against the float64 reference.
+
+A run is a function of its seed (--seed; printed first, drawn from the clock
+when absent). The seed gives a pool of signatures (dtype; Hq, Hk with every
+GQA ratio; D, Dv in 32/64/128, sometimes Dv != D; every mask kind with random
+windows and sinks; scale; softcap; tile sizes) and, for problem i, one of
+them with a random B, Sq and Sk (1 to 4096, decode rows, tile multiples and
+their neighbours), bounded in work so that each run stays fast. Bundles are
+cached by signature (--cache DIR keeps them across runs).
+
+Every failure prints the fmha-compile and fmha-run commands that reproduce
+it, and the command that replays that one problem through this driver
+(--seed S --only I).
+
+  random_conformance.py --bin build/bin --count 2000 [--seed S]     # CPU
+  random_conformance.py --bin build/bin --target cuda --count 2000 \\
+      --make-bundles OUT                  # where LLVM is: bundles + OUT/problems.json
+  random_conformance.py --bin build/bin --run-bundles OUT   # on the GPU machine
+
+Exit status: 0 when every problem passes, 1 when one fails, 2 on usage errors.
+"""
+
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SIZE_MAX = 4096
+# Work bound: B * Hq * Sq * Sk * (D + Dv) multiply-adds (the float64
+# reference does the same count on one core).
+DEFAULT_WORK = 3.0e8
+CUDA_CHIP = "sm_90a"
+RUN_TIMEOUT_S = 600
+
+
+def log_uniform(rng, lo, hi):
+    return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi + 0.999)))))
+
+
+def random_bound(rng):
+    """A window side: unbounded, 0, small, or up to a few thousand."""
+    r = rng.random()
+    if r < 0.25:
+        return -1
+    if r < 0.35:
+        return 0
+    if r < 0.45:
+        return rng.randint(1, 3)
+    return log_uniform(rng, 1, SIZE_MAX)
+
+
+def random_mask(rng):
+    kind = rng.choice(["none", "t", "b", "window", "window", "sink", "sink",
+                       "x", "x"])
+    if kind == "none":
+        return rng.choice(["0", "none"])
+    if kind in ("t", "b"):
+        return kind
+    anchor = rng.choice("tb")
+    if kind == "x":
+        w = rng.choice([-1, 1, 2, rng.randint(1, 64),
+                        log_uniform(rng, 1, SIZE_MAX)])
+        return f"x{anchor}:{w}"
+    left, right = random_bound(rng), random_bound(rng)
+    if kind == "window":
+        return f"{anchor}:{left},{right}"
+    sink = rng.choice([0, 1, rng.randint(1, 8), rng.randint(1, 64),
+                       log_uniform(rng, 1, SIZE_MAX)])
+    return f"{anchor}:{left},{right},{sink}"
+
+
+def random_signature(rng, target):
+    if target == "cuda":
+        dtype = rng.choice(["f16", "bf16"])
+    else:
+        dtype = rng.choice(["f32", "f32", "f16", "bf16"])
+    hk = rng.choice([1, 1, 2, 3, 4, 5, 8])
+    ratio = rng.choice([1, 1, 2, 3, 4, 5, 6, 7, 8, 16])
+    hq = hk * ratio
+    d = rng.choice([32, 64, 128])
+    dv = d if rng.random() < 0.7 else rng.choice([32, 64, 128])
+    sig = dict(target=target, dtype=dtype, hq=hq, hk=hk, d=d, dv=dv,
+               mask=random_mask(rng))
+    if rng.random() < 0.3:
+        sig["scale"] = float("%.6g" % rng.uniform(0.01, 1.0))
+    if rng.random() < 0.3:
+        sig["softcap"] = float("%.6g" % rng.choice(
+            [rng.uniform(0.5, 5.0), rng.uniform(5.0, 60.0)]))
+    if target == "cuda":
+        sig["block_m"] = rng.choice([64, 64, 128, 16, 32])
+        sig["block_n"] = rng.choice([64, 64, 32, 128, 16])
+    else:
+        sig["block_m"] = rng.choice([64, 64, 32, 16, 128, 1, 7, 48])
+        sig["block_n"] = rng.choice([64, 64, 32, 16, 128, 1, 5, 80])
+    return sig
+
+
+def random_size(rng):
+    r = rng.random()
+    if r < 0.1:
+        return 1
+    if r < 0.25:
+        return rng.choice([63, 64, 65, 127, 128, 129, 255, 256, 257])
+    return log_uniform(rng, 1, SIZE_MAX)
+
+
+def random_shape(rng, sig, work):
+    b = rng.choice([1, 1, 1, 2, 3, 4])
+    sq, sk = random_size(rng), random_size(rng)
+    if rng.random() < 0.15:
+        sk = sq
+    per_pair = sig["hq"] * (sig["d"] + sig["dv"])
+    while b * sq * sk * per_pair > work:
+        if b > 1:
+            b -= 1
+        elif sq >= sk:
+            sq = max(1, sq * 3 // 4)
+        else:
+            sk = max(1, sk * 3 // 4)
+    return b, sq, sk
+
+
+def signature_key(sig):
+    return json.dumps(sig, sort_keys=True)
+
+
+def bundle_name(sig):
+    return hashlib.sha1(signature_key(sig).encode()).hexdigest()[:16] + ".fmha"
+
+
+def compile_args(sig):
+    args = [f"--target={sig['target']}", f"--dtype={sig['dtype']}",
+            f"--hq={sig['hq']}", f"--hk={sig['hk']}", f"-d={sig['d']}",
+            f"--dv={sig['dv']}", f"--mask={sig['mask']}",
+            f"--block-m={sig['block_m']}", f"--block-n={sig['block_n']}"]
+    if sig["target"] == "cuda":
+        args.append(f"--chip={CUDA_CHIP}")
+    if "scale" in sig:
+        args.append(f"--scale={sig['scale']!r}")
+    if "softcap" in sig:
+        args.append(f"--softcap={sig['softcap']!r}")
+    return args
+
+
+def make_problems(seed, count, target, work):
+    """[(index, signature, (b, sq, sk), data seed)] for problems 0..count-1."""
+    pool_rng = random.Random(f"fmha-random-pool:{seed}")
+    pool = [random_signature(pool_rng, target)
+            for _ in range(max(1, (count * 2 + 4) // 5))]
+    problems = []
+    for i in range(count):
+        rng = random.Random(f"fmha-random-problem:{seed}:{i}")
+        sig = pool[rng.randrange(len(pool))]
+        shape = random_shape(rng, sig, work)
+        problems.append((i, sig, shape, rng.randrange(1 << 32)))
+    return problems
+
+
+def run_command(cmd, timeout=RUN_TIMEOUT_S):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True,
+                           timeout=timeout)
+        return p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired:
+        return 124, f"timed out after {timeout} s"
+
+
+class BundleCache:
+    """Compiles each signature once (threads wait for the first compile)."""
+
+    def __init__(self, fmha_compile, folder):
+        self.fmha_compile = fmha_compile
+        self.folder = folder
+        self.lock = threading.Lock()
+        self.pending = {}
+        self.compiled = 0
+
+    def get(self, sig):
+        path = os.path.join(self.folder, bundle_name(sig))
+        with self.lock:
+            event = self.pending.get(path)
+            first = event is None
+            if first:
+                event = self.pending[path] = [threading.Event(), None]
+        if not first:
+            event[0].wait()
+            return path, event[1]
+        error = None
+        if not os.path.exists(path):
+            cmd = [self.fmha_compile, *compile_args(sig), "-o", path + ".tmp"]
+            rc, text = run_command(cmd)
+            if rc == 0:
+                os.replace(path + ".tmp", path)
+                with self.lock:
+                    self.compiled += 1
+            else:
+                error = f"fmha-compile exit {rc}:\n{text.strip()}"
+        event[1] = error
+        event[0].set()
+        return path, error
+
+
+def run_args(bundle, shape, data_seed):
+    b, sq, sk = shape
+    return [bundle, "-b", str(b), "--sq", str(sq), "--sk", str(sk),
+            "--seed", str(data_seed), "--validate"]
+
+
+def describe(sig, shape):
+    b, sq, sk = shape
+    extra = "".join(f" {k}={sig[k]}" for k in ("scale", "softcap") if k in sig)
+    return (f"{sig['dtype']} Hq={sig['hq']} Hk={sig['hk']} D={sig['d']} "
+            f"Dv={sig['dv']} mask={sig['mask']}{extra} "
+            f"block={sig['block_m']}x{sig['block_n']} B={b} Sq={sq} Sk={sk}")
+
+
+def check_result(rc, text):
+    """(passed, rel_err or None)."""
+    m = re.search(r"rel_err=([0-9.eE+-]+|nan|inf|-?nan)", text)
+    rel = float(m.group(1)) if m else None
+    return rc == 0 and "PASS" in text, rel
+
+
+class Report:
+    def __init__(self, args):
+        self.args = args
+        self.failures = []
+        self.worst = {}
+        self.done = 0
+        self.lock = threading.Lock()
+
+    def add(self, index, sig, shape, passed, rel, lines):
+        with self.lock:
+            self.done += 1
+            if rel is not None and rel == rel:
+                key = sig["dtype"]
+                if rel > self.worst.get(key, (0.0, None))[0]:
+                    self.worst[key] = (rel, index)
+            if not passed:
+                self.failures.append(index)
+                print("\n".join(lines), flush=True)
+            elif self.args.verbose:
+                print(f"ok {index}: {describe(sig, shape)} rel_err={rel}",
+                      flush=True)
+            if self.args.progress and self.done % self.args.progress == 0:
+                print(f"... {self.done} problems, {len(self.failures)} "
+                      f"failures", flush=True)
+
+
+def replay_command(args, index):
+    cmd = [sys.executable, os.path.abspath(__file__), "--seed", str(args.seed),
+           "--count", str(args.count), "--only", str(index), "--target",
+           args.target, "--max-work", "%g" % args.max_work]
+    if args.run_bundles:
+        cmd += ["--run-bundles", args.run_bundles]
+    cmd += ["--bin", args.bin]
+    return " ".join(shlex.quote(c) for c in cmd)
+
+
+def failure_lines(args, index, sig, shape, compile_cmd, run_cmd, text):
+    lines = [f"FAIL problem {index} (seed {args.seed}): {describe(sig, shape)}"]
+    if compile_cmd:
+        lines.append("  compile: " + " ".join(shlex.quote(c)
+                                              for c in compile_cmd))
+    if run_cmd:
+        lines.append("  run:     " + " ".join(shlex.quote(c) for c in run_cmd))
+    lines.append("  replay:  " + replay_command(args, index))
+    lines += ["  | " + l for l in text.strip().splitlines()[-12:]]
+    return lines
+
+
+def run_local(args, problems):
+    """Compile (cached) and run every problem on this machine."""
+    tool = lambda name: os.path.join(args.bin, name)
+    report = Report(args)
+    tmp = None
+    if args.cache:
+        os.makedirs(args.cache, exist_ok=True)
+        folder = args.cache
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="fmha-random-")
+        folder = tmp.name
+    cache = BundleCache(tool("fmha-compile"), folder)
+
+    def one(problem):
+        index, sig, shape, data_seed = problem
+        bundle, error = cache.get(sig)
+        compile_cmd = [tool("fmha-compile"), *compile_args(sig), "-o",
+                       "BUNDLE"]
+        if error:
+            report.add(index, sig, shape, False, None, failure_lines(
+                args, index, sig, shape, compile_cmd, None, error))
+            return
+        cmd = [tool("fmha-run"), *run_args(bundle, shape, data_seed)]
+        rc, text = run_command(cmd)
+        passed, rel = check_result(rc, text)
+        shown = [tool("fmha-run"), *run_args("BUNDLE", shape, data_seed)]
+        report.add(index, sig, shape, passed, rel, failure_lines(
+            args, index, sig, shape, compile_cmd, shown, text)
+            if not passed else [])
+
+    try:
+        run_pool(args, one, problems)
+    finally:
+        if tmp:
+            tmp.cleanup()
+    return report, cache.compiled
+
+
+def run_pool(args, fn, items):
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for f in [pool.submit(fn, item) for item in items]:
+            f.result()
+
+
+def make_bundles(args, problems):
+    """cuda: compile every signature into OUT and write OUT/problems.json."""
+    out = args.make_bundles
+    os.makedirs(out, exist_ok=True)
+    cache = BundleCache(os.path.join(args.bin, "fmha-compile"), out)
+    errors = []
+
+    def one(problem):
+        index, sig, shape, data_seed = problem
+        _, error = cache.get(sig)
+        if error:
+            errors.append((index, sig, error))
+
+    run_pool(args, one, problems)
+    listing = []
+    for index, sig, shape, data_seed in problems:
+        listing.append(dict(index=index, signature=sig, bundle=bundle_name(sig),
+                            shape=list(shape), data_seed=data_seed,
+                            compile=compile_args(sig)))
+    with open(os.path.join(out, "problems.json"), "w") as f:
+        json.dump(dict(seed=args.seed, count=args.count, target=args.target,
+                       max_work=args.max_work, problems=listing), f, indent=1)
+    for index, sig, error in errors:
+        print(f"COMPILE FAIL problem {index}: {describe(sig, (0, 0, 0))}\n"
+              f"  {error}")
+    print(f"random conformance: {len(set(bundle_name(p[1]) for p in problems))}"
+          f" bundles for {len(problems)} problems in {out} (seed {args.seed});"
+          f" {len(errors)} compile failures")
+    return 1 if errors else 0
+
+
+def run_bundles(args, only):
+    """cuda: run OUT/problems.json's problems with the bundles beside it."""
+    folder = args.run_bundles
+    with open(os.path.join(folder, "problems.json")) as f:
+        listing = json.load(f)
+    args.seed, args.count = listing["seed"], listing["count"]
+    args.target, args.max_work = listing["target"], listing["max_work"]
+    items = [p for p in listing["problems"] if only is None or p["index"] == only]
+    report = Report(args)
+    run_path = os.path.join(args.bin, "fmha-run")
+
+    def one(p):
+        sig, shape = p["signature"], tuple(p["shape"])
+        bundle = os.path.join(folder, p["bundle"])
+        cmd = [run_path, *run_args(bundle, shape, p["data_seed"])]
+        rc, text = run_command(cmd)
+        passed, rel = check_result(rc, text)
+        compile_cmd = ["fmha-compile", *p["compile"], "-o", p["bundle"]]
+        report.add(p["index"], sig, shape, passed, rel, failure_lines(
+            args, p["index"], sig, shape, compile_cmd, cmd, text)
+            if not passed else [])
+
+    run_pool(args, one, items)
+    return report, 0, len(items)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bin", required=True,
+                        help="folder with fmha-compile and fmha-run")
+    parser.add_argument("--count", type=int, default=200)
+    parser.add_argument("--seed", type=int,
+                        help="seed of the run (default: from the clock)")
+    parser.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--only", type=int, metavar="I",
+                        help="run problem I of the seed's run only")
+    parser.add_argument("--max-work", type=float, default=DEFAULT_WORK,
+                        help="bound on B*Hq*Sq*Sk*(D+Dv) (default %g)"
+                        % DEFAULT_WORK)
+    parser.add_argument("--cache", metavar="DIR",
+                        help="keep compiled bundles here (default: a "
+                        "temporary folder)")
+    parser.add_argument("--make-bundles", metavar="OUT",
+                        help="compile the bundles and write OUT/problems.json "
+                        "instead of running (for --target cuda)")
+    parser.add_argument("--run-bundles", metavar="DIR",
+                        help="run DIR/problems.json with the bundles in DIR "
+                        "(fmha-run only; no fmha-compile needed)")
+    parser.add_argument("--progress", type=int, default=0, metavar="N",
+                        help="print a line every N problems")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+    if args.make_bundles and args.run_bundles:
+        parser.error("--make-bundles and --run-bundles exclude each other")
+    if args.target == "cuda" and not (args.make_bundles or args.run_bundles):
+        parser.error("--target cuda needs --make-bundles OUT (here) or "
+                     "--run-bundles DIR (on the GPU machine)")
+    start = time.time()
+    if args.run_bundles:
+        report, compiled, total = run_bundles(args, args.only)
+    else:
+        if args.seed is None:
+            args.seed = int(time.time() * 1000) % (1 << 31)
+        print(f"random conformance: seed {args.seed}, {args.count} problems, "
+              f"target {args.target}", flush=True)
+        problems = make_problems(args.seed, args.count, args.target,
+                                 args.max_work)
+        if args.only is not None:
+            if not 0 <= args.only < args.count:
+                parser.error("--only must be in 0..COUNT-1")
+            problems = [problems[args.only]]
+        if args.make_bundles:
+            return make_bundles(args, problems)
+        report, compiled = run_local(args, problems)
+        total = len(problems)
+    worst = ", ".join(f"{k} {v[0]:.2e} (problem {v[1]})"
+                      for k, v in sorted(report.worst.items()))
+    print(f"random conformance: seed {args.seed}, target {args.target}: "
+          f"{total} problems, {len(report.failures)} failures"
+          f"{', %d bundles compiled' % compiled if compiled else ''}, "
+          f"{time.time() - start:.0f} s; worst rel_err: {worst or '-'}")
+    if report.failures:
+        print("failed problems: " + " ".join(map(str, sorted(report.failures))))
+    return 1 if report.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
