@@ -5,12 +5,16 @@
 // RUN: not fmha-opt %s --fmha-lower-to-gpu="block-m=24" -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCKM
 // RUN: not fmha-opt %s --fmha-lower-to-gpu="block-n=24" -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCKN
 // RUN: not fmha-opt %s --fmha-lower-to-gpu="block-n=512" -split-input-file 2>&1 | FileCheck %s --check-prefix=SHARED
+// RUN: not fmha-opt %s --fmha-lower-to-gpu="warp-rows=24" -split-input-file 2>&1 | FileCheck %s --check-prefix=WARPROWS
+// RUN: not fmha-opt %s --fmha-lower-to-gpu="warp-rows=32 block-m=48" -split-input-file 2>&1 | FileCheck %s --check-prefix=WARPBLOCK
 
 // TARGET: error: unknown GPU target 'spirv' (expected nvvm or rocdl)
 // CHIP: error: chip 'sm_75' has no bf16 mma.sync m16n8k16: need sm_80 or newer
 // VENDOR: error: unknown NVIDIA chip 'gfx942' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)
 // BLOCKM: error: 'fmha.attention' op block-m=24 must be a multiple of 16 (warp-rows) with at most 32 warps
 // BLOCKN: error: 'fmha.attention' op block-n=24 must be a positive multiple of 16
+// WARPROWS: error: 'fmha.attention' op warp-rows=24 must be a multiple of 16 up to 64
+// WARPBLOCK: error: 'fmha.attention' op block-m=48 must be a multiple of 32 (warp-rows) with at most 32 warps
 // SHARED: error: 'fmha.attention' op block-m=64 block-n=512 need 294912 bytes of workgroup memory, over the 232448 bytes of sm_90
 
 func.func @f32(%q: memref<?x4x?x64xf32>) {
