@@ -171,6 +171,13 @@ std::vector<double> toDouble(const std::vector<float> &v) {
 // --show-mask
 //===----------------------------------------------------------------------===//
 
+/// The largest Sq, Sk, block-m and block-n --show-mask takes (a bundle's
+/// limit for tile sizes); the mask arithmetic stays far from overflow.
+constexpr int64_t kMaxShowMaskSize = INT32_MAX;
+/// --show-mask counts the visited tiles of at most this many (q tile, kv
+/// tile) pairs; a larger grid would take minutes to hours.
+constexpr int64_t kMaxCountedTiles = int64_t(1) << 26;
+
 void showMask(const MaskSpec &mask, int64_t sq, int64_t sk, int64_t blockM,
               int64_t blockN) {
   const int64_t maxRows = 32, maxCols = 64, maxTiles = 128;
@@ -192,7 +199,8 @@ void showMask(const MaskSpec &mask, int64_t sq, int64_t sk, int64_t blockM,
               static_cast<long long>(blockM), static_cast<long long>(blockN),
               static_cast<long long>(numQ), static_cast<long long>(numKv));
   int64_t full = 0, partial = 0;
-  for (int64_t qt = 0; qt < numQ; ++qt) {
+  const bool count = numQ <= kMaxCountedTiles / numKv;
+  for (int64_t qt = 0; qt < (count ? numQ : std::min(numQ, maxTiles)); ++qt) {
     // Count over the visited ranges only; draw the first tiles.
     KvTileBounds b = kvTileBounds(mask, qt * blockM, blockM, blockN, sq, sk);
     auto countRange = [&](int64_t lo, int64_t hi) {
@@ -201,8 +209,10 @@ void showMask(const MaskSpec &mask, int64_t sq, int64_t sk, int64_t blockM,
              ? full
              : partial)++;
     };
-    countRange(0, b.sinkEnd);
-    countRange(b.begin, b.end);
+    if (count) {
+      countRange(0, b.sinkEnd);
+      countRange(b.begin, b.end);
+    }
     if (qt >= maxTiles)
       continue;
     std::string line;
@@ -218,6 +228,12 @@ void showMask(const MaskSpec &mask, int64_t sq, int64_t sk, int64_t blockM,
     std::printf("... (%lld more q tiles)\n",
                 static_cast<long long>(numQ - maxTiles));
   double total = static_cast<double>(numQ) * static_cast<double>(numKv);
+  if (!count) {
+    std::printf("visited tiles not counted: %.0f tiles are more than the "
+                "%lld --show-mask counts\n",
+                total, static_cast<long long>(kMaxCountedTiles));
+    return;
+  }
   std::printf("visited %lld of %.0f tiles (%lld full, %lld partial, %.0f "
               "skipped)\n",
               static_cast<long long>(full + partial), total,
@@ -425,6 +441,10 @@ int run(int argc, char **argv) {
   if (showMaskRequested) {
     if (!sq || !sk)
       fail("--show-mask needs --sq and --sk");
+    if (*sq > kMaxShowMaskSize || *sk > kMaxShowMaskSize ||
+        sig.blockM > kMaxShowMaskSize || sig.blockN > kMaxShowMaskSize)
+      fail("--show-mask takes --sq, --sk, --block-m and --block-n up to " +
+           std::to_string(kMaxShowMaskSize));
     showMask(sig.mask, *sq, *sk, sig.blockM, sig.blockN);
     if (!runRequested)
       return 0;
