@@ -317,4 +317,55 @@ TEST(GpuFake, CApiDevicePointers) {
   fakeTarget().expectThreadStateKept();
 }
 
+TEST(GpuFake, FailedRunsFreeTheirDeviceMemory) {
+  // runHost puts q, k, v, o and lse on the device in that order. With the
+  // device's memory limited so that the i-th allocation fails, and with an
+  // injected launch failure after all five, the run fails with the error
+  // and frees what it took: afterwards the whole limit can be allocated.
+  BundleMeta m = fakeMeta(DType::F16, 4, 2, 16, 8, "b:3,0,1");
+  Expected<std::unique_ptr<Kernel>> k = loadFake(m);
+  ASSERT_TRUE(k.ok()) << k.message();
+  Backend &be = (*k)->backend();
+  Problem p = makeProblem(m, 2, 21, 30);
+  Data data = makeData(m, p, 11);
+  std::vector<uint16_t> o(p.oElements());
+  std::vector<float> lse(p.lseElements());
+  const size_t bytes[] = {size_t(p.qElements()) * 2, size_t(p.kElements()) * 2,
+                          size_t(p.vElements()) * 2, size_t(p.oElements()) * 2,
+                          size_t(p.lseElements()) * 4};
+  const std::string memoryVar = fakeTarget().envPrefix + "_MEMORY";
+  auto allocateAll = [&](size_t limit) {
+    Expected<void *> all = be.allocate(limit);
+    ASSERT_TRUE(all.ok()) << "device memory left allocated: " << all.message();
+    be.deallocate(*all);
+  };
+  size_t taken = 0;
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE(i);
+    size_t limit = taken + bytes[i] - 1;
+    setenv(memoryVar.c_str(), std::to_string(limit).c_str(), 1);
+    Status s = (*k)->runHost(p, data.args(o, lse));
+    EXPECT_EQ(s.code(), ErrorCode::OutOfMemory) << s.message();
+    allocateAll(limit);
+    unsetenv(memoryVar.c_str());
+    taken += bytes[i];
+  }
+  const std::string failVar = fakeTarget().envPrefix + "_FAIL";
+  setenv(memoryVar.c_str(), std::to_string(taken).c_str(), 1);
+  for (const InjectedFailure &f : fakeTarget().runFailures) {
+    SCOPED_TRACE(f.fail);
+    setenv(failVar.c_str(), f.fail, 1);
+    Status s = (*k)->runHost(p, data.args(o, lse));
+    unsetenv(failVar.c_str());
+    EXPECT_EQ(s.code(), ErrorCode::LaunchFailed) << s.message();
+    allocateAll(taken);
+  }
+  // Within the limit, the same run passes.
+  Status s = (*k)->runHost(p, data.args(o, lse));
+  unsetenv(memoryVar.c_str());
+  ASSERT_TRUE(s.ok()) << s.message();
+  expectMatches(m, data, o, lse);
+  fakeTarget().expectThreadStateKept();
+}
+
 } // namespace
