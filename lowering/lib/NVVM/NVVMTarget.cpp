@@ -198,6 +198,12 @@ public:
         version < 80)
       return "chip '" + chip.str() +
              "' has no bf16 mma.sync m16n8k16: need sm_80 or newer";
+    // The pipeline emits PTX 8.0, which ends at sm_90a; LLVM aborts on
+    // newer or unknown chips instead of reporting them.
+    if (chip != "sm_80" && chip != "sm_86" && chip != "sm_87" &&
+        chip != "sm_89" && chip != "sm_90" && chip != "sm_90a")
+      return "unknown or unsupported NVIDIA chip '" + chip.str() +
+             "' (supported: sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a)";
     return {};
   }
 };
