@@ -99,8 +99,11 @@ def random_signature(rng, target):
         sig["softcap"] = float("%.6g" % rng.choice(
             [rng.uniform(0.5, 5.0), rng.uniform(5.0, 60.0)]))
     if target == "cuda":
-        sig["block_m"] = rng.choice([64, 64, 128, 16, 32])
-        sig["block_n"] = rng.choice([64, 64, 32, 128, 16])
+        # Half the signatures take fmha-compile's tuned tiles.
+        if rng.random() < 0.5:
+            sig["warp_rows"] = rng.choice([16, 32])
+            sig["block_m"] = sig["warp_rows"] * rng.choice([1, 2, 4])
+            sig["block_n"] = rng.choice([16, 32, 64, 128])
     else:
         sig["block_m"] = rng.choice([64, 64, 32, 16, 128, 1, 7, 48])
         sig["block_n"] = rng.choice([64, 64, 32, 16, 128, 1, 5, 80])
@@ -113,6 +116,8 @@ def random_size(rng):
         return 1
     if r < 0.25:
         return rng.choice([63, 64, 65, 127, 128, 129, 255, 256, 257])
+    if r < 0.5:
+        return log_uniform(rng, 256, SIZE_MAX)
     return log_uniform(rng, 1, SIZE_MAX)
 
 
@@ -143,8 +148,11 @@ def bundle_name(sig):
 def compile_args(sig):
     args = [f"--target={sig['target']}", f"--dtype={sig['dtype']}",
             f"--hq={sig['hq']}", f"--hk={sig['hk']}", f"-d={sig['d']}",
-            f"--dv={sig['dv']}", f"--mask={sig['mask']}",
-            f"--block-m={sig['block_m']}", f"--block-n={sig['block_n']}"]
+            f"--dv={sig['dv']}", f"--mask={sig['mask']}"]
+    for key, flag in (("block_m", "--block-m"), ("block_n", "--block-n"),
+                      ("warp_rows", "--warp-rows")):
+        if key in sig:
+            args.append(f"{flag}={sig[key]}")
     if sig["target"] == "cuda":
         args.append(f"--chip={CUDA_CHIP}")
     if "scale" in sig:
@@ -154,11 +162,14 @@ def compile_args(sig):
     return args
 
 
-def make_problems(seed, count, target, work):
+def default_signatures(count):
+    return max(1, (count * 2 + 4) // 5)
+
+
+def make_problems(seed, count, target, work, signatures):
     """[(index, signature, (b, sq, sk), data seed)] for problems 0..count-1."""
     pool_rng = random.Random(f"fmha-random-pool:{seed}")
-    pool = [random_signature(pool_rng, target)
-            for _ in range(max(1, (count * 2 + 4) // 5))]
+    pool = [random_signature(pool_rng, target) for _ in range(signatures)]
     problems = []
     for i in range(count):
         rng = random.Random(f"fmha-random-problem:{seed}:{i}")
@@ -221,9 +232,12 @@ def run_args(bundle, shape, data_seed):
 def describe(sig, shape):
     b, sq, sk = shape
     extra = "".join(f" {k}={sig[k]}" for k in ("scale", "softcap") if k in sig)
+    if "block_m" in sig:
+        extra += f" block={sig['block_m']}x{sig['block_n']}"
+    if "warp_rows" in sig:
+        extra += f" warp_rows={sig['warp_rows']}"
     return (f"{sig['dtype']} Hq={sig['hq']} Hk={sig['hk']} D={sig['d']} "
-            f"Dv={sig['dv']} mask={sig['mask']}{extra} "
-            f"block={sig['block_m']}x{sig['block_n']} B={b} Sq={sq} Sk={sk}")
+            f"Dv={sig['dv']} mask={sig['mask']}{extra} B={b} Sq={sq} Sk={sk}")
 
 
 def check_result(rc, text):
@@ -262,7 +276,8 @@ class Report:
 def replay_command(args, index):
     cmd = [sys.executable, os.path.abspath(__file__), "--seed", str(args.seed),
            "--count", str(args.count), "--only", str(index), "--target",
-           args.target, "--max-work", "%g" % args.max_work]
+           args.target, "--max-work", "%g" % args.max_work,
+           "--signatures", str(args.signatures)]
     if args.run_bundles:
         cmd += ["--run-bundles", args.run_bundles]
     cmd += ["--bin", args.bin]
@@ -346,7 +361,8 @@ def make_bundles(args, problems):
                             compile=compile_args(sig)))
     with open(os.path.join(out, "problems.json"), "w") as f:
         json.dump(dict(seed=args.seed, count=args.count, target=args.target,
-                       max_work=args.max_work, problems=listing), f, indent=1)
+                       max_work=args.max_work, signatures=args.signatures,
+                       problems=listing), f, indent=1)
     for index, sig, error in errors:
         print(f"COMPILE FAIL problem {index}: {describe(sig, (0, 0, 0))}\n"
               f"  {error}")
@@ -363,6 +379,7 @@ def run_bundles(args, only):
         listing = json.load(f)
     args.seed, args.count = listing["seed"], listing["count"]
     args.target, args.max_work = listing["target"], listing["max_work"]
+    args.signatures = listing["signatures"]
     items = [p for p in listing["problems"] if only is None or p["index"] == only]
     report = Report(args)
     run_path = os.path.join(args.bin, "fmha-run")
@@ -397,6 +414,9 @@ def main():
     parser.add_argument("--max-work", type=float, default=DEFAULT_WORK,
                         help="bound on B*Hq*Sq*Sk*(D+Dv) (default %g)"
                         % DEFAULT_WORK)
+    parser.add_argument("--signatures", type=int, metavar="K",
+                        help="size of the signature pool the problems draw "
+                        "from (default: 2/5 of --count)")
     parser.add_argument("--cache", metavar="DIR",
                         help="keep compiled bundles here (default: a "
                         "temporary folder)")
@@ -423,8 +443,10 @@ def main():
             args.seed = int(time.time() * 1000) % (1 << 31)
         print(f"random conformance: seed {args.seed}, {args.count} problems, "
               f"target {args.target}", flush=True)
+        if args.signatures is None:
+            args.signatures = default_signatures(args.count)
         problems = make_problems(args.seed, args.count, args.target,
-                                 args.max_work)
+                                 args.max_work, args.signatures)
         if args.only is not None:
             if not 0 <= args.only < args.count:
                 parser.error("--only must be in 0..COUNT-1")
