@@ -8,6 +8,7 @@
 # and built when it has no build.ninja yet. FUZZ_JOBS targets run at a time
 # (default: the number of cores). New inputs go into fuzz/corpus/<target>/
 # unless FUZZ_READONLY_CORPUS=1 (CI), which keeps them in a scratch folder.
+# fuzz/<target>.dict, where present, is the target's dictionary.
 # Crashes are written to $FUZZ_OUT/<target>/ (default BUILD_DIR/fuzz-out); the
 # script then fails and prints how to replay each one. A crash, once fixed,
 # goes into fuzz/regressions/<target>/, which ctest replays.
@@ -64,10 +65,12 @@ run_one() {
   else
     dirs=("$corpus")
   fi
+  local dict=()
+  [ -f "$root/fuzz/$t.dict" ] && dict=(-dict="$root/fuzz/$t.dict")
   "$build/bin/fuzz-$t" -max_total_time="$seconds" -print_final_stats=1 \
     -max_len="$(max_len "$t")" -timeout="$(timeout_s "$t")" \
-    -rss_limit_mb=4096 -artifact_prefix="$out/$t/" "${dirs[@]}" \
-    > "$out/$t.log" 2>&1
+    -rss_limit_mb=4096 -artifact_prefix="$out/$t/" "${dict[@]}" \
+    "${dirs[@]}" > "$out/$t.log" 2>&1
 }
 
 mkdir -p "$out"
