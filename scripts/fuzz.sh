@@ -51,7 +51,7 @@ if [ "${FUZZ_MERGE:-0}" = 1 ]; then
       rm -f "$corpus/$h"
     done
     rm -rf "$tmp" "$tmp.log"
-    echo "fuzz: $t corpus: $(ls "$corpus" | wc -l) files, $(du -sk "$corpus" | cut -f1) KiB"
+    echo "fuzz: $t corpus: $(ls "$corpus" | wc -l) files, $(du -sk --apparent-size "$corpus" | cut -f1) KiB"
   done
   exit 0
 fi
