@@ -21,8 +21,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -35,7 +35,6 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Bitcode/BitcodeReader.h"
-#include "llvm/Support/Path.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -43,6 +42,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -107,9 +107,9 @@ OwningOpRef<ModuleOp> buildForward(MLIRContext &ctx,
     scaleAttr = b.getF32FloatAttr(meta.scale);
   if (meta.softcap > 0)
     softcapAttr = b.getF32FloatAttr(meta.softcap);
-  mlir::fmha::AttentionOp::create(b, loc, TypeRange{}, args[0], args[1], args[2],
-                            args[3], args[4], maskAttr, scaleAttr,
-                            softcapAttr);
+  mlir::fmha::AttentionOp::create(b, loc, TypeRange{}, args[0], args[1],
+                                  args[2], args[3], args[4], maskAttr,
+                                  scaleAttr, softcapAttr);
   func::ReturnOp::create(b, loc);
   return module;
 }
@@ -127,9 +127,9 @@ std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string cpu) {
       features += (feature.second ? "+" : "-") + feature.first().str() + ",";
   }
   llvm::TargetOptions options;
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
+  std::unique_ptr<llvm::TargetMachine> tm(
+      t->createTargetMachine(triple, cpu, features, options, llvm::Reloc::PIC_,
+                             std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!tm)
     fail("cannot create a target machine for CPU '" + cpu + "'");
   return tm;
@@ -172,8 +172,8 @@ std::string linkSharedObject(const std::string &object) {
   llvm::SmallVector<llvm::StringRef> args = {
       linker, "-shared", "--no-undefined-version", "-o", soPath, objPath};
   std::string error;
-  int rc = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, {}, 0, 0,
-                                     &error);
+  int rc =
+      llvm::sys::ExecuteAndWait(linker, args, std::nullopt, {}, 0, 0, &error);
   llvm::sys::fs::remove(objPath);
   if (rc != 0) {
     llvm::sys::fs::remove(soPath);
@@ -196,13 +196,49 @@ void writeText(const std::string &text) {
   os << text;
 }
 
-/// ptxas from PATH or the standard CUDA location; empty when absent.
-std::string findPtxas() {
-  if (auto path = llvm::sys::findProgramByName("ptxas"))
-    return *path;
-  for (const char *path : {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"})
-    if (llvm::sys::fs::can_execute(path))
-      return path;
+/// Whether the compiler reported an error; some MLIR stages (the GPU binary
+/// serializers among them) report one and still produce output.
+bool sawError = false;
+
+/// Whether `dir` is a CUDA toolkit that gpu-module-to-binary can use: ptxas in
+/// bin/ and libdevice, which the serializer links whenever it has a toolkit.
+bool isCudaToolkit(llvm::StringRef dir) {
+  llvm::SmallString<128> ptxas(dir), libdevice(dir);
+  llvm::sys::path::append(ptxas, "bin", "ptxas");
+  llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
+  return llvm::sys::fs::can_execute(ptxas) &&
+         llvm::sys::fs::is_regular_file(libdevice);
+}
+
+/// The CUDA toolkit: the one $CUDA_ROOT, $CUDA_HOME or $CUDA_PATH names
+/// (which then must be one), else the toolkit above the ptxas on PATH, else
+/// /usr/local/cuda or /opt/cuda. Empty when there is none (PTX is written
+/// instead of a cubin).
+std::string findCudaToolkit() {
+  for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"}) {
+    const char *value = std::getenv(var);
+    if (!value || !*value)
+      continue;
+    if (!isCudaToolkit(value))
+      fail(llvm::Twine("$") + var + "='" + value +
+           "' is not a CUDA toolkit (it needs bin/ptxas and "
+           "nvvm/libdevice/libdevice.10.bc); unset it to write PTX");
+    return value;
+  }
+  llvm::SmallVector<std::string> candidates;
+  if (auto ptxas = llvm::sys::findProgramByName("ptxas")) {
+    llvm::SmallString<128> real;
+    if (llvm::sys::fs::real_path(*ptxas, real))
+      real = *ptxas;
+    llvm::sys::path::remove_filename(real); // .../bin
+    llvm::sys::path::remove_filename(real); // the toolkit
+    candidates.push_back(real.str().str());
+  }
+  candidates.push_back("/usr/local/cuda");
+  candidates.push_back("/opt/cuda");
+  for (const std::string &dir : candidates)
+    if (isCudaToolkit(dir))
+      return dir;
   return {};
 }
 
@@ -219,22 +255,18 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
     options.blockN = meta.blockN;
     options.warpRows = warpRows;
     options.kernelName = meta.kernel;
-    std::string ptxas = findPtxas();
+    std::string toolkit = findCudaToolkit();
     if (emit == "llvm")
       options.format = "llvm";
-    else if (emit == "bundle" && !ptxas.empty())
+    else if (emit == "bundle" && !toolkit.empty())
       options.format = "bin";
     else
       options.format = "isa";
     format = options.format;
     mlir::fmha::buildFmhaToNVVMPipeline(pm, options);
-    // gpu-module-to-binary finds ptxas through the CUDA toolkit path.
-    if (!ptxas.empty()) {
-      llvm::SmallString<128> toolkit(ptxas);
-      llvm::sys::path::remove_filename(toolkit); // .../bin
-      llvm::sys::path::remove_filename(toolkit); // the toolkit
-      setenv("CUDA_ROOT", toolkit.c_str(), /*overwrite=*/0);
-    }
+    // gpu-module-to-binary finds ptxas and libdevice through $CUDA_ROOT;
+    // empty, it needs neither (the kernel calls no libdevice function).
+    setenv("CUDA_ROOT", toolkit.c_str(), /*overwrite=*/1);
   } else {
     mlir::fmha::ROCDLPipelineOptions options;
     options.chip = meta.chip;
@@ -248,7 +280,7 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
     // The device libraries and ld.lld are found under ROCM_PATH.
     setenv("ROCM_PATH", FMHA_ROCM_PATH, /*overwrite=*/0);
   }
-  if (failed(pm.run(module)))
+  if (failed(pm.run(module)) || sawError)
     fail("the " + target + " GPU pipeline failed (see above)");
   if (emit == "mlir") {
     std::string text;
@@ -340,7 +372,22 @@ int main(int argc, char **argv) {
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
   ScopedDiagnosticHandler diagnostics(&ctx, [](Diagnostic &diag) {
-    llvm::errs() << "fmha-compile: error: " << diag << "\n";
+    const char *severity = "note";
+    switch (diag.getSeverity()) {
+    case DiagnosticSeverity::Error:
+      severity = "error";
+      sawError = true;
+      break;
+    case DiagnosticSeverity::Warning:
+      severity = "warning";
+      break;
+    case DiagnosticSeverity::Remark:
+      severity = "remark";
+      break;
+    case DiagnosticSeverity::Note:
+      break;
+    }
+    llvm::errs() << "fmha-compile: " << severity << ": " << diag << "\n";
     return success();
   });
 
@@ -356,7 +403,7 @@ int main(int argc, char **argv) {
   options.blockN = blockN;
   options.chip = chip;
   mlir::fmha::buildFmhaToCpuPipeline(pm, options);
-  if (failed(pm.run(*module)))
+  if (failed(pm.run(*module)) || sawError)
     fail("the fmha-to-cpu pipeline failed (see above)");
   if (emit == "mlir") {
     std::string text;
@@ -388,8 +435,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (emit == "isa") {
-    writeText(emitToString(*tm, *llvmModule,
-                           llvm::CodeGenFileType::AssemblyFile));
+    writeText(
+        emitToString(*tm, *llvmModule, llvm::CodeGenFileType::AssemblyFile));
     return 0;
   }
   std::string object =

@@ -50,6 +50,14 @@ namespace mlir::fmha {
 using namespace mlir;
 using namespace mlir::fmha;
 
+Value GpuTarget::emitExp2(OpBuilder &b, Location loc, Value x) const {
+  return math::Exp2Op::create(b, loc, x);
+}
+
+Value GpuTarget::emitLog2(OpBuilder &b, Location loc, Value x) const {
+  return math::Log2Op::create(b, loc, x);
+}
+
 namespace {
 
 constexpr const char *kKernelModuleName = "fmha_kernels";
@@ -77,6 +85,7 @@ int64_t kernelSharedBytes(const GpuTarget &target, int64_t blockM,
 struct FloatMath {
   OpBuilder &b;
   Location loc;
+  const GpuTarget &target;
 
   Value c(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
@@ -88,7 +97,8 @@ struct FloatMath {
   Value max(Value x, Value y) {
     return arith::MaximumFOp::create(b, loc, x, y);
   }
-  Value exp2(Value x) { return math::Exp2Op::create(b, loc, x); }
+  Value exp2(Value x) { return target.emitExp2(b, loc, x); }
+  Value log2(Value x) { return target.emitLog2(b, loc, x); }
   /// tanh(x) = 1 - 2 / (exp(2x) + 1), from exp2 alone (no math library on
   /// the device); exact at both saturated ends.
   Value tanh(Value x) {
@@ -252,7 +262,7 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
                                               Value kTile, Value vTile,
                                               const State &in) {
   IndexMath im{ob, loc};
-  FloatMath fm{ob, loc};
+  FloatMath fm{ob, loc, target};
   const int64_t mmaM = target.getMmaM(), mmaN = target.getMmaN(),
                 mmaK = target.getMmaK();
   const int64_t numA = target.getNumAElements(),
@@ -309,7 +319,7 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
       },
       [&](OpBuilder &els, Location) {
         IndexMath em{els, loc};
-        FloatMath ef{els, loc};
+        FloatMath ef{els, loc, target};
         Value negInf = ef.negInf();
         SmallVector<Value> masked;
         for (int64_t rb = 0; rb < rowBlocks; ++rb)
@@ -428,7 +438,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
   IndexMath im{b, loc};
-  FloatMath fm{b, loc};
+  FloatMath fm{b, loc, target};
   qMem = entry.getArgument(0);
   kMem = entry.getArgument(1);
   vMem = entry.getArgument(2);
@@ -597,7 +607,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(inRange.thenBlock());
       IndexMath rm{b, loc};
-      FloatMath rf{b, loc};
+      FloatMath rf{b, loc, target};
       for (int64_t jv = 0; jv < cfg.dv / mmaN; ++jv)
         for (int64_t e = 0; e < numC; ++e) {
           if (target.getCRowSlot(e) != slot)
@@ -614,11 +624,9 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
           rm.cmp(arith::CmpIPredicate::eq, cCoords[firstElem].col, rm.c(0));
       auto lseIf = scf::IfOp::create(b, loc, writesLse, false);
       b.setInsertionPointToStart(lseIf.thenBlock());
-      FloatMath lf{b, loc};
+      FloatMath lf{b, loc, target};
       Value lse = lf.select(
-          any,
-          lf.mul(lf.add(rows.m[slot], math::Log2Op::create(b, loc, safeL)),
-                 lf.c(ln2)),
+          any, lf.mul(lf.add(rows.m[slot], lf.log2(safeL)), lf.c(ln2)),
           lf.negInf());
       memref::StoreOp::create(b, loc, lse, lseMem,
                               ValueRange{IndexMath{b, loc}.add(lseBase, row)});

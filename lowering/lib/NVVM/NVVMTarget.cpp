@@ -177,6 +177,23 @@ public:
     return shuffle.getShuffleResult();
   }
 
+  /// ex2.approx.ftz.f32 (MUFU.EX2): 2 ulp, subnormal results flush to zero,
+  /// which a softmax weight never needs next to the row maximum's 1.
+  Value emitExp2(OpBuilder &b, Location loc, Value x) const override {
+    return LLVM::CallIntrinsicOp::create(
+               b, loc, b.getF32Type(),
+               b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"), x)
+        .getResult(0);
+  }
+  /// lg2.approx.f32 (MUFU.LG2): 2^-22.6 absolute error on [0.5, 2]; used once
+  /// per row for the log-sum-exp.
+  Value emitLog2(OpBuilder &b, Location loc, Value x) const override {
+    return LLVM::CallIntrinsicOp::create(
+               b, loc, b.getF32Type(),
+               b.getStringAttr("llvm.nvvm.lg2.approx.f"), x)
+        .getResult(0);
+  }
+
   int64_t getNumCopyStages() const override { return 2; }
   int64_t getMaxSharedBytes(StringRef chip) const override {
     // Opt-in per block: sm_80 163 KB, sm_86/89 99 KB, sm_90 227 KB.

@@ -48,7 +48,7 @@
 // CHECK:     arith.select
 // CHECK:   gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32
 // CHECK:   gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32
-// CHECK:   math.exp2
+// CHECK:   llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK:   nvgpu.ldmatrix %[[VTILE]]{{.+}} {numTiles = 4 : i32, transpose = true}
 // CHECK:   nvvm.mma.sync
 // CHECK:   gpu.barrier
@@ -59,7 +59,7 @@
 // CHECK: %[[WIN:.+]]:36 = scf.for {{.+}} iter_args(%{{.+}} = %[[SINK]]#0
 // CHECK: } {fmha.kv_loop = "window"}
 // CHECK: memref.store {{.+}}, %[[GO]]
-// CHECK: math.log2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
 // CHECK: memref.store {{.+}}, %[[GL]]
 // CHECK: gpu.return
 func.func @attention(%q: memref<?x8x?x64xbf16>, %k: memref<?x2x?x64xbf16>, %v: memref<?x2x?x64xbf16>, %o: memref<?x8x?x64xbf16>, %lse: memref<?x8x?xf32>) {

@@ -118,6 +118,12 @@ public:
   virtual Value emitShuffleXor(OpBuilder &b, Location loc, Value value,
                                int64_t mask) const = 0;
 
+  /// 2^x and log2(x) of f32 values, in the target's own instructions where it
+  /// has them (no device math library needs to be linked). The defaults are
+  /// the `math` ops.
+  virtual Value emitExp2(OpBuilder &b, Location loc, Value x) const;
+  virtual Value emitLog2(OpBuilder &b, Location loc, Value x) const;
+
   /// Buffers of the K/V tile pipeline: 2 when copies run asynchronously (the
   /// next tile lands while this one is computed), 1 otherwise.
   virtual int64_t getNumCopyStages() const = 0;
