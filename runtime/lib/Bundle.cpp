@@ -28,6 +28,7 @@ constexpr std::string_view kMagicPrefix = "FMHA-BUNDLE ";
 constexpr const char *kKeys[] = {"target",
                                  "chip",
                                  "kind",
+                                 "deterministic",
                                  "dtype",
                                  "hq",
                                  "hk",
@@ -49,6 +50,9 @@ constexpr const char *kKeys[] = {"target",
 bool isGpuOnlyKey(std::string_view key) {
   return key == "block_threads" || key == "shared_bytes";
 }
+
+/// Keys every bundle may leave out (absent means 0).
+bool isOptionalKey(std::string_view key) { return key == "deterministic"; }
 
 std::string formatFloat(float f) {
   char buf[64];
@@ -250,6 +254,10 @@ std::string BundleMeta::validate() const {
   if (!formatOk)
     return std::string("target ") + toString(target) + " needs binary_format " +
            expected + ", got " + toString(binaryFormat);
+  if (deterministic && kind != KernelKind::Backward)
+    return "deterministic=1 is only valid for a backward kernel (kind=bwd), "
+           "got kind=" +
+           std::string(toString(kind));
   return {};
 }
 
@@ -272,6 +280,8 @@ bool serializeBundle(const BundleMeta &meta, std::string_view binary,
   put("target", toString(meta.target));
   put("chip", meta.chip);
   put("kind", toString(meta.kind));
+  if (meta.kind == KernelKind::Backward)
+    put("deterministic", meta.deterministic ? "1" : "0");
   put("dtype", toString(meta.dtype));
   put("hq", std::to_string(meta.hq));
   put("hk", std::to_string(meta.hk));
@@ -368,7 +378,7 @@ bool parseBundle(std::string_view bytes, const std::string &name,
   // block_threads and shared_bytes may be absent for cpu only; the target is
   // checked below, once it parses.
   for (const char *k : kKeys)
-    if (!values.count(k) && !isGpuOnlyKey(k))
+    if (!values.count(k) && !isGpuOnlyKey(k) && !isOptionalKey(k))
       return fail(std::string("missing key '") + k + "'");
 
   auto bad = [&](const char *key, const char *what) {
@@ -454,6 +464,12 @@ bool parseBundle(std::string_view bytes, const std::string &name,
     return bad("binary_size", "expected a non-negative decimal integer");
   if (*size == 0)
     return bad("binary_size", "the binary is empty");
+  if (auto it = values.find("deterministic"); it != values.end()) {
+    if (it->second == "1")
+      m.deterministic = true;
+    else if (it->second != "0")
+      return bad("deterministic", "expected 0 or 1");
+  }
   std::string problem = m.validate();
   if (!problem.empty())
     return fail(problem);

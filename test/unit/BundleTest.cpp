@@ -214,6 +214,65 @@ TEST(Bundle, CpuLaunchKeysAreOptional) {
                              "1..1024 (or 0 for cpu), got 2000");
 }
 
+TEST(Bundle, DeterministicKey) {
+  // Forward bundles do not print it; absent means 0.
+  EXPECT_EQ(sampleBytes().find("deterministic"), std::string::npos);
+  BundleMeta m;
+  std::string bin, err;
+  ASSERT_TRUE(parseBundle(sampleBytes(), "x", &m, &bin, &err)) << err;
+  EXPECT_FALSE(m.deterministic);
+
+  // Backward bundles print it (0 or 1) after kind, and it round-trips.
+  BundleMeta bwd = sampleMeta();
+  bwd.kind = KernelKind::Backward;
+  for (bool det : {false, true}) {
+    bwd.deterministic = det;
+    std::string bytes;
+    ASSERT_TRUE(serializeBundle(bwd, kBinary, &bytes, &err)) << err;
+    std::string line = std::string("\nkind=bwd\ndeterministic=") +
+                       (det ? "1" : "0") + "\ndtype=";
+    EXPECT_NE(bytes.find(line), std::string::npos) << bytes;
+    ASSERT_TRUE(parseBundle(bytes, "x", &m, &bin, &err)) << err;
+    EXPECT_EQ(m.kind, KernelKind::Backward);
+    EXPECT_EQ(m.deterministic, det);
+  }
+  // A bwd bundle without the key (an older writer) parses as 0.
+  std::string bytes;
+  bwd.deterministic = true;
+  ASSERT_TRUE(serializeBundle(bwd, kBinary, &bytes, &err)) << err;
+  const std::string detLine = "deterministic=1\n";
+  size_t at = bytes.find(detLine);
+  ASSERT_NE(at, std::string::npos);
+  std::string before = bytes.substr(0, at);
+  std::string after = bytes.substr(at + detLine.size());
+  ASSERT_TRUE(parseBundle(before + after, "x", &m, &bin, &err)) << err;
+  EXPECT_FALSE(m.deterministic);
+  // Anything but 0 or 1 is rejected; so is a repeat.
+  for (const char *value : {"2", "true", "", "01", " 1"})
+    EXPECT_EQ(parseError(before + "deterministic=" + value + "\n" + after),
+              std::string("bundle 'x.fmha': bad value for 'deterministic': '") +
+                  value + "' (expected 0 or 1)");
+  EXPECT_EQ(parseError(before + "deterministic=0\n" + detLine + after),
+            "bundle 'x.fmha': key 'deterministic' appears twice");
+  // deterministic=1 is for backward kernels only, in the reader and writer.
+  std::string fwd = sampleBytes();
+  size_t end = fwd.find("\n\n") + 1;
+  EXPECT_EQ(
+      parseError(fwd.substr(0, end) + "deterministic=1\n" + fwd.substr(end)),
+      "bundle 'x.fmha': deterministic=1 is only valid for a backward "
+      "kernel (kind=bwd), got kind=fwd");
+  ASSERT_TRUE(
+      parseBundle(fwd.substr(0, end) + "deterministic=0\n" + fwd.substr(end),
+                  "x", &m, &bin, &err))
+      << err;
+  EXPECT_FALSE(m.deterministic);
+  BundleMeta bad = sampleMeta();
+  bad.deterministic = true;
+  EXPECT_EQ(bad.validate(), "deterministic=1 is only valid for a backward "
+                            "kernel (kind=bwd), got kind=fwd");
+  EXPECT_FALSE(serializeBundle(bad, kBinary, &bytes, &err));
+}
+
 TEST(Bundle, GpuLaunchKeysAndAbi) {
   struct Case {
     const char *key, *line, *message;
@@ -271,8 +330,8 @@ TEST(Bundle, GpuLaunchKeysAndAbi) {
 }
 
 TEST(Bundle, HipNeedsHsacoAndGpuFlatV1) {
-  BundleMeta m = fmha::test::fakeGpuMeta(Target::Hip, DType::F16, 8, 2, 128,
-                                         128, "b");
+  BundleMeta m =
+      fmha::test::fakeGpuMeta(Target::Hip, DType::F16, 8, 2, 128, 128, "b");
   m.sharedBytes = 32768;
   std::string bytes, err, binary;
   ASSERT_TRUE(serializeBundle(m, kBinary, &bytes, &err)) << err;

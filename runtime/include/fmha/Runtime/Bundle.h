@@ -18,7 +18,9 @@
 // shared_bytes, kernel (the symbol name), abi=memref-ciface-v1|gpu-flat-v1,
 // binary_format=elf-so|cubin|ptx|hsaco, binary_size. block_threads and
 // shared_bytes are required for cuda and hip and optional for cpu (absent
-// means 0; the writer leaves them out when they are 0). The reader is
+// means 0; the writer leaves them out when they are 0). deterministic=0|1
+// is optional (absent means 0; the writer prints it after kind, for
+// kind=bwd only; 1 is valid only with kind=bwd). The reader is
 // strict: a missing, repeated or unknown key, a value that does not parse,
 // or a binary of the wrong size is an error whose one-line message names the
 // file and the problem. No byte sequence makes the reader crash.
@@ -104,6 +106,9 @@ struct BundleMeta {
   std::string kernel;
   std::string abi = kAbiMemrefCifaceV1;
   BinaryFormat binaryFormat = BinaryFormat::ElfSo;
+  /// Backward kernels only: the kernel gives bit-identical dq, dk, dv run
+  /// to run (no floating-point atomics whose order varies).
+  bool deterministic = false;
 
   /// The scale the kernel applies: `scale`, or 1/sqrt(d) when it is 0.
   float effectiveScale() const;
@@ -111,8 +116,8 @@ struct BundleMeta {
   /// Checks every field and their consistency (hq % hk == 0, positive dims,
   /// a valid mask, a C identifier as kernel, a binary format the target can
   /// run, an ABI the target takes, block_threads and shared_bytes in range
-  /// for GPU targets). Returns an empty string when valid, else the
-  /// message (without a file name).
+  /// for GPU targets, deterministic only with kind bwd). Returns an empty
+  /// string when valid, else the message (without a file name).
   std::string validate() const;
 };
 
