@@ -109,6 +109,22 @@ ForwardArgs toArgs(const void *q, const void *k, const void *v, void *o,
   return args;
 }
 
+BackwardArgs toBackwardArgs(const void *q, const void *k, const void *v,
+                            const void *o, const float *lse, const void *dO,
+                            void *dq, void *dk, void *dv) {
+  BackwardArgs args;
+  args.q = q;
+  args.k = k;
+  args.v = v;
+  args.o = o;
+  args.lse = lse;
+  args.dO = dO;
+  args.dq = dq;
+  args.dk = dk;
+  args.dv = dv;
+  return args;
+}
+
 /// The backend of a C target value, or an error status (non-zero).
 int backendFor(int target, const char *fn, Backend **out) {
   if (target != FMHA_TARGET_CPU && target != FMHA_TARGET_CUDA &&
@@ -238,6 +254,34 @@ int fmhaKernelRunForwardDevice(fmhaKernel kernel, const fmhaProblem *problem,
                       "fmhaKernelRunForwardDevice: null kernel or problem");
     return report(kernel->kernel->run(toProblem(*problem),
                                       toArgs(q, k, v, o, lse), stream));
+  });
+}
+
+int fmhaKernelRunBackward(fmhaKernel kernel, const fmhaProblem *problem,
+                          const void *q, const void *k, const void *v,
+                          const void *o, const float *lse, const void *dO,
+                          void *dq, void *dk, void *dv, void *stream) {
+  return guarded([&] {
+    if (!kernel || !problem)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelRunBackward: null kernel or problem");
+    return report(kernel->kernel->runBackwardHost(
+        toProblem(*problem), toBackwardArgs(q, k, v, o, lse, dO, dq, dk, dv),
+        stream));
+  });
+}
+
+int fmhaKernelRunBackwardDevice(fmhaKernel kernel, const fmhaProblem *problem,
+                                const void *q, const void *k, const void *v,
+                                const void *o, const float *lse, const void *dO,
+                                void *dq, void *dk, void *dv, void *stream) {
+  return guarded([&] {
+    if (!kernel || !problem)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelRunBackwardDevice: null kernel or problem");
+    return report(kernel->kernel->runBackward(
+        toProblem(*problem), toBackwardArgs(q, k, v, o, lse, dO, dq, dk, dv),
+        stream));
   });
 }
 

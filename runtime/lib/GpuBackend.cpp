@@ -81,6 +81,14 @@ public:
   ~GpuKernel() override;
   Status launchForward(const Problem &p, const ForwardArgs &args,
                        void *stream) override;
+  /// No GPU backward ABI exists yet (load() refuses kind=bwd bundles too).
+  Status launchBackward(const Problem &, const BackwardArgs &,
+                        void *) override {
+    return Status::error(ErrorCode::InvalidArgument,
+                         std::string("backward kernels are not available "
+                                     "for target ") +
+                             toString(meta_.target) + " yet");
+  }
   Expected<LaunchDims> launchDims(const Problem &p) const override;
 
 private:

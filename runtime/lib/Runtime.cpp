@@ -89,6 +89,10 @@ double forwardFlops(const Problem &p, const MaskSpec &mask) {
          static_cast<double>(p.b) * static_cast<double>(p.hq);
 }
 
+double backwardFlops(const Problem &p, const MaskSpec &mask) {
+  return 2.5 * forwardFlops(p, mask);
+}
+
 //===----------------------------------------------------------------------===//
 // GPU launches
 //===----------------------------------------------------------------------===//
@@ -148,6 +152,12 @@ Expected<LaunchDims> gpuLaunchDims(const BundleMeta &meta, const Problem &p,
 LoadedKernel::~LoadedKernel() = default;
 Backend::~Backend() = default;
 StreamTimer::~StreamTimer() = default;
+
+Status LoadedKernel::launchBackward(const Problem &, const BackwardArgs &,
+                                    void *) {
+  return Status::error(ErrorCode::InvalidArgument,
+                       "backward not supported by this backend");
+}
 
 Expected<LaunchDims> LoadedKernel::launchDims(const Problem &) const {
   return Status::error(ErrorCode::InvalidArgument,
@@ -305,22 +315,113 @@ Expected<LaunchDims> Kernel::launchDims(const Problem &p) const {
   return loaded_->launchDims(p);
 }
 
+namespace {
+
+/// One tensor of a run over host memory on a GPU backend: `in` is copied to
+/// the device before the launch, the device buffer is copied to `out` (when
+/// not null) after it.
+struct HostTensor {
+  const void *in;
+  void *out;
+  size_t bytes;
+};
+
+/// Allocates a device buffer per tensor, copies the inputs in, calls
+/// `launch` with the device pointers (in the order of `tensors`), waits
+/// for `stream` and copies the outputs back.
+template <size_t N, typename Launch>
+Status runStaged(Backend &backend, void *stream, const HostTensor (&tensors)[N],
+                 Launch launch) {
+  DeviceBuffer buffers[N];
+  void *device[N];
+  for (size_t i = 0; i < N; ++i) {
+    Expected<DeviceBuffer> buf =
+        DeviceBuffer::allocate(backend, tensors[i].bytes);
+    if (!buf.ok())
+      return buf.status();
+    buffers[i] = buf.take();
+    device[i] = buffers[i].get();
+    if (tensors[i].in) {
+      Status copied =
+          backend.copyToDevice(device[i], tensors[i].in, tensors[i].bytes);
+      if (!copied.ok())
+        return copied;
+    }
+  }
+  Status launched = launch(device);
+  if (!launched.ok())
+    return launched;
+  Status synced = backend.synchronize(stream);
+  if (!synced.ok())
+    return synced;
+  for (size_t i = 0; i < N; ++i) {
+    if (!tensors[i].out)
+      continue;
+    Status copied =
+        backend.copyToHost(tensors[i].out, device[i], tensors[i].bytes);
+    if (!copied.ok())
+      return copied;
+  }
+  return Status::success();
+}
+
+Status nullPointer(const char *name) {
+  return Status::error(ErrorCode::InvalidArgument,
+                       std::string("null pointer for ") + name);
+}
+
+Status checkForwardPointers(const ForwardArgs &args) {
+  if (!args.q)
+    return nullPointer("q");
+  if (!args.k)
+    return nullPointer("k");
+  if (!args.v)
+    return nullPointer("v");
+  if (!args.o)
+    return nullPointer("o");
+  return Status::success();
+}
+
+Status checkBackwardPointers(const BackwardArgs &args) {
+  struct Named {
+    const char *name;
+    const void *ptr;
+  } pointers[] = {{"q", args.q},   {"k", args.k},     {"v", args.v},
+                  {"o", args.o},   {"lse", args.lse}, {"dO", args.dO},
+                  {"dq", args.dq}, {"dk", args.dk},   {"dv", args.dv}};
+  for (const Named &n : pointers)
+    if (!n.ptr)
+      return nullPointer(n.name);
+  return Status::success();
+}
+
+} // namespace
+
+Status Kernel::checkKind(KernelKind kind) const {
+  if (meta_.kind == kind)
+    return Status::success();
+  if (meta_.kind == KernelKind::Backward)
+    return Status::error(ErrorCode::ProblemMismatch,
+                         "bundle '" + name_ +
+                             "' is a backward kernel (kind=bwd); run it with "
+                             "runBackward (C API: fmhaKernelRunBackward)");
+  return Status::error(ErrorCode::ProblemMismatch,
+                       "bundle '" + name_ +
+                           "' is a forward kernel (kind=fwd); run it with "
+                           "run (C API: fmhaKernelRunForward)");
+}
+
 Status Kernel::run(const Problem &p, const ForwardArgs &args,
                    void *stream) const {
-  if (meta_.kind != KernelKind::Forward)
-    return Status::error(ErrorCode::InvalidArgument,
-                         "bundle '" + name_ +
-                             "' holds a backward kernel; run() launches "
-                             "forward kernels");
+  Status kind = checkKind(KernelKind::Forward);
+  if (!kind.ok())
+    return kind;
   Status check = checkProblem(p);
   if (!check.ok())
     return check;
-  if (!args.q || !args.k || !args.v || !args.o)
-    return Status::error(ErrorCode::InvalidArgument,
-                         std::string("null pointer for ") + (!args.q   ? "q"
-                                                             : !args.k ? "k"
-                                                             : !args.v ? "v"
-                                                                       : "o"));
+  Status pointers = checkForwardPointers(args);
+  if (!pointers.ok())
+    return pointers;
   if (args.lse)
     return loaded_->launchForward(p, args, stream);
   Expected<DeviceBuffer> scratch = DeviceBuffer::allocate(
@@ -340,57 +441,90 @@ Status Kernel::runHost(const Problem &p, const ForwardArgs &hostArgs,
                        void *stream) const {
   if (backend_->target() == Target::Cpu)
     return run(p, hostArgs, stream);
+  Status kind = checkKind(KernelKind::Forward);
+  if (!kind.ok())
+    return kind;
   Status check = checkProblem(p);
   if (!check.ok())
     return check;
-  if (!hostArgs.q || !hostArgs.k || !hostArgs.v || !hostArgs.o)
-    return Status::error(ErrorCode::InvalidArgument,
-                         std::string("null pointer for ") + (!hostArgs.q   ? "q"
-                                                             : !hostArgs.k ? "k"
-                                                             : !hostArgs.v
-                                                                 ? "v"
-                                                                 : "o"));
+  Status pointers = checkForwardPointers(hostArgs);
+  if (!pointers.ok())
+    return pointers;
   size_t elem = dtypeSize(meta_.dtype);
-  struct Buffer {
-    const void *host;
-    size_t bytes;
-    DeviceBuffer device;
-  } buffers[] = {
-      {hostArgs.q, static_cast<size_t>(p.qElements()) * elem, {}},
-      {hostArgs.k, static_cast<size_t>(p.kElements()) * elem, {}},
-      {hostArgs.v, static_cast<size_t>(p.vElements()) * elem, {}},
-      {hostArgs.o, static_cast<size_t>(p.oElements()) * elem, {}},
-      {hostArgs.lse, static_cast<size_t>(p.lseElements()) * sizeof(float), {}}};
-  for (int i = 0; i < 5; ++i) {
-    Expected<DeviceBuffer> buf =
-        DeviceBuffer::allocate(*backend_, buffers[i].bytes);
-    if (!buf.ok())
-      return buf.status();
-    buffers[i].device = buf.take();
-    if (i < 3) {
-      Status copied = backend_->copyToDevice(buffers[i].device.get(),
-                                             buffers[i].host, buffers[i].bytes);
-      if (!copied.ok())
-        return copied;
-    }
-  }
-  ForwardArgs deviceArgs;
-  deviceArgs.q = buffers[0].device.get();
-  deviceArgs.k = buffers[1].device.get();
-  deviceArgs.v = buffers[2].device.get();
-  deviceArgs.o = buffers[3].device.get();
-  deviceArgs.lse = static_cast<float *>(buffers[4].device.get());
-  Status launched = loaded_->launchForward(p, deviceArgs, stream);
-  if (!launched.ok())
-    return launched;
-  Status synced = backend_->synchronize(stream);
-  if (!synced.ok())
-    return synced;
-  Status copied =
-      backend_->copyToHost(hostArgs.o, deviceArgs.o, buffers[3].bytes);
-  if (!copied.ok() || !hostArgs.lse)
-    return copied;
-  return backend_->copyToHost(hostArgs.lse, deviceArgs.lse, buffers[4].bytes);
+  auto bytes = [&](int64_t elements, size_t size) {
+    return static_cast<size_t>(elements) * size;
+  };
+  const HostTensor tensors[] = {
+      {hostArgs.q, nullptr, bytes(p.qElements(), elem)},
+      {hostArgs.k, nullptr, bytes(p.kElements(), elem)},
+      {hostArgs.v, nullptr, bytes(p.vElements(), elem)},
+      {nullptr, hostArgs.o, bytes(p.oElements(), elem)},
+      {nullptr, hostArgs.lse, bytes(p.lseElements(), sizeof(float))}};
+  return runStaged(*backend_, stream, tensors, [&](void *const *device) {
+    ForwardArgs deviceArgs;
+    deviceArgs.q = device[0];
+    deviceArgs.k = device[1];
+    deviceArgs.v = device[2];
+    deviceArgs.o = device[3];
+    deviceArgs.lse = static_cast<float *>(device[4]);
+    return loaded_->launchForward(p, deviceArgs, stream);
+  });
+}
+
+Status Kernel::runBackward(const Problem &p, const BackwardArgs &args,
+                           void *stream) const {
+  Status kind = checkKind(KernelKind::Backward);
+  if (!kind.ok())
+    return kind;
+  Status check = checkProblem(p);
+  if (!check.ok())
+    return check;
+  Status pointers = checkBackwardPointers(args);
+  if (!pointers.ok())
+    return pointers;
+  return loaded_->launchBackward(p, args, stream);
+}
+
+Status Kernel::runBackwardHost(const Problem &p, const BackwardArgs &hostArgs,
+                               void *stream) const {
+  if (backend_->target() == Target::Cpu)
+    return runBackward(p, hostArgs, stream);
+  Status kind = checkKind(KernelKind::Backward);
+  if (!kind.ok())
+    return kind;
+  Status check = checkProblem(p);
+  if (!check.ok())
+    return check;
+  Status pointers = checkBackwardPointers(hostArgs);
+  if (!pointers.ok())
+    return pointers;
+  size_t elem = dtypeSize(meta_.dtype);
+  auto bytes = [&](int64_t elements, size_t size) {
+    return static_cast<size_t>(elements) * size;
+  };
+  const HostTensor tensors[] = {
+      {hostArgs.q, nullptr, bytes(p.qElements(), elem)},
+      {hostArgs.k, nullptr, bytes(p.kElements(), elem)},
+      {hostArgs.v, nullptr, bytes(p.vElements(), elem)},
+      {hostArgs.o, nullptr, bytes(p.oElements(), elem)},
+      {hostArgs.lse, nullptr, bytes(p.lseElements(), sizeof(float))},
+      {hostArgs.dO, nullptr, bytes(p.oElements(), elem)},
+      {nullptr, hostArgs.dq, bytes(p.qElements(), elem)},
+      {nullptr, hostArgs.dk, bytes(p.kElements(), elem)},
+      {nullptr, hostArgs.dv, bytes(p.vElements(), elem)}};
+  return runStaged(*backend_, stream, tensors, [&](void *const *device) {
+    BackwardArgs deviceArgs;
+    deviceArgs.q = device[0];
+    deviceArgs.k = device[1];
+    deviceArgs.v = device[2];
+    deviceArgs.o = device[3];
+    deviceArgs.lse = static_cast<const float *>(device[4]);
+    deviceArgs.dO = device[5];
+    deviceArgs.dq = device[6];
+    deviceArgs.dk = device[7];
+    deviceArgs.dv = device[8];
+    return loaded_->launchBackward(p, deviceArgs, stream);
+  });
 }
 
 } // namespace fmha::rt

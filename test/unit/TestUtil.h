@@ -60,7 +60,8 @@ inline void writeBytes(const std::string &path, const std::string &bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-/// The shared object with the naive test kernels (TestKernel.cpp).
+/// The shared object with the naive test kernels (TestKernel.cpp) and the
+/// backward plumbing fakes (PlumbingBwdKernel.cpp).
 inline std::string testKernelBinary() {
   return readBytes(FMHA_TEST_KERNEL_PATH);
 }
@@ -84,6 +85,17 @@ inline rt::BundleMeta testMeta(const std::string &kernel, rt::DType dtype,
   m.blockM = 64;
   m.blockN = 32;
   m.kernel = kernel;
+  return m;
+}
+
+/// Metadata of a cpu kind=bwd bundle for one of the backward plumbing fakes
+/// (PlumbingBwdKernel.cpp), which write constants, not gradients.
+inline rt::BundleMeta plumbingBwdMeta(const std::string &kernel,
+                                      rt::DType dtype, int64_t hq, int64_t hk,
+                                      int64_t d, int64_t dv,
+                                      const char *mask = "0") {
+  rt::BundleMeta m = testMeta(kernel, dtype, hq, hk, d, dv, mask);
+  m.kind = rt::KernelKind::Backward;
   return m;
 }
 

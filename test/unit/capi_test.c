@@ -49,22 +49,29 @@ static char *readFile(const char *path, size_t *size) {
   return data;
 }
 
-/* A cpu bundle for `kernel` in the test shared object. */
-static char *makeBundle(const char *so, size_t soSize, const char *kernel,
-                        const char *mask, size_t *size) {
+/* A cpu bundle of kind `kind` ("fwd" or "bwd") for `kernel` in the test
+ * shared object. */
+static char *makeKindBundle(const char *so, size_t soSize, const char *kind,
+                            const char *kernel, const char *mask,
+                            size_t *size) {
   char header[1024];
   int len = snprintf(header, sizeof(header),
-                     "FMHA-BUNDLE 1\ntarget=cpu\nchip=\nkind=fwd\ndtype=f32\n"
+                     "FMHA-BUNDLE 1\ntarget=cpu\nchip=\nkind=%s\ndtype=f32\n"
                      "hq=2\nhk=1\nd=4\ndv=3\nmask=%s\nscale=0\nsoftcap=0\n"
                      "block_m=64\nblock_n=64\nkernel=%s\n"
                      "abi=memref-ciface-v1\nbinary_format=elf-so\n"
                      "binary_size=%zu\n\n",
-                     mask, kernel, soSize);
+                     kind, mask, kernel, soSize);
   char *bytes = malloc((size_t)len + soSize);
   memcpy(bytes, header, (size_t)len);
   memcpy(bytes + len, so, soSize);
   *size = (size_t)len + soSize;
   return bytes;
+}
+
+static char *makeBundle(const char *so, size_t soSize, const char *kernel,
+                        const char *mask, size_t *size) {
+  return makeKindBundle(so, soSize, "fwd", kernel, mask, size);
 }
 
 int main(int argc, char **argv) {
@@ -141,6 +148,42 @@ int main(int argc, char **argv) {
   CHECK(fmhaKernelRunForward(NULL, &p, q, k, v, o, lse, NULL) ==
         FMHA_ERROR_INVALID_ARGUMENT);
   CHECK(fmhaKernelGetInfo(kernel, NULL) == FMHA_ERROR_INVALID_ARGUMENT);
+
+  /* Backward: a forward bundle refuses it; the plumbing fake (it writes
+   * dq = 1, dk = 2, dv = 3 and computes no gradient) runs through it. */
+  {
+    float o2[18], lse2[6], dO[18], dq[24], dk[4], dv[3];
+    fmhaKernel bwd = NULL;
+    char *bwdBytes;
+    size_t bwdSize = 0;
+    for (i = 0; i < 18; ++i)
+      o2[i] = dO[i] = 0.5f;
+    for (i = 0; i < 6; ++i)
+      lse2[i] = 1.0f;
+    for (i = 0; i < 24; ++i)
+      dq[i] = NAN;
+    CHECK(fmhaKernelRunBackward(kernel, &p, q, k, v, o2, lse2, dO, dq, dk, dv,
+                                NULL) == FMHA_ERROR_PROBLEM_MISMATCH);
+    CHECK(strstr(fmhaGetLastError(), "is a forward kernel (kind=fwd)") != NULL);
+    bwdBytes = makeKindBundle(so, soSize, "bwd", "plumbing_bwd_const_f32", "0",
+                              &bwdSize);
+    CHECK(fmhaKernelLoadBytes(bwdBytes, bwdSize, &bwd) == FMHA_SUCCESS);
+    CHECK(fmhaKernelGetInfo(bwd, &info) == FMHA_SUCCESS);
+    CHECK(info.kind == FMHA_KIND_BWD);
+    CHECK(fmhaKernelRunBackward(bwd, &p, q, k, v, o2, lse2, dO, dq, dk, dv,
+                                NULL) == FMHA_SUCCESS);
+    CHECK(dq[0] == 1 && dq[23] == 1 && dk[0] == 2 && dk[3] == 2 && dv[0] == 3 &&
+          dv[2] == 3);
+    CHECK(fmhaKernelRunBackwardDevice(bwd, &p, q, k, v, o2, lse2, dO, NULL, dk,
+                                      dv, NULL) == FMHA_ERROR_INVALID_ARGUMENT);
+    CHECK(strcmp(fmhaGetLastError(), "null pointer for dq") == 0);
+    CHECK(fmhaKernelRunForward(bwd, &p, q, k, v, o, lse, NULL) ==
+          FMHA_ERROR_PROBLEM_MISMATCH);
+    CHECK(strstr(fmhaGetLastError(), "is a backward kernel (kind=bwd)") !=
+          NULL);
+    fmhaKernelDestroy(bwd);
+    free(bwdBytes);
+  }
   fmhaKernelDestroy(kernel);
   fmhaKernelDestroy(NULL);
   free(bytes);

@@ -7,7 +7,8 @@
 // The binary of a cpu bundle is an ELF shared object. It is written to a
 // private temporary file (mkstemp), dlopen'ed with RTLD_NOW | RTLD_LOCAL and
 // unlinked at once; `_mlir_ciface_<kernel>` is called with memref
-// descriptors over the caller's contiguous BHSD buffers.
+// descriptors over the caller's contiguous BHSD buffers: the forward or
+// the backward signature of Runtime.h, as the bundle's kind says.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +36,10 @@ using MemRef3 = MemRef<3>;
 
 using ForwardFn = void (*)(MemRef4 *, MemRef4 *, MemRef4 *, MemRef4 *,
                            MemRef3 *);
+/// q, k, v, o, lse, dO, dq, dk, dv.
+using BackwardFn = void (*)(MemRef4 *, MemRef4 *, MemRef4 *, MemRef4 *,
+                            MemRef3 *, MemRef4 *, MemRef4 *, MemRef4 *,
+                            MemRef4 *);
 
 template <int Rank>
 MemRef<Rank> contiguous(const void *ptr, const int64_t (&sizes)[Rank]) {
@@ -58,23 +63,55 @@ std::string dlMessage() {
 
 class HostKernel final : public LoadedKernel {
 public:
-  HostKernel(void *handle, ForwardFn fn) : handle_(handle), fn_(fn) {}
+  HostKernel(void *handle, KernelKind kind, void *symbol)
+      : handle_(handle), kind_(kind), symbol_(symbol) {}
   ~HostKernel() override { dlclose(handle_); }
 
   Status launchForward(const Problem &p, const ForwardArgs &args,
                        void *) override {
+    if (kind_ != KernelKind::Forward)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "internal error: forward launch of a backward "
+                           "host kernel");
     MemRef4 q = contiguous<4>(args.q, {p.b, p.hq, p.sq, p.d});
     MemRef4 k = contiguous<4>(args.k, {p.b, p.hk, p.sk, p.d});
     MemRef4 v = contiguous<4>(args.v, {p.b, p.hk, p.sk, p.dv});
     MemRef4 o = contiguous<4>(args.o, {p.b, p.hq, p.sq, p.dv});
     MemRef3 lse = contiguous<3>(args.lse, {p.b, p.hq, p.sq});
-    fn_(&q, &k, &v, &o, &lse);
+    as<ForwardFn>()(&q, &k, &v, &o, &lse);
+    return Status::success();
+  }
+
+  Status launchBackward(const Problem &p, const BackwardArgs &args,
+                        void *) override {
+    if (kind_ != KernelKind::Backward)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "internal error: backward launch of a forward "
+                           "host kernel");
+    MemRef4 q = contiguous<4>(args.q, {p.b, p.hq, p.sq, p.d});
+    MemRef4 k = contiguous<4>(args.k, {p.b, p.hk, p.sk, p.d});
+    MemRef4 v = contiguous<4>(args.v, {p.b, p.hk, p.sk, p.dv});
+    MemRef4 o = contiguous<4>(args.o, {p.b, p.hq, p.sq, p.dv});
+    MemRef3 lse = contiguous<3>(args.lse, {p.b, p.hq, p.sq});
+    MemRef4 dO = contiguous<4>(args.dO, {p.b, p.hq, p.sq, p.dv});
+    MemRef4 dq = contiguous<4>(args.dq, {p.b, p.hq, p.sq, p.d});
+    MemRef4 dk = contiguous<4>(args.dk, {p.b, p.hk, p.sk, p.d});
+    MemRef4 dv = contiguous<4>(args.dv, {p.b, p.hk, p.sk, p.dv});
+    as<BackwardFn>()(&q, &k, &v, &o, &lse, &dO, &dq, &dk, &dv);
     return Status::success();
   }
 
 private:
+  template <typename Fn> Fn as() const {
+    Fn fn;
+    static_assert(sizeof(fn) == sizeof(symbol_), "function pointer size");
+    std::memcpy(&fn, &symbol_, sizeof(fn));
+    return fn;
+  }
+
   void *handle_;
-  ForwardFn fn_;
+  KernelKind kind_;
+  void *symbol_;
 };
 
 class HostBackend final : public Backend {
@@ -94,9 +131,6 @@ public:
       return fail(ErrorCode::BadBundle,
                   "the host backend runs target cpu, binary_format elf-so, "
                   "abi memref-ciface-v1 only");
-    if (meta.kind != KernelKind::Forward)
-      return fail(ErrorCode::BadBundle,
-                  "the host backend has no backward ABI yet");
     if (binary.size() < 4 || binary.substr(0, 4) != "\x7f"
                                                     "ELF")
       return fail(ErrorCode::LoadFailed,
@@ -141,10 +175,8 @@ public:
       return fail(ErrorCode::LoadFailed,
                   "symbol '" + symbol + "' not found in the binary: " + why);
     }
-    ForwardFn fn;
-    static_assert(sizeof(fn) == sizeof(sym), "function pointer size");
-    std::memcpy(&fn, &sym, sizeof(fn));
-    return std::unique_ptr<LoadedKernel>(new HostKernel(handle, fn));
+    return std::unique_ptr<LoadedKernel>(
+        new HostKernel(handle, meta.kind, sym));
   }
 
   Expected<void *> allocate(size_t bytes) override {

@@ -24,6 +24,23 @@
 // v [B,Hk,Sk,Dv], o [B,Hq,Sq,Dv] in the bundle's dtype (f16 and bf16 as raw
 // uint16_t bits) and lse [B,Hq,Sq] in float32.
 //
+// Host backward ABI (kind=bwd, target cpu, abi=memref-ciface-v1,
+// binary_format=elf-so): the shared object exports
+//
+//   void _mlir_ciface_<kernel>(MemRef4 *q, MemRef4 *k, MemRef4 *v,
+//                              MemRef4 *o, MemRef3 *lse, MemRef4 *dO,
+//                              MemRef4 *dq, MemRef4 *dk, MemRef4 *dv);
+//
+// over the same contiguous BHSD buffers: q, k, v, o as in the forward, dO
+// shaped like o [B,Hq,Sq,Dv], dq like q, dk like k, dv like v, all in the
+// bundle's dtype; lse [B,Hq,Sq] float32, the forward's (natural log, -inf
+// for a row with no visible key). q, k, v, o, lse and dO are inputs; the
+// kernel overwrites every element of dq, dk and dv (callers need not zero
+// them). dk and dv are summed over the Hq/Hk query heads of each kv head
+// (DESIGN.md section 1). A bundle with deterministic=1 gives bit-identical
+// dq, dk, dv run to run. There is no GPU backward ABI yet: cuda and hip
+// backends refuse kind=bwd bundles.
+//
 // GPU kernel ABI (abi=gpu-flat-v1, target cuda: binary_format cubin or ptx;
 // target hip: hsaco). The binary holds one kernel named by the bundle's
 // `kernel` key, the lowering of
@@ -158,12 +175,31 @@ struct ForwardArgs {
   float *lse = nullptr;
 };
 
+/// Backward arguments (host ABI above): inputs q, k, v, o (the forward's
+/// output in the bundle's dtype), lse (float32, the forward's) and dO;
+/// outputs dq, dk, dv, which the kernel overwrites. None may be null.
+struct BackwardArgs {
+  const void *q = nullptr;
+  const void *k = nullptr;
+  const void *v = nullptr;
+  const void *o = nullptr;
+  const float *lse = nullptr;
+  const void *dO = nullptr;
+  void *dq = nullptr;
+  void *dk = nullptr;
+  void *dv = nullptr;
+};
+
 /// Number of (i, j) pairs with key j visible to query i under `mask`, for one
 /// (batch, head). Computed row by row in O(sq).
 int64_t countVisiblePairs(const MaskSpec &mask, int64_t sq, int64_t sk);
 
 /// Forward FLOPs counting only visible pairs: 2 * (d + dv) * visible * b * hq.
 double forwardFlops(const Problem &p, const MaskSpec &mask);
+
+/// Backward FLOPs: 2.5 * forwardFlops (the usual convention: the backward
+/// does five matmuls to the forward's two).
+double backwardFlops(const Problem &p, const MaskSpec &mask);
 
 //===----------------------------------------------------------------------===//
 // GPU launches (abi gpu-flat-v1)
@@ -211,13 +247,18 @@ public:
   virtual Expected<double> elapsedMs() = 0;
 };
 
-/// A kernel loaded by a backend; launched only through Kernel::run, which
-/// has checked the problem and the pointers.
+/// A kernel loaded by a backend; launched only through Kernel::run and
+/// Kernel::runBackward, which have checked the kind, the problem and the
+/// pointers.
 class LoadedKernel {
 public:
   virtual ~LoadedKernel();
   virtual Status launchForward(const Problem &p, const ForwardArgs &args,
                                void *stream) = 0;
+  /// Launches a backward kernel. The default fails: "backward not
+  /// supported by this backend".
+  virtual Status launchBackward(const Problem &p, const BackwardArgs &args,
+                                void *stream);
   /// The launch of a GPU kernel for `p` within its device's limits
   /// (gpuLaunchDims with the device's maximum grid); InvalidArgument for a
   /// host kernel.
@@ -324,10 +365,26 @@ public:
   Status runHost(const Problem &p, const ForwardArgs &hostArgs,
                  void *stream = nullptr) const;
 
+  /// Checks the problem and the pointers (none may be null), then launches
+  /// the backward kernel of a kind=bwd bundle on `stream` over the
+  /// backend's memory (ignored by the host backend, which runs
+  /// synchronously). run() and runHost() fail with ProblemMismatch on a
+  /// kind=bwd bundle, runBackward() and runBackwardHost() on a kind=fwd one.
+  Status runBackward(const Problem &p, const BackwardArgs &args,
+                     void *stream = nullptr) const;
+
+  /// The same over host memory on every backend: a GPU backend allocates
+  /// device buffers, copies q, k, v, o, lse, dO in, launches on `stream`,
+  /// waits and copies dq, dk, dv back. Returns when done.
+  Status runBackwardHost(const Problem &p, const BackwardArgs &hostArgs,
+                         void *stream = nullptr) const;
+
   ~Kernel();
 
 private:
   Kernel() = default;
+  /// ProblemMismatch unless the bundle's kind is `kind`.
+  Status checkKind(KernelKind kind) const;
   BundleMeta meta_;
   std::string name_;
   Backend *backend_ = nullptr;

@@ -166,6 +166,30 @@ FMHA_API int fmhaKernelRunForwardDevice(fmhaKernel kernel,
                                         const void *v, void *o, float *lse,
                                         void *stream);
 
+/* Runs the backward kernel of a kind=bwd bundle on host memory and returns
+ * when it is done (Runtime.h, host backward ABI). Inputs: q, k, v, o (the
+ * forward's output), dO [B,Hq,Sq,Dv], all contiguous BHSD buffers of the
+ * bundle's dtype, and lse, b * hq * sq floats (the forward's, natural log,
+ * -inf for a row with no visible key). Outputs: dq (shaped like q), dk (like
+ * k) and dv (like v), in the bundle's dtype, overwritten in full. No pointer
+ * may be NULL. Running a kind=fwd bundle here, or a kind=bwd bundle through
+ * fmhaKernelRunForward*, fails with FMHA_ERROR_PROBLEM_MISMATCH. cuda and
+ * hip have no backward kernels yet (loading a kind=bwd bundle for them
+ * fails). */
+FMHA_API int fmhaKernelRunBackward(fmhaKernel kernel,
+                                   const fmhaProblem *problem, const void *q,
+                                   const void *k, const void *v, const void *o,
+                                   const float *lse, const void *dO, void *dq,
+                                   void *dk, void *dv, void *stream);
+
+/* The same on the backend's memory, with no copies (as
+ * fmhaKernelRunForwardDevice; the host backend runs synchronously). */
+FMHA_API int
+fmhaKernelRunBackwardDevice(fmhaKernel kernel, const fmhaProblem *problem,
+                            const void *q, const void *k, const void *v,
+                            const void *o, const float *lse, const void *dO,
+                            void *dq, void *dk, void *dv, void *stream);
+
 /* Stores the device ordinal the kernel's backend runs on in *device (the
  * CUDA or HIP device number; -1 for cpu). */
 FMHA_API int fmhaKernelGetDevice(fmhaKernel kernel, int *device);
@@ -178,8 +202,9 @@ FMHA_API int fmhaKernelGetDevice(fmhaKernel kernel, int *device);
 FMHA_API int fmhaBackendDescription(int target, const char **description);
 
 /* Memory of a backend (device memory for FMHA_TARGET_CUDA and
- * FMHA_TARGET_HIP, host memory for FMHA_TARGET_CPU). fmhaDeviceMalloc stores a pointer to `bytes` bytes in
- * *ptr; fmhaDeviceFree releases one (NULL is a no-op). */
+ * FMHA_TARGET_HIP, host memory for FMHA_TARGET_CPU). fmhaDeviceMalloc stores a
+ * pointer to `bytes` bytes in *ptr; fmhaDeviceFree releases one (NULL is a
+ * no-op). */
 FMHA_API int fmhaDeviceMalloc(int target, size_t bytes, void **ptr);
 FMHA_API int fmhaDeviceFree(int target, void *ptr);
 
