@@ -55,8 +55,12 @@ inline constexpr OptionDef kOptions[] = {
      "bundle's)"},
     {"softcap", true, "X", "score softcap, 0 = none (default: the bundle's)"},
     {"seed", true, "N", "seed of the random inputs (default 0)"},
+    {"bwd", false, nullptr,
+     "assert that the bundle is a backward kernel (kind=bwd); without it "
+     "the bundle's kind decides"},
     {"validate", false, nullptr,
-     "compare o and lse with the float64 reference; exit 1 on FAIL"},
+     "compare o and lse (backward: dq, dk, dv) with the float64 reference; "
+     "exit 1 on FAIL"},
     {"bench", false, nullptr,
      "time --iters runs after --warmup runs (CUDA or HIP events on a GPU); "
      "print "
@@ -64,11 +68,12 @@ inline constexpr OptionDef kOptions[] = {
     {"iters", true, "N", "timed runs for --bench (default 20)"},
     {"warmup", true, "N", "untimed runs before --bench (default 3)"},
     {"load", true, "DIR",
-     "read q.npy, k.npy, v.npy (BHSD, float32 or "
-     "float16) instead of random inputs"},
+     "read q.npy, k.npy, v.npy (BHSD, float32 or float16; backward: also "
+     "do.npy, and o.npy with lse.npy when both exist) instead of random "
+     "inputs"},
     {"save", true, "DIR",
-     "write q, k, v (as used), o and lse as float32 "
-     ".npy files to DIR (created if missing)"},
+     "write q, k, v (as used), o and lse (backward: also do, dq, dk, dv) as "
+     "float32 .npy files to DIR (created if missing)"},
     {"show-mask", false, nullptr,
      "draw the mask (first 32 rows, 64 columns) and the kv tiles visited "
      "per q tile"},

@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <new>
@@ -81,6 +82,14 @@ void printHelp() {
       "hip bundles need the HIP runtime (libamdhip64.so, .so.5, .so.6 or "
       ".so.7, or the\nfile in $FMHA_HIP_LIBRARY) and an AMD GPU, and run on "
       "$FMHA_HIP_DEVICE\n(default 0).\n"
+      "Backward bundles (kind=bwd): dO is drawn after q, k, v from the same "
+      "generator;\no and lse are the float64 reference forward's (o rounded "
+      "to the dtype) unless\n--load DIR has o.npy and lse.npy; dq, dk, dv are "
+      "set to NaN before every run.\n--validate prints max_abs_err and "
+      "rel_err for each of dq, dk, dv (a reference\nthat is all 0 needs an "
+      "output that is all 0) and passes at the rel_err bounds\nabove; a "
+      "deterministic=1 bundle must also give the same bits on a second run.\n"
+      "--bench counts 2.5x the forward FLOPs.\n"
       "Exit status: 0 ok, 1 validation failed, 2 error.\n");
 }
 
@@ -261,11 +270,43 @@ Tolerance toleranceFor(DType t) {
   return {0, 0};
 }
 
-/// Prints the errors and PASS/FAIL; returns whether it passed.
-bool validate(const Problem &p, const Signature &sig,
-              const std::vector<float> &q, const std::vector<float> &k,
-              const std::vector<float> &v, const std::vector<float> &o,
-              const std::vector<float> &lse) {
+/// The errors of one output tensor against its reference.
+struct TensorErrors {
+  int64_t nan = 0;
+  double maxAbs = 0;
+  /// ||got-ref||_2 / ||ref||_2; when ||ref|| is 0: 0 if got is all 0, else
+  /// inf (no division by zero). NaN when got has a NaN.
+  double rel = 0;
+  bool refZero = false;
+};
+
+TensorErrors compareTensor(const std::vector<float> &got,
+                           const std::vector<double> &ref) {
+  TensorErrors e;
+  double diff2 = 0, ref2 = 0, got2 = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i])) {
+      ++e.nan;
+      continue;
+    }
+    double dlt = static_cast<double>(got[i]) - ref[i];
+    e.maxAbs = std::max(e.maxAbs, std::fabs(dlt));
+    diff2 += dlt * dlt;
+    ref2 += ref[i] * ref[i];
+    got2 += static_cast<double>(got[i]) * got[i];
+  }
+  // All of ref, also where got is NaN.
+  e.refZero =
+      std::all_of(ref.begin(), ref.end(), [](double x) { return x == 0; });
+  e.rel = ref2 > 0    ? std::sqrt(diff2 / ref2)
+          : got2 == 0 ? 0.0
+                      : std::numeric_limits<double>::infinity();
+  if (e.nan)
+    e.rel = e.maxAbs = std::numeric_limits<double>::quiet_NaN();
+  return e;
+}
+
+ReferenceConfig referenceConfig(const Problem &p, const Signature &sig) {
   ReferenceConfig cfg;
   cfg.b = p.b;
   cfg.hq = p.hq;
@@ -277,24 +318,25 @@ bool validate(const Problem &p, const Signature &sig,
   cfg.mask = sig.mask;
   cfg.scale = sig.scale;
   cfg.softcap = sig.softcap;
+  return cfg;
+}
+
+/// Prints the errors and PASS/FAIL; returns whether it passed.
+bool validate(const Problem &p, const Signature &sig,
+              const std::vector<float> &q, const std::vector<float> &k,
+              const std::vector<float> &v, const std::vector<float> &o,
+              const std::vector<float> &lse) {
   ReferenceForward ref;
   std::string err;
-  if (!referenceForward(cfg, toDouble(q), toDouble(k), toDouble(v), &ref, &err))
+  if (!referenceForward(referenceConfig(p, sig), toDouble(q), toDouble(k),
+                        toDouble(v), &ref, &err))
     fail(err);
 
-  int64_t nanO = 0, nanLse = 0, infMismatch = 0, firstBadRow = -1;
-  double maxAbs = 0, diff2 = 0, ref2 = 0, o2 = 0, lseMax = 0, lseWorst = 0;
-  for (size_t i = 0; i < o.size(); ++i) {
-    if (std::isnan(o[i])) {
-      ++nanO;
-      continue;
-    }
-    double dlt = static_cast<double>(o[i]) - ref.o[i];
-    maxAbs = std::max(maxAbs, std::fabs(dlt));
-    diff2 += dlt * dlt;
-    ref2 += ref.o[i] * ref.o[i];
-    o2 += static_cast<double>(o[i]) * o[i];
-  }
+  TensorErrors oErr = compareTensor(o, ref.o);
+  const int64_t nanO = oErr.nan;
+  const double maxAbs = oErr.maxAbs, rel = oErr.rel;
+  int64_t nanLse = 0, infMismatch = 0, firstBadRow = -1;
+  double lseMax = 0, lseWorst = 0;
   Tolerance tol = toleranceFor(sig.dtype);
   for (size_t r = 0; r < lse.size(); ++r) {
     double got = lse[r], want = ref.lse[r];
@@ -315,11 +357,6 @@ bool validate(const Problem &p, const Signature &sig,
     lseMax = std::max(lseMax, e);
     lseWorst = std::max(lseWorst, e / (1.0 + std::fabs(want)));
   }
-  double rel = ref2 > 0  ? std::sqrt(diff2 / ref2)
-               : o2 == 0 ? 0.0
-                         : std::numeric_limits<double>::infinity();
-  if (nanO)
-    rel = maxAbs = std::numeric_limits<double>::quiet_NaN();
   std::printf("max_abs_err=%.3e rel_err=%.3e lse_max_abs_err=%.3e\n", maxAbs,
               rel, lseMax);
   std::vector<std::string> reasons;
@@ -355,6 +392,63 @@ bool validate(const Problem &p, const Signature &sig,
   return false;
 }
 
+/// --validate for a backward bundle: dq, dk, dv against the float64
+/// reference gradients, one line each, then PASS or FAIL. `changedOnRerun`
+/// (deterministic bundles only) names the outputs a second run changed.
+bool validateBackward(const Problem &p, const Signature &sig,
+                      const std::vector<float> &q, const std::vector<float> &k,
+                      const std::vector<float> &v, const std::vector<float> &dO,
+                      const std::vector<float> &dq,
+                      const std::vector<float> &dk,
+                      const std::vector<float> &dv,
+                      const std::optional<std::string> &changedOnRerun) {
+  ReferenceBackward ref;
+  std::string err;
+  if (!referenceBackward(referenceConfig(p, sig), toDouble(q), toDouble(k),
+                         toDouble(v), toDouble(dO), &ref, &err))
+    fail(err);
+  Tolerance tol = toleranceFor(sig.dtype);
+  struct Grad {
+    const char *name;
+    const std::vector<float> &got;
+    const std::vector<double> &want;
+  } grads[] = {{"dq", dq, ref.dq}, {"dk", dk, ref.dk}, {"dv", dv, ref.dv}};
+  std::vector<std::string> reasons;
+  for (const Grad &g : grads) {
+    TensorErrors e = compareTensor(g.got, g.want);
+    std::printf("%s: max_abs_err=%.3e rel_err=%.3e%s\n", g.name, e.maxAbs,
+                e.rel, e.refZero ? " (reference is all 0)" : "");
+    if (e.nan)
+      reasons.push_back(std::to_string(e.nan) + " NaN in " + g.name);
+    else if (e.refZero && e.rel != 0)
+      reasons.push_back(std::string(g.name) +
+                        " is not 0 where the reference is all 0 "
+                        "(max_abs_err " +
+                        formatReal(e.maxAbs) + ")");
+    else if (!(e.rel <= tol.rel))
+      reasons.push_back(std::string(g.name) + " rel_err " + formatReal(e.rel) +
+                        " > " + formatReal(tol.rel));
+  }
+  if (changedOnRerun) {
+    if (changedOnRerun->empty())
+      std::printf("deterministic: a second run gave bit-identical dq, dk, "
+                  "dv\n");
+    else
+      reasons.push_back("deterministic=1 but a second run changed " +
+                        *changedOnRerun);
+  }
+  if (reasons.empty()) {
+    std::printf("PASS (%s: rel_err <= %g for dq, dk, dv)\n",
+                toString(sig.dtype), tol.rel);
+    return true;
+  }
+  std::string all;
+  for (const std::string &r : reasons)
+    all += (all.empty() ? "" : "; ") + r;
+  std::printf("FAIL: %s\n", all.c_str());
+  return false;
+}
+
 //===----------------------------------------------------------------------===//
 // Main flow
 //===----------------------------------------------------------------------===//
@@ -379,6 +473,382 @@ NpyArray loadInput(const std::string &dir, const char *file) {
 void check(const Status &s) {
   if (!s.ok())
     fail(s.message());
+}
+
+/// The inputs, rounded to the dtype; dO is empty for a forward bundle.
+struct Inputs {
+  const std::vector<float> &q, &k, &v, &dO;
+};
+
+/// --warmup and --iters.
+struct BenchCounts {
+  int64_t warmup, iters;
+};
+
+/// Buffers on the kernel's backend.
+class Device {
+public:
+  explicit Device(Backend &backend) : backend_(backend) {}
+  DeviceBuffer upload(const std::vector<unsigned char> &bytes) {
+    DeviceBuffer buf = allocate(bytes.size());
+    check(backend_.copyToDevice(buf.get(), bytes.data(), bytes.size()));
+    return buf;
+  }
+  DeviceBuffer allocate(size_t bytes) {
+    Expected<DeviceBuffer> buf = DeviceBuffer::allocate(backend_, bytes);
+    if (!buf.ok())
+      fail(buf.message());
+    return buf.take();
+  }
+  std::vector<unsigned char> download(const DeviceBuffer &buf) {
+    std::vector<unsigned char> bytes(buf.size());
+    check(backend_.copyToHost(bytes.data(), buf.get(), buf.size()));
+    return bytes;
+  }
+  /// 0xFF bytes are NaN in f32, f16 and bf16: an element the kernel leaves
+  /// unwritten shows.
+  void poison(const DeviceBuffer &buf) {
+    check(backend_.fill(buf.get(), 0xFF, buf.size(), nullptr));
+  }
+
+private:
+  Backend &backend_;
+};
+
+/// The launch line of a GPU bundle (empty for cpu).
+std::optional<LaunchDims> launchFor(const Kernel &kernel, const Problem &p) {
+  if (kernel.meta().target == Target::Cpu)
+    return std::nullopt;
+  Expected<LaunchDims> dims = kernel.launchDims(p);
+  check(dims.status());
+  return *dims;
+}
+
+/// Wall-clock time of one run from poisoned outputs.
+double timeFirstRun(Backend &backend, const std::function<void()> &poison,
+                    const std::function<Status()> &launch) {
+  poison();
+  check(backend.synchronize(nullptr));
+  auto t0 = std::chrono::steady_clock::now();
+  check(launch());
+  check(backend.synchronize(nullptr));
+  auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::milli>(t1 - t0).count();
+}
+
+void printRunHeader(const Kernel &kernel, const Signature &sig,
+                    const std::optional<LaunchDims> &launch, const Problem &p,
+                    double firstMs) {
+  const BundleMeta &m = kernel.meta();
+  std::string kind =
+      m.kind == KernelKind::Backward
+          ? std::string(", bwd") + (m.deterministic ? ", deterministic" : "")
+          : "";
+  std::printf("kernel %s (%s, %s%s, mask=%s, scale=%s, softcap=%s, block "
+              "%lldx%lld)\n",
+              m.kernel.c_str(), kernel.backend().description().c_str(),
+              toString(sig.dtype), kind.c_str(), sig.mask.str().c_str(),
+              formatReal(sig.scale).c_str(), formatReal(sig.softcap).c_str(),
+              static_cast<long long>(sig.blockM),
+              static_cast<long long>(sig.blockN));
+  if (launch)
+    std::printf("launch grid=(%lld,%lld,%lld) block=(%lld,1,1) "
+                "shared_bytes=%lld abi=%s\n",
+                static_cast<long long>(launch->grid[0]),
+                static_cast<long long>(launch->grid[1]),
+                static_cast<long long>(launch->grid[2]),
+                static_cast<long long>(launch->block[0]),
+                static_cast<long long>(launch->sharedBytes), m.abi.c_str());
+  std::printf("problem B=%lld Hq=%lld Hk=%lld Sq=%lld Sk=%lld D=%lld "
+              "Dv=%lld: first run %.3f ms\n",
+              static_cast<long long>(p.b), static_cast<long long>(p.hq),
+              static_cast<long long>(p.hk), static_cast<long long>(p.sq),
+              static_cast<long long>(p.sk), static_cast<long long>(p.d),
+              static_cast<long long>(p.dv), firstMs);
+}
+
+struct SavedTensor {
+  const char *file;
+  std::vector<int64_t> shape;
+  const std::vector<float> *data;
+};
+
+void saveTensors(const std::string &dir,
+                 const std::vector<SavedTensor> &tensors) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    fail("--save: cannot create directory '" + dir + "': " + ec.message());
+  std::string names;
+  for (const SavedTensor &t : tensors) {
+    std::string err;
+    if (!writeNpy(joinPath(dir, t.file), t.shape, t.data->data(), &err))
+      fail(err);
+    names += (names.empty() ? "" : " ") + std::string(t.file);
+  }
+  std::printf("saved %s to %s\n", names.c_str(), dir.c_str());
+}
+
+/// How many copies of the inputs --bench rotates among: up to 4, at most
+/// 256 MiB of inputs in all.
+size_t rotationCopies(size_t inputBytes) {
+  const size_t kRotationBudget = size_t(256) << 20;
+  return std::max<size_t>(
+      1,
+      std::min<size_t>(4, kRotationBudget / std::max<size_t>(inputBytes, 1)));
+}
+
+/// --bench: `warmup` untimed runs, then `iters` timed ones; run i uses input
+/// copy i % copies. poison() precedes every run, outside its timed span.
+/// Prints the bench line with `flops` per run.
+void bench(Backend &backend, BenchCounts counts, size_t copies, double flops,
+           const char *note, const std::function<void()> &poison,
+           const std::function<Status(size_t)> &launch) {
+  const int64_t warmup = counts.warmup, iters = counts.iters;
+  for (int64_t i = 0; i < warmup; ++i) {
+    poison();
+    check(launch(static_cast<size_t>(i) % copies));
+  }
+  // One timer a run, all queued before any is read, so that the device
+  // never waits for the host between runs.
+  std::vector<std::unique_ptr<StreamTimer>> timers;
+  for (int64_t i = 0; i < iters; ++i) {
+    Expected<std::unique_ptr<StreamTimer>> t = backend.createTimer();
+    if (!t.ok())
+      fail(t.message());
+    timers.push_back(t.take());
+  }
+  for (int64_t i = 0; i < iters; ++i) {
+    poison();
+    check(timers[i]->start(nullptr));
+    check(launch(static_cast<size_t>(i) % copies));
+    check(timers[i]->stop(nullptr));
+  }
+  std::vector<double> times;
+  for (auto &t : timers) {
+    Expected<double> ms = t->elapsedMs();
+    if (!ms.ok())
+      fail(ms.message());
+    times.push_back(*ms);
+  }
+  check(backend.synchronize(nullptr));
+  std::sort(times.begin(), times.end());
+  size_t n = times.size();
+  double median =
+      n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+  double gflops = median > 0 ? flops / (median * 1e6) : 0.0;
+  std::printf("bench: iters=%lld warmup=%lld median_ms=%.4f min_ms=%.4f "
+              "GFLOP/s=%.2f TFLOP/s=%.3f input_copies=%zu (%s)\n",
+              static_cast<long long>(iters), static_cast<long long>(warmup),
+              median, times.front(), gflops, gflops / 1e3, copies, note);
+}
+
+int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
+                     const Signature &sig, const Inputs &in,
+                     BenchCounts counts) {
+  Backend &backend = kernel.backend();
+  Device dev(backend);
+  std::optional<LaunchDims> launch = launchFor(kernel, p);
+  std::vector<unsigned char> qBytes = toStorage(in.q, sig.dtype);
+  std::vector<unsigned char> kBytes = toStorage(in.k, sig.dtype);
+  std::vector<unsigned char> vBytes = toStorage(in.v, sig.dtype);
+  DeviceBuffer qBuf = dev.upload(qBytes);
+  DeviceBuffer kBuf = dev.upload(kBytes);
+  DeviceBuffer vBuf = dev.upload(vBytes);
+  DeviceBuffer oBuf =
+      dev.allocate(static_cast<size_t>(p.oElements()) * dtypeSize(sig.dtype));
+  DeviceBuffer lseBuf =
+      dev.allocate(static_cast<size_t>(p.lseElements()) * sizeof(float));
+  ForwardArgs args;
+  args.q = qBuf.get();
+  args.k = kBuf.get();
+  args.v = vBuf.get();
+  args.o = oBuf.get();
+  args.lse = static_cast<float *>(lseBuf.get());
+
+  // Every run starts from NaN in o and lse.
+  auto poison = [&]() {
+    dev.poison(oBuf);
+    dev.poison(lseBuf);
+  };
+  double firstMs =
+      timeFirstRun(backend, poison, [&] { return kernel.run(p, args); });
+  std::vector<float> o = fromStorage(dev.download(oBuf), sig.dtype);
+  std::vector<float> lse(p.lseElements());
+  check(backend.copyToHost(lse.data(), lseBuf.get(), lseBuf.size()));
+
+  printRunHeader(kernel, sig, launch, p, firstMs);
+
+  bool passed = true;
+  if (cl.flag("validate"))
+    passed = validate(p, sig, in.q, in.k, in.v, o, lse);
+
+  if (std::optional<std::string> dir = cl.str("save"))
+    saveTensors(*dir, {{"q.npy", {p.b, p.hq, p.sq, p.d}, &in.q},
+                       {"k.npy", {p.b, p.hk, p.sk, p.d}, &in.k},
+                       {"v.npy", {p.b, p.hk, p.sk, p.dv}, &in.v},
+                       {"o.npy", {p.b, p.hq, p.sq, p.dv}, &o},
+                       {"lse.npy", {p.b, p.hq, p.sq}, &lse}});
+
+  if (cl.flag("bench")) {
+    // Small inputs rotate among copies (the first is the one above).
+    size_t copies =
+        rotationCopies(qBytes.size() + kBytes.size() + vBytes.size());
+    std::vector<DeviceBuffer> extra;
+    std::vector<ForwardArgs> argSets{args};
+    for (size_t c = 1; c < copies; ++c) {
+      extra.push_back(dev.upload(qBytes));
+      extra.push_back(dev.upload(kBytes));
+      extra.push_back(dev.upload(vBytes));
+      ForwardArgs a = args;
+      a.q = extra[extra.size() - 3].get();
+      a.k = extra[extra.size() - 2].get();
+      a.v = extra[extra.size() - 1].get();
+      argSets.push_back(a);
+    }
+    bench(backend, counts, copies, forwardFlops(p, sig.mask),
+          "visible pairs only", poison,
+          [&](size_t c) { return kernel.run(p, argSets[c]); });
+  }
+  return passed ? 0 : 1;
+}
+
+int runBackwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
+                      const Signature &sig, const Inputs &in,
+                      BenchCounts counts) {
+  Backend &backend = kernel.backend();
+  Device dev(backend);
+  std::optional<LaunchDims> launch = launchFor(kernel, p);
+
+  // o and lse, the forward's: from --load DIR when it has both o.npy and
+  // lse.npy, else the float64 reference forward (o rounded to the dtype,
+  // lse to float32).
+  std::vector<float> o, lse;
+  std::optional<std::string> loadDir = cl.str("load");
+  auto exists = [](const std::string &path) {
+    std::error_code ec;
+    return std::filesystem::exists(path, ec);
+  };
+  if (loadDir && exists(joinPath(*loadDir, "o.npy")) &&
+      exists(joinPath(*loadDir, "lse.npy"))) {
+    NpyArray oIn = loadInput(*loadDir, "o.npy"), lseIn;
+    std::string err;
+    if (!checkNpyShape(oIn, joinPath(*loadDir, "o.npy"),
+                       {p.b, p.hq, p.sq, p.dv}, &err) ||
+        !readNpy(joinPath(*loadDir, "lse.npy"), &lseIn, &err) ||
+        !checkNpyShape(lseIn, joinPath(*loadDir, "lse.npy"), {p.b, p.hq, p.sq},
+                       &err))
+      fail(err);
+    o = std::move(oIn.data);
+    lse = std::move(lseIn.data);
+  } else {
+    ReferenceForward fwd;
+    std::string err;
+    if (!referenceForward(referenceConfig(p, sig), toDouble(in.q),
+                          toDouble(in.k), toDouble(in.v), &fwd, &err))
+      fail(err);
+    o.assign(fwd.o.begin(), fwd.o.end());
+    lse.assign(fwd.lse.begin(), fwd.lse.end());
+  }
+  for (float &x : o)
+    x = roundTo(x, sig.dtype);
+
+  std::vector<unsigned char> qBytes = toStorage(in.q, sig.dtype);
+  std::vector<unsigned char> kBytes = toStorage(in.k, sig.dtype);
+  std::vector<unsigned char> vBytes = toStorage(in.v, sig.dtype);
+  std::vector<unsigned char> oBytes = toStorage(o, sig.dtype);
+  std::vector<unsigned char> lseBytes = toStorage(lse, DType::F32);
+  std::vector<unsigned char> doBytes = toStorage(in.dO, sig.dtype);
+  DeviceBuffer dqBuf = dev.allocate(qBytes.size());
+  DeviceBuffer dkBuf = dev.allocate(kBytes.size());
+  DeviceBuffer dvBuf = dev.allocate(vBytes.size());
+
+  // Input copies for --bench's rotation; the first is the one every other
+  // run uses.
+  struct InputSet {
+    DeviceBuffer q, k, v, o, lse, dO;
+  };
+  std::vector<InputSet> sets;
+  auto addSet = [&]() {
+    sets.push_back({dev.upload(qBytes), dev.upload(kBytes), dev.upload(vBytes),
+                    dev.upload(oBytes), dev.upload(lseBytes),
+                    dev.upload(doBytes)});
+  };
+  addSet();
+  auto argsFor = [&](size_t c) {
+    BackwardArgs a;
+    a.q = sets[c].q.get();
+    a.k = sets[c].k.get();
+    a.v = sets[c].v.get();
+    a.o = sets[c].o.get();
+    a.lse = static_cast<const float *>(sets[c].lse.get());
+    a.dO = sets[c].dO.get();
+    a.dq = dqBuf.get();
+    a.dk = dkBuf.get();
+    a.dv = dvBuf.get();
+    return a;
+  };
+  // Every run starts from NaN in dq, dk and dv.
+  auto poison = [&]() {
+    dev.poison(dqBuf);
+    dev.poison(dkBuf);
+    dev.poison(dvBuf);
+  };
+  auto runOnce = [&]() { return kernel.runBackward(p, argsFor(0)); };
+  double firstMs = timeFirstRun(backend, poison, runOnce);
+  std::vector<unsigned char> dqBytes = dev.download(dqBuf);
+  std::vector<unsigned char> dkBytes = dev.download(dkBuf);
+  std::vector<unsigned char> dvBytes = dev.download(dvBuf);
+  std::vector<float> dq = fromStorage(dqBytes, sig.dtype);
+  std::vector<float> dk = fromStorage(dkBytes, sig.dtype);
+  std::vector<float> dv = fromStorage(dvBytes, sig.dtype);
+
+  printRunHeader(kernel, sig, launch, p, firstMs);
+
+  bool passed = true;
+  if (cl.flag("validate")) {
+    // A deterministic bundle must give the same bits on a second run.
+    std::optional<std::string> changed;
+    if (kernel.meta().deterministic) {
+      timeFirstRun(backend, poison, runOnce);
+      changed = "";
+      struct Pair {
+        const char *name;
+        const std::vector<unsigned char> *first;
+        const DeviceBuffer *buf;
+      } pairs[] = {{"dq", &dqBytes, &dqBuf},
+                   {"dk", &dkBytes, &dkBuf},
+                   {"dv", &dvBytes, &dvBuf}};
+      for (const Pair &pr : pairs)
+        if (dev.download(*pr.buf) != *pr.first)
+          *changed += (changed->empty() ? "" : ", ") + std::string(pr.name);
+    }
+    passed =
+        validateBackward(p, sig, in.q, in.k, in.v, in.dO, dq, dk, dv, changed);
+  }
+
+  if (std::optional<std::string> dir = cl.str("save"))
+    saveTensors(*dir, {{"q.npy", {p.b, p.hq, p.sq, p.d}, &in.q},
+                       {"k.npy", {p.b, p.hk, p.sk, p.d}, &in.k},
+                       {"v.npy", {p.b, p.hk, p.sk, p.dv}, &in.v},
+                       {"do.npy", {p.b, p.hq, p.sq, p.dv}, &in.dO},
+                       {"o.npy", {p.b, p.hq, p.sq, p.dv}, &o},
+                       {"lse.npy", {p.b, p.hq, p.sq}, &lse},
+                       {"dq.npy", {p.b, p.hq, p.sq, p.d}, &dq},
+                       {"dk.npy", {p.b, p.hk, p.sk, p.d}, &dk},
+                       {"dv.npy", {p.b, p.hk, p.sk, p.dv}, &dv}});
+
+  if (cl.flag("bench")) {
+    size_t copies =
+        rotationCopies(qBytes.size() + kBytes.size() + vBytes.size() +
+                       oBytes.size() + lseBytes.size() + doBytes.size());
+    while (sets.size() < copies)
+      addSet();
+    bench(backend, counts, copies, backwardFlops(p, sig.mask),
+          "visible pairs only; backward = 2.5x forward FLOPs", poison,
+          [&](size_t c) { return kernel.runBackward(p, argsFor(c)); });
+  }
+  return passed ? 0 : 1;
 }
 
 int run(int argc, char **argv) {
@@ -455,16 +925,15 @@ int run(int argc, char **argv) {
     fail("--sq is required (or --load DIR)");
   if (!sk)
     fail("--sk is required (or --load DIR)");
-  if (meta->kind != KernelKind::Forward)
-    fail("bundle '" + *cl.file() +
-         "' holds a backward kernel; fmha-run runs forward kernels only");
+  const bool backward = meta->kind == KernelKind::Backward;
+  if (cl.flag("bwd") && !backward)
+    fail("--bwd: bundle '" + *cl.file() + "' is a forward kernel (kind=fwd)");
 
   // Load first: a missing driver or a bad binary fails before any work.
   Expected<std::unique_ptr<Kernel>> loaded = Kernel::loadFile(*cl.file());
   if (!loaded.ok())
     fail(loaded.message());
   Kernel &kernel = **loaded;
-  Backend &backend = kernel.backend();
 
   Problem p;
   p.b = *b;
@@ -476,8 +945,9 @@ int run(int argc, char **argv) {
   p.dv = sig.dv;
   check(p.validate());
 
-  // Inputs, rounded to the dtype.
-  std::vector<float> q, k, v;
+  // Inputs, rounded to the dtype. dO (backward only) comes after q, k, v
+  // from the same generator, so that q, k, v equal the forward's.
+  std::vector<float> q, k, v, dO;
   if (loadDir) {
     std::string err;
     if (!checkNpyShape(qIn, joinPath(*loadDir, "q.npy"), {p.b, p.hq, p.sq, p.d},
@@ -490,191 +960,33 @@ int run(int argc, char **argv) {
     q = std::move(qIn.data);
     k = std::move(kIn.data);
     v = std::move(vIn.data);
+    if (backward) {
+      NpyArray doIn = loadInput(*loadDir, "do.npy");
+      if (!checkNpyShape(doIn, joinPath(*loadDir, "do.npy"),
+                         {p.b, p.hq, p.sq, p.dv}, &err))
+        fail(err);
+      dO = std::move(doIn.data);
+    }
   } else {
     Normal rng(seed);
     q.resize(p.qElements());
     k.resize(p.kElements());
     v.resize(p.vElements());
-    for (std::vector<float> *t : {&q, &k, &v})
+    if (backward)
+      dO.resize(p.oElements());
+    for (std::vector<float> *t : {&q, &k, &v, &dO})
       for (float &x : *t)
         x = static_cast<float>(rng.next());
   }
-  for (std::vector<float> *t : {&q, &k, &v})
+  for (std::vector<float> *t : {&q, &k, &v, &dO})
     for (float &x : *t)
       x = roundTo(x, sig.dtype);
 
   check(kernel.checkProblem(p));
-  std::optional<LaunchDims> launch;
-  if (kernel.meta().target != Target::Cpu) {
-    Expected<LaunchDims> dims = kernel.launchDims(p);
-    check(dims.status());
-    launch = *dims;
-  }
-
-  auto upload = [&](const std::vector<unsigned char> &bytes) {
-    Expected<DeviceBuffer> buf = DeviceBuffer::allocate(backend, bytes.size());
-    if (!buf.ok())
-      fail(buf.message());
-    check(backend.copyToDevice(buf->get(), bytes.data(), bytes.size()));
-    return buf.take();
-  };
-  auto allocate = [&](size_t bytes) {
-    Expected<DeviceBuffer> buf = DeviceBuffer::allocate(backend, bytes);
-    if (!buf.ok())
-      fail(buf.message());
-    return buf.take();
-  };
-  std::vector<unsigned char> qBytes = toStorage(q, sig.dtype);
-  std::vector<unsigned char> kBytes = toStorage(k, sig.dtype);
-  std::vector<unsigned char> vBytes = toStorage(v, sig.dtype);
-  DeviceBuffer qBuf = upload(qBytes);
-  DeviceBuffer kBuf = upload(kBytes);
-  DeviceBuffer vBuf = upload(vBytes);
-  const size_t oSize =
-      static_cast<size_t>(p.oElements()) * dtypeSize(sig.dtype);
-  const size_t lseSize = static_cast<size_t>(p.lseElements()) * sizeof(float);
-  DeviceBuffer oBuf = allocate(oSize);
-  DeviceBuffer lseBuf = allocate(lseSize);
-  ForwardArgs args;
-  args.q = qBuf.get();
-  args.k = kBuf.get();
-  args.v = vBuf.get();
-  args.o = oBuf.get();
-  args.lse = static_cast<float *>(lseBuf.get());
-
-  // Every run starts from NaN in o and lse (0xFF bytes are NaN in f32, f16
-  // and bf16), so that an element the kernel leaves unwritten shows.
-  auto poison = [&]() {
-    check(backend.fill(oBuf.get(), 0xFF, oSize, nullptr));
-    check(backend.fill(lseBuf.get(), 0xFF, lseSize, nullptr));
-  };
-  auto wallRun = [&]() {
-    poison();
-    check(backend.synchronize(nullptr));
-    auto t0 = std::chrono::steady_clock::now();
-    check(kernel.run(p, args));
-    check(backend.synchronize(nullptr));
-    auto t1 = std::chrono::steady_clock::now();
-    return std::chrono::duration<double, std::milli>(t1 - t0).count();
-  };
-  double firstMs = wallRun();
-  std::vector<unsigned char> oBytes(oSize);
-  std::vector<float> lse(p.lseElements());
-  check(backend.copyToHost(oBytes.data(), oBuf.get(), oSize));
-  check(backend.copyToHost(lse.data(), lseBuf.get(), lseSize));
-  std::vector<float> o = fromStorage(oBytes, sig.dtype);
-
-  std::printf("kernel %s (%s, %s, mask=%s, scale=%s, softcap=%s, block "
-              "%lldx%lld)\n",
-              kernel.meta().kernel.c_str(), backend.description().c_str(),
-              toString(sig.dtype), sig.mask.str().c_str(),
-              formatReal(sig.scale).c_str(), formatReal(sig.softcap).c_str(),
-              static_cast<long long>(sig.blockM),
-              static_cast<long long>(sig.blockN));
-  if (launch)
-    std::printf("launch grid=(%lld,%lld,%lld) block=(%lld,1,1) "
-                "shared_bytes=%lld abi=%s\n",
-                static_cast<long long>(launch->grid[0]),
-                static_cast<long long>(launch->grid[1]),
-                static_cast<long long>(launch->grid[2]),
-                static_cast<long long>(launch->block[0]),
-                static_cast<long long>(launch->sharedBytes),
-                kernel.meta().abi.c_str());
-  std::printf("problem B=%lld Hq=%lld Hk=%lld Sq=%lld Sk=%lld D=%lld "
-              "Dv=%lld: first run %.3f ms\n",
-              static_cast<long long>(p.b), static_cast<long long>(p.hq),
-              static_cast<long long>(p.hk), static_cast<long long>(p.sq),
-              static_cast<long long>(p.sk), static_cast<long long>(p.d),
-              static_cast<long long>(p.dv), firstMs);
-
-  bool passed = true;
-  if (cl.flag("validate"))
-    passed = validate(p, sig, q, k, v, o, lse);
-
-  if (std::optional<std::string> dir = cl.str("save")) {
-    std::error_code ec;
-    std::filesystem::create_directories(*dir, ec);
-    if (ec)
-      fail("--save: cannot create directory '" + *dir + "': " + ec.message());
-    struct Out {
-      const char *file;
-      std::vector<int64_t> shape;
-      const std::vector<float> *data;
-    } outs[] = {{"q.npy", {p.b, p.hq, p.sq, p.d}, &q},
-                {"k.npy", {p.b, p.hk, p.sk, p.d}, &k},
-                {"v.npy", {p.b, p.hk, p.sk, p.dv}, &v},
-                {"o.npy", {p.b, p.hq, p.sq, p.dv}, &o},
-                {"lse.npy", {p.b, p.hq, p.sq}, &lse}};
-    for (const Out &out : outs) {
-      std::string err;
-      if (!writeNpy(joinPath(*dir, out.file), out.shape, out.data->data(),
-                    &err))
-        fail(err);
-    }
-    std::printf("saved q.npy k.npy v.npy o.npy lse.npy to %s\n", dir->c_str());
-  }
-
-  if (cl.flag("bench")) {
-    // Small inputs rotate among up to 4 copies (the first is the one above),
-    // at most 256 MiB of inputs in all.
-    const size_t inputBytes = qBytes.size() + kBytes.size() + vBytes.size();
-    const size_t kRotationBudget = size_t(256) << 20;
-    size_t copies = std::max<size_t>(
-        1,
-        std::min<size_t>(4, kRotationBudget / std::max<size_t>(inputBytes, 1)));
-    std::vector<DeviceBuffer> extra;
-    std::vector<ForwardArgs> argSets{args};
-    for (size_t c = 1; c < copies; ++c) {
-      extra.push_back(upload(qBytes));
-      extra.push_back(upload(kBytes));
-      extra.push_back(upload(vBytes));
-      ForwardArgs a = args;
-      a.q = extra[extra.size() - 3].get();
-      a.k = extra[extra.size() - 2].get();
-      a.v = extra[extra.size() - 1].get();
-      argSets.push_back(a);
-    }
-    for (int64_t i = 0; i < warmup; ++i) {
-      poison();
-      check(kernel.run(p, argSets[i % copies]));
-    }
-    // One timer a run, all queued before any is read, so that the device
-    // never waits for the host between runs; the NaN fill before each run
-    // lies outside its timed span.
-    std::vector<std::unique_ptr<StreamTimer>> timers;
-    for (int64_t i = 0; i < iters; ++i) {
-      Expected<std::unique_ptr<StreamTimer>> t = backend.createTimer();
-      if (!t.ok())
-        fail(t.message());
-      timers.push_back(t.take());
-    }
-    for (int64_t i = 0; i < iters; ++i) {
-      poison();
-      check(timers[i]->start(nullptr));
-      check(kernel.run(p, argSets[i % copies]));
-      check(timers[i]->stop(nullptr));
-    }
-    std::vector<double> times;
-    for (auto &t : timers) {
-      Expected<double> ms = t->elapsedMs();
-      if (!ms.ok())
-        fail(ms.message());
-      times.push_back(*ms);
-    }
-    check(backend.synchronize(nullptr));
-    std::sort(times.begin(), times.end());
-    size_t n = times.size();
-    double median =
-        n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
-    double flops = forwardFlops(p, sig.mask);
-    double gflops = median > 0 ? flops / (median * 1e6) : 0.0;
-    std::printf("bench: iters=%lld warmup=%lld median_ms=%.4f min_ms=%.4f "
-                "GFLOP/s=%.2f TFLOP/s=%.3f input_copies=%zu (visible pairs "
-                "only)\n",
-                static_cast<long long>(iters), static_cast<long long>(warmup),
-                median, times.front(), gflops, gflops / 1e3, copies);
-  }
-  return passed ? 0 : 1;
+  Inputs in{q, k, v, dO};
+  BenchCounts counts{warmup, iters};
+  return backward ? runBackwardKernel(cl, kernel, p, sig, in, counts)
+                  : runForwardKernel(cl, kernel, p, sig, in, counts);
 }
 
 } // namespace
