@@ -260,10 +260,15 @@ LogicalResult AttentionOp::verify() {
 
 ::fmha::MaskSpec AttentionOp::getMaskSpec() { return maskSpecOf(getMask()); }
 
-double AttentionOp::getScaleOrDefault() {
-  if (std::optional<APFloat> scale = getScale())
+/// The `scale` attribute, or 1/sqrt(D) of `q` when it is absent.
+static double scaleOrDefault(std::optional<APFloat> scale, Value q) {
+  if (scale)
     return scale->convertToDouble();
-  return 1.0 / std::sqrt(static_cast<double>(dimOf(getQ(), 3)));
+  return 1.0 / std::sqrt(static_cast<double>(dimOf(q, 3)));
+}
+
+double AttentionOp::getScaleOrDefault() {
+  return scaleOrDefault(getScale(), getQ());
 }
 
 LogicalResult AttentionOp::canonicalize(AttentionOp op,
@@ -301,6 +306,10 @@ LogicalResult AttentionBwdOp::verify() {
 }
 
 ::fmha::MaskSpec AttentionBwdOp::getMaskSpec() { return maskSpecOf(getMask()); }
+
+double AttentionBwdOp::getScaleOrDefault() {
+  return scaleOrDefault(getScale(), getQ());
+}
 
 LogicalResult AttentionBwdOp::canonicalize(AttentionBwdOp op,
                                            PatternRewriter &rewriter) {
@@ -369,6 +378,55 @@ LogicalResult TileQKOp::verify() {
   if (!ShapedType::isDynamic(dq) && !ShapedType::isDynamic(dk) && dq != dk)
     return emitOpError() << "'k' head dim (" << dk << ") must equal 'q' head "
                          << "dim (" << dq << ")";
+  return success();
+}
+
+LogicalResult TileStoreOp::verify() {
+  for (int64_t i = 0; i < 2; ++i) {
+    int64_t a = dimOf(getSrc(), i), b = dimOf(getDst(), i);
+    if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
+      return emitOpError() << "'dst' dim " << i << " (" << b
+                           << ") must equal 'src' dim " << i << " (" << a
+                           << ")";
+  }
+  return success();
+}
+
+LogicalResult TileMatmulOp::verify() {
+  int64_t m = dimOf(getA(), getTransposeA() ? 1 : 0);
+  int64_t ka = dimOf(getA(), getTransposeA() ? 0 : 1);
+  int64_t kb = dimOf(getB(), getTransposeB() ? 1 : 0);
+  int64_t n = dimOf(getB(), getTransposeB() ? 0 : 1);
+  auto clash = [](int64_t x, int64_t y) {
+    return !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y;
+  };
+  if (clash(ka, kb))
+    return emitOpError() << "reduction sizes differ: " << ka << " in 'a', "
+                         << kb << " in 'b'";
+  if (clash(m, dimOf(getC(), 0)) || clash(n, dimOf(getC(), 1)))
+    return emitOpError() << "'c' must be " << m << "x" << n << ", got "
+                         << dimOf(getC(), 0) << "x" << dimOf(getC(), 1);
+  if (getAtomic() && !getAccumulate())
+    return emitOpError() << "'atomic' requires 'accumulate'";
+  return success();
+}
+
+LogicalResult TileRowDotOp::verify() {
+  auto clash = [](int64_t x, int64_t y) {
+    return !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y;
+  };
+  if (clash(dimOf(getA(), 0), dimOf(getB(), 0)) ||
+      clash(dimOf(getA(), 1), dimOf(getB(), 1)))
+    return emitOpError() << "'a' and 'b' must have the same shape";
+  if (clash(dimOf(getA(), 0), dimOf(getOut(), 0)))
+    return emitOpError() << "'out' must have one element per row of 'a'";
+  return success();
+}
+
+LogicalResult TileBwdDsOp::verify() {
+  if (bool(getS()) != bool(getSoftcapAttr()))
+    return emitOpError() << "takes the capped scores exactly when it has a "
+                            "'softcap'";
   return success();
 }
 

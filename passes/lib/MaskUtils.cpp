@@ -95,6 +95,38 @@ KvLoopBounds mlir::fmha::emitKvLoopBounds(OpBuilder &b, Location loc,
   return bounds;
 }
 
+QLoopBounds mlir::fmha::emitQLoopBounds(OpBuilder &b, Location loc,
+                                        const ::fmha::MaskSpec &mask, Value c0,
+                                        Value c1, Value sq, Value sk,
+                                        int64_t blockM) {
+  IndexMath im{b, loc};
+  Value zero = im.c(0), one = im.c(1), bm = im.c(blockM);
+  Value numQTiles = im.ceilDiv(sq, bm);
+  QLoopBounds bounds{zero, numQTiles};
+  if (mask.isNone() || (!mask.hasLeft() && !mask.hasRight()))
+    return bounds;
+  Value off = im.offset(mask, sq, sk);
+  Value ilo = zero, ihi = im.sub(sq, one);
+  if (mask.hasRight())
+    ilo = im.max(
+        zero,
+        im.sub(c0, im.addOpt(im.c(std::min(mask.right, kBoundCap)), off)));
+  if (mask.hasLeft()) {
+    Value last = im.add(im.sub(im.sub(c1, one), off ? off : zero),
+                        im.c(std::min(mask.left, kBoundCap)));
+    ihi = im.min(ihi, last);
+  }
+  Value empty = im.cmp(arith::CmpIPredicate::sgt, ilo, ihi);
+  bounds.begin = im.select(empty, zero, im.div(ilo, bm));
+  bounds.end = im.select(empty, zero, im.add(im.div(ihi, bm), one));
+  if (mask.sink > 0) {
+    Value hasSink = im.lt(c0, im.c(std::min(mask.sink, kBoundCap)));
+    bounds.begin = im.select(hasSink, zero, bounds.begin);
+    bounds.end = im.select(hasSink, numQTiles, bounds.end);
+  }
+  return bounds;
+}
+
 Value mlir::fmha::emitKvTileIsFull(OpBuilder &b, Location loc,
                                    const ::fmha::MaskSpec &mask, Value r0,
                                    Value r1, Value c0, Value c1, Value sq,

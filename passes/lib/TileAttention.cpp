@@ -62,44 +62,91 @@ struct AttentionOperands {
   Value q, k, v, o, lse;
 };
 
+/// A read-only memref view of an input tensor.
+Value toBuffer(RewriterBase &rewriter, Location loc, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+  return bufferization::ToBufferOp::create(rewriter, loc, memrefType, tensor,
+                                           /*read_only=*/true);
+}
+
+/// A fresh buffer shaped like the tensor `like`.
+Value allocLike(RewriterBase &rewriter, Location loc, Value like) {
+  auto type = cast<RankedTensorType>(like.getType());
+  SmallVector<Value> dynSizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynSizes.push_back(tensor::DimOp::create(rewriter, loc, like, i));
+  return memref::AllocOp::create(
+      rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
+      dynSizes);
+}
+
 /// Bridges tensor operands to memrefs: inputs through to_buffer, outputs
 /// into fresh allocations that become the op's results.
 AttentionOperands bufferize(RewriterBase &rewriter, AttentionOp op) {
   Location loc = op.getLoc();
-  auto toBuffer = [&](Value tensor) -> Value {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
-    return bufferization::ToBufferOp::create(rewriter, loc, memrefType, tensor,
-                                             /*read_only=*/true);
-  };
-  auto alloc = [&](Value like) -> Value {
-    auto type = cast<RankedTensorType>(like.getType());
-    SmallVector<Value> dynSizes;
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      if (type.isDynamicDim(i))
-        dynSizes.push_back(tensor::DimOp::create(rewriter, loc, like, i));
-    return memref::AllocOp::create(
-        rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
-        dynSizes);
-  };
   AttentionOperands m;
-  m.q = toBuffer(op.getQ());
-  m.k = toBuffer(op.getK());
-  m.v = toBuffer(op.getV());
-  m.o = alloc(op.getO());
+  m.q = toBuffer(rewriter, loc, op.getQ());
+  m.k = toBuffer(rewriter, loc, op.getK());
+  m.v = toBuffer(rewriter, loc, op.getV());
+  m.o = allocLike(rewriter, loc, op.getO());
   if (op.getLse())
-    m.lse = alloc(op.getLse());
+    m.lse = allocLike(rewriter, loc, op.getLse());
   return m;
+}
+
+LogicalResult checkTileSizes(Operation *op,
+                             const TileAttentionOptions &options) {
+  if (options.blockM > 0 && options.blockN > 0)
+    return success();
+  return op->emitOpError() << "tile sizes must be positive, got block-m="
+                           << options.blockM << " block-n=" << options.blockN;
+}
+
+/// The mask of one problem and the attributes of its score tiles.
+struct ScoreConfig {
+  ::fmha::MaskSpec mask;
+  MaskAttr maskAttr;
+  FloatAttr scale, softcap;
+  Value sq, sk;
+};
+
+/// Scores of the q tile rows [r0, r1) against the kv tile keys [c0, c1) into
+/// `s`: the element mask only when the tile crosses a mask edge.
+void emitScores(OpBuilder &b, Location loc, const ScoreConfig &cfg, Value q,
+                Value k, Value s, Value r0, Value r1, Value c0, Value c1) {
+  auto emitQK = [&](OpBuilder &qb, bool masked) {
+    SmallVector<Value> coords;
+    if (masked)
+      coords = {r0, c0, cfg.sq, cfg.sk};
+    TileQKOp::create(qb, loc, q, k, s, coords, cfg.scale, cfg.softcap,
+                     masked ? cfg.maskAttr : MaskAttr());
+  };
+  if (cfg.mask.isNone()) {
+    emitQK(b, /*masked=*/false);
+    return;
+  }
+  Value full =
+      emitKvTileIsFull(b, loc, cfg.mask, r0, r1, c0, c1, cfg.sq, cfg.sk);
+  scf::IfOp::create(
+      b, loc, full,
+      [&](OpBuilder &then, Location) {
+        emitQK(then, /*masked=*/false);
+        scf::YieldOp::create(then, loc);
+      },
+      [&](OpBuilder &els, Location) {
+        emitQK(els, /*masked=*/true);
+        scf::YieldOp::create(els, loc);
+      });
 }
 
 } // namespace
 
 LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
                                         const TileAttentionOptions &options) {
-  if (options.blockM <= 0 || options.blockN <= 0)
-    return op.emitOpError()
-           << "tile sizes must be positive, got block-m=" << options.blockM
-           << " block-n=" << options.blockN;
+  if (failed(checkTileSizes(op, options)))
+    return failure();
   Location loc = op.getLoc();
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
@@ -127,6 +174,7 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   Value zero = im.c(0), one = im.c(1);
   Value batch = im.dim(m.q, 0), sq = im.dim(m.q, 2), sk = im.dim(m.k, 2);
   Value numQTiles = im.ceilDiv(sq, im.c(bm));
+  ScoreConfig scores{mask, maskAttr, scaleAttr, softcapAttr, sq, sk};
 
   auto parallel = scf::ParallelOp::create(
       rewriter, loc, ValueRange{zero, zero, zero},
@@ -178,29 +226,8 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     Value vTile = tileView(builder, loc, m.v, {b, kvHead, c0, i0},
                            {i1, i1, cols, builder.getIndexAttr(dv)}, 2);
     Value sTile = tileView(builder, loc, sBuf, {i0, i0}, {rows, cols}, 2);
-    auto emitQK = [&](OpBuilder &qb, bool masked) {
-      SmallVector<Value> coords;
-      if (masked)
-        coords = {r0, c0, sq, sk};
-      TileQKOp::create(qb, loc, qTile, kTile, sTile, coords, scaleAttr,
-                       softcapAttr, masked ? maskAttr : MaskAttr());
-    };
-    if (mask.isNone()) {
-      emitQK(builder, /*masked=*/false);
-    } else {
-      Value full = emitKvTileIsFull(builder, loc, mask, r0, r1, c0,
-                                    bi.add(c0, cols), sq, sk);
-      scf::IfOp::create(
-          builder, loc, full,
-          [&](OpBuilder &then, Location) {
-            emitQK(then, /*masked=*/false);
-            scf::YieldOp::create(then, loc);
-          },
-          [&](OpBuilder &els, Location) {
-            emitQK(els, /*masked=*/true);
-            scf::YieldOp::create(els, loc);
-          });
-    }
+    emitScores(builder, loc, scores, qTile, kTile, sTile, r0, r1, c0,
+               bi.add(c0, cols));
     TileSoftmaxOp::create(builder, loc, sTile, mTile, lTile, accTile);
     TilePVOp::create(builder, loc, sTile, vTile, accTile);
   };
@@ -238,6 +265,274 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   return success();
 }
 
+LogicalResult
+mlir::fmha::tileAttentionBwd(RewriterBase &rewriter, AttentionBwdOp op,
+                             const TileAttentionOptions &options) {
+  if (failed(checkTileSizes(op, options)))
+    return failure();
+  Location loc = op.getLoc();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+
+  bool onTensors = isa<RankedTensorType>(op.getQ().getType());
+  Value q, k, v, o, lse, dout, dq, dk, dv;
+  if (onTensors) {
+    q = toBuffer(rewriter, loc, op.getQ());
+    k = toBuffer(rewriter, loc, op.getK());
+    v = toBuffer(rewriter, loc, op.getV());
+    o = toBuffer(rewriter, loc, op.getO());
+    lse = toBuffer(rewriter, loc, op.getLse());
+    dout = toBuffer(rewriter, loc, op.getDout());
+    dq = allocLike(rewriter, loc, op.getDq());
+    dk = allocLike(rewriter, loc, op.getDk());
+    dv = allocLike(rewriter, loc, op.getDv());
+  } else {
+    q = op.getQ(), k = op.getK(), v = op.getV(), o = op.getO();
+    lse = op.getLse(), dout = op.getDout();
+    dq = op.getDq(), dk = op.getDk(), dv = op.getDv();
+  }
+
+  auto qType = cast<MemRefType>(q.getType());
+  auto kType = cast<MemRefType>(k.getType());
+  auto vType = cast<MemRefType>(v.getType());
+  const int64_t hq = qType.getDimSize(1), hk = kType.getDimSize(1);
+  const int64_t group = hq / hk;
+  const int64_t d = qType.getDimSize(3), dvDim = vType.getDimSize(3);
+  const int64_t bm = options.blockM, bn = options.blockN;
+  const bool deterministic = op.getDeterministic();
+  ::fmha::MaskSpec mask = op.getMaskSpec();
+  MaskAttr maskAttr = op.getMaskAttr();
+  const double scale = op.getScaleOrDefault();
+  FloatAttr scaleAttr = rewriter.getF32FloatAttr(scale);
+  FloatAttr oneAttr = rewriter.getF32FloatAttr(1.0);
+  FloatAttr softcapAttr = op.getSoftcapAttr();
+  Type f32 = rewriter.getF32Type();
+  OpFoldResult i0 = rewriter.getIndexAttr(0), i1 = rewriter.getIndexAttr(1);
+
+  IndexMath im{rewriter, loc};
+  Value zero = im.c(0), one = im.c(1);
+  Value batch = im.dim(q, 0), sq = im.dim(q, 2), sk = im.dim(k, 2);
+  Value numQTiles = im.ceilDiv(sq, im.c(bm));
+  Value numKvTiles = im.ceilDiv(sk, im.c(bn));
+  ScoreConfig scores{mask, maskAttr, scaleAttr, softcapAttr, sq, sk};
+
+  // Dsum = rowsum(dO * o) per query row, and (atomic mode) the f32 dQ
+  // accumulator that kv tiles add into.
+  int64_t dyn = ShapedType::kDynamic;
+  Value dsum = memref::AllocOp::create(rewriter, loc,
+                                       MemRefType::get({dyn, hq, dyn}, f32),
+                                       ValueRange{batch, sq});
+  Value dqAccAll;
+  if (!deterministic)
+    dqAccAll = memref::AllocOp::create(rewriter, loc,
+                                       MemRefType::get({dyn, hq, dyn, d}, f32),
+                                       ValueRange{batch, sq});
+
+  /// c (+)= alpha op(a) op(b) (fmha.tile_matmul).
+  auto matmul = [&](OpBuilder &b, Value a, Value bv, Value c, FloatAttr alpha,
+                    bool transposeA, bool transposeB, bool accumulate,
+                    bool atomic) {
+    auto unit = [&](bool flag) { return flag ? b.getUnitAttr() : UnitAttr(); };
+    TileMatmulOp::create(b, loc, a, bv, c, alpha, unit(transposeA),
+                         unit(transposeB), unit(accumulate), unit(atomic));
+  };
+  /// A parallel loop over (b, head, tile) whose body `body` builds.
+  auto parallelOver = [&](Value heads, Value tiles,
+                          function_ref<void(Value, Value, Value)> body) {
+    auto loop = scf::ParallelOp::create(
+        rewriter, loc, ValueRange{zero, zero, zero},
+        ValueRange{batch, heads, tiles}, ValueRange{one, one, one});
+    OpBuilder::InsertionGuard inner(rewriter);
+    rewriter.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVars()[0], loop.getInductionVars()[1],
+         loop.getInductionVars()[2]);
+  };
+  auto scratch = [&](ArrayRef<int64_t> shape) -> Value {
+    return memref::AllocaOp::create(rewriter, loc, MemRefType::get(shape, f32));
+  };
+  /// The rows [r0, r0 + rows) of query tile qt of head h.
+  struct QTile {
+    Value r0, r1, rows, q, dout, lse, dsum;
+  };
+  auto qTileAt = [&](OpBuilder &b, Value bi, Value h, Value qt) {
+    IndexMath m{b, loc};
+    QTile t;
+    t.r0 = m.mul(qt, m.c(bm));
+    t.rows = m.min(m.c(bm), m.sub(sq, t.r0));
+    t.r1 = m.add(t.r0, t.rows);
+    t.q = tileView(b, loc, q, {bi, h, t.r0, i0},
+                   {i1, i1, t.rows, b.getIndexAttr(d)}, 2);
+    t.dout = tileView(b, loc, dout, {bi, h, t.r0, i0},
+                      {i1, i1, t.rows, b.getIndexAttr(dvDim)}, 2);
+    t.lse = tileView(b, loc, lse, {bi, h, t.r0}, {i1, i1, t.rows}, 1);
+    t.dsum = tileView(b, loc, dsum, {bi, h, t.r0}, {i1, i1, t.rows}, 1);
+    return t;
+  };
+
+  // --- 1. Dsum (and a zeroed dQ accumulator), per (b, hq, q tile). ---
+  parallelOver(im.c(hq), numQTiles, [&](Value bi, Value h, Value qt) {
+    QTile t = qTileAt(rewriter, bi, h, qt);
+    Value oTile = tileView(rewriter, loc, o, {bi, h, t.r0, i0},
+                           {i1, i1, t.rows, rewriter.getIndexAttr(dvDim)}, 2);
+    TileRowDotOp::create(rewriter, loc, t.dout, oTile, t.dsum);
+    if (dqAccAll) {
+      Value acc = tileView(rewriter, loc, dqAccAll, {bi, h, t.r0, i0},
+                           {i1, i1, t.rows, rewriter.getIndexAttr(d)}, 2);
+      TileFillOp::create(rewriter, loc, acc, rewriter.getF32FloatAttr(0.0));
+    }
+  });
+
+  /// The shared middle of both loops: scores of one (q tile, kv tile) pair
+  /// (element mask only where the tile crosses a mask edge), P from the lse,
+  /// then dP = dO V^T and dS in `dpTile`. `withP` runs between P and dP.
+  auto emitGradTile = [&](OpBuilder &b, const QTile &t, Value c0, Value c1,
+                          Value kTile, Value vTile, Value sTile, Value pTile,
+                          Value dpTile, function_ref<void(OpBuilder &)> withP) {
+    emitScores(b, loc, scores, t.q, kTile, sTile, t.r0, t.r1, c0, c1);
+    TileBwdProbsOp::create(b, loc, sTile, t.lse, pTile);
+    if (withP)
+      withP(b);
+    matmul(b, t.dout, vTile, dpTile, oneAttr,
+           /*transpose_a=*/false, /*transpose_b=*/true,
+           /*accumulate=*/false, /*atomic=*/false);
+    TileBwdDsOp::create(b, loc, pTile, t.dsum, softcapAttr ? sTile : Value(),
+                        dpTile, softcapAttr);
+  };
+
+  // --- 2. dK and dV per (b, hk, kv tile), over the q heads of its group. ---
+  parallelOver(im.c(hk), numKvTiles, [&](Value bi, Value kvh, Value kt) {
+    IndexMath m{rewriter, loc};
+    Value c0 = m.mul(kt, m.c(bn));
+    Value cols = m.min(m.c(bn), m.sub(sk, c0));
+    Value c1 = m.add(c0, cols);
+    Value kTile = tileView(rewriter, loc, k, {bi, kvh, c0, i0},
+                           {i1, i1, cols, rewriter.getIndexAttr(d)}, 2);
+    Value vTile = tileView(rewriter, loc, v, {bi, kvh, c0, i0},
+                           {i1, i1, cols, rewriter.getIndexAttr(dvDim)}, 2);
+    Value dkAcc = tileView(rewriter, loc, scratch({bn, d}), {i0, i0},
+                           {cols, rewriter.getIndexAttr(d)}, 2);
+    Value dvAcc = tileView(rewriter, loc, scratch({bn, dvDim}), {i0, i0},
+                           {cols, rewriter.getIndexAttr(dvDim)}, 2);
+    Value sBuf = scratch({bm, bn}), pBuf = scratch({bm, bn}),
+          dpBuf = scratch({bm, bn});
+    TileFillOp::create(rewriter, loc, dkAcc, rewriter.getF32FloatAttr(0.0));
+    TileFillOp::create(rewriter, loc, dvAcc, rewriter.getF32FloatAttr(0.0));
+    QLoopBounds qb = emitQLoopBounds(rewriter, loc, mask, c0, c1, sq, sk, bm);
+    auto heads = scf::ForOp::create(rewriter, loc, zero, m.c(group), one);
+    heads->setAttr("fmha.group_loop", rewriter.getUnitAttr());
+    {
+      OpBuilder::InsertionGuard g(rewriter);
+      rewriter.setInsertionPointToStart(heads.getBody());
+      Value h = m.add(m.mul(kvh, m.c(group)), heads.getInductionVar());
+      auto qLoop = scf::ForOp::create(rewriter, loc, qb.begin, qb.end, one);
+      qLoop->setAttr("fmha.q_loop", rewriter.getUnitAttr());
+      rewriter.setInsertionPointToStart(qLoop.getBody());
+      QTile t = qTileAt(rewriter, bi, h, qLoop.getInductionVar());
+      Value sTile = tileView(rewriter, loc, sBuf, {i0, i0}, {t.rows, cols}, 2);
+      Value pTile = tileView(rewriter, loc, pBuf, {i0, i0}, {t.rows, cols}, 2);
+      Value dpTile =
+          tileView(rewriter, loc, dpBuf, {i0, i0}, {t.rows, cols}, 2);
+      emitGradTile(rewriter, t, c0, c1, kTile, vTile, sTile, pTile, dpTile,
+                   [&](OpBuilder &b) {
+                     // dV += P^T dO
+                     matmul(b, pTile, t.dout, dvAcc, oneAttr,
+                            /*transpose_a=*/true,
+                            /*transpose_b=*/false,
+                            /*accumulate=*/true,
+                            /*atomic=*/false);
+                   });
+      // dK += scale dS^T Q
+      matmul(rewriter, dpTile, t.q, dkAcc, scaleAttr,
+             /*transpose_a=*/true, /*transpose_b=*/false,
+             /*accumulate=*/true, /*atomic=*/false);
+      if (dqAccAll) {
+        // dQ += scale dS K, shared with the other kv tiles.
+        Value acc = tileView(rewriter, loc, dqAccAll, {bi, h, t.r0, i0},
+                             {i1, i1, t.rows, rewriter.getIndexAttr(d)}, 2);
+        matmul(rewriter, dpTile, kTile, acc, scaleAttr,
+               /*transpose_a=*/false, /*transpose_b=*/false,
+               /*accumulate=*/true, /*atomic=*/true);
+      }
+    }
+    TileStoreOp::create(rewriter, loc, dkAcc,
+                        tileView(rewriter, loc, dk, {bi, kvh, c0, i0},
+                                 {i1, i1, cols, rewriter.getIndexAttr(d)}, 2));
+    TileStoreOp::create(rewriter, loc, dvAcc,
+                        tileView(rewriter, loc, dv, {bi, kvh, c0, i0},
+                                 {i1, i1, cols, rewriter.getIndexAttr(dvDim)},
+                                 2));
+  });
+
+  // --- 3. dQ per (b, hq, q tile): from the accumulator, or (deterministic)
+  // recomputed over the visible kv tiles in a fixed order. ---
+  parallelOver(im.c(hq), numQTiles, [&](Value bi, Value h, Value qt) {
+    QTile t = qTileAt(rewriter, bi, h, qt);
+    Value dqTile = tileView(rewriter, loc, dq, {bi, h, t.r0, i0},
+                            {i1, i1, t.rows, rewriter.getIndexAttr(d)}, 2);
+    if (dqAccAll) {
+      TileStoreOp::create(rewriter, loc,
+                          tileView(rewriter, loc, dqAccAll, {bi, h, t.r0, i0},
+                                   {i1, i1, t.rows, rewriter.getIndexAttr(d)},
+                                   2),
+                          dqTile);
+      return;
+    }
+    IndexMath m{rewriter, loc};
+    Value kvHead = group == 1 ? h : m.div(h, m.c(group));
+    Value dqAcc = tileView(rewriter, loc, scratch({bm, d}), {i0, i0},
+                           {t.rows, rewriter.getIndexAttr(d)}, 2);
+    Value sBuf = scratch({bm, bn}), pBuf = scratch({bm, bn}),
+          dpBuf = scratch({bm, bn});
+    TileFillOp::create(rewriter, loc, dqAcc, rewriter.getF32FloatAttr(0.0));
+    KvLoopBounds bounds =
+        emitKvLoopBounds(rewriter, loc, mask, t.r0, t.r1, sq, sk, bn);
+    auto emitKvLoop = [&](Value lb, Value ub, StringRef name) {
+      auto loop = scf::ForOp::create(rewriter, loc, lb, ub, one);
+      loop->setAttr("fmha.kv_loop", rewriter.getStringAttr(name));
+      OpBuilder::InsertionGuard g(rewriter);
+      rewriter.setInsertionPointToStart(loop.getBody());
+      IndexMath bi2{rewriter, loc};
+      Value c0 = bi2.mul(loop.getInductionVar(), bi2.c(bn));
+      Value cols = bi2.min(bi2.c(bn), bi2.sub(sk, c0));
+      Value kTile = tileView(rewriter, loc, k, {bi, kvHead, c0, i0},
+                             {i1, i1, cols, rewriter.getIndexAttr(d)}, 2);
+      Value vTile = tileView(rewriter, loc, v, {bi, kvHead, c0, i0},
+                             {i1, i1, cols, rewriter.getIndexAttr(dvDim)}, 2);
+      Value sTile = tileView(rewriter, loc, sBuf, {i0, i0}, {t.rows, cols}, 2);
+      Value pTile = tileView(rewriter, loc, pBuf, {i0, i0}, {t.rows, cols}, 2);
+      Value dpTile =
+          tileView(rewriter, loc, dpBuf, {i0, i0}, {t.rows, cols}, 2);
+      emitGradTile(rewriter, t, c0, bi2.add(c0, cols), kTile, vTile, sTile,
+                   pTile, dpTile, nullptr);
+      matmul(rewriter, dpTile, kTile, dqAcc, scaleAttr,
+             /*transpose_a=*/false, /*transpose_b=*/false,
+             /*accumulate=*/true, /*atomic=*/false);
+    };
+    if (bounds.sinkEnd)
+      emitKvLoop(zero, bounds.sinkEnd, "sink");
+    emitKvLoop(bounds.begin, bounds.end, "window");
+    TileStoreOp::create(rewriter, loc, dqAcc, dqTile);
+  });
+
+  memref::DeallocOp::create(rewriter, loc, dsum);
+  if (dqAccAll)
+    memref::DeallocOp::create(rewriter, loc, dqAccAll);
+
+  if (onTensors) {
+    SmallVector<Value> results;
+    Value buffers[] = {dq, dk, dv};
+    Value inits[] = {op.getDq(), op.getDk(), op.getDv()};
+    for (int i = 0; i < 3; ++i)
+      results.push_back(bufferization::ToTensorOp::create(
+          rewriter, loc, inits[i].getType(), buffers[i], /*restrict=*/true,
+          /*writable=*/true));
+    rewriter.replaceOp(op, results);
+  } else {
+    rewriter.eraseOp(op);
+  }
+  return success();
+}
+
 namespace {
 
 struct TileAttentionPattern : OpRewritePattern<AttentionOp> {
@@ -260,8 +555,13 @@ struct FmhaTileAttentionPass
     TileAttentionOptions tileOptions{blockM, blockN};
     IRRewriter rewriter(&getContext());
     bool failedAny = false;
-    getOperation()->walk([&](AttentionOp op) {
-      if (failed(tileAttention(rewriter, op, tileOptions)))
+    getOperation()->walk([&](Operation *op) {
+      LogicalResult result = success();
+      if (auto fwd = dyn_cast<AttentionOp>(op))
+        result = tileAttention(rewriter, fwd, tileOptions);
+      else if (auto bwd = dyn_cast<AttentionBwdOp>(op))
+        result = tileAttentionBwd(rewriter, bwd, tileOptions);
+      if (failed(result))
         failedAny = true;
     });
     if (failedAny)

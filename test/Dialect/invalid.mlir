@@ -399,3 +399,59 @@ func.func @f() attributes {m = #fmha.mask<"t:1,">} { return }
 
 // expected-error @+1 {{expected string}}
 func.func @f() attributes {m = #fmha.mask<t>} { return }
+
+// -----
+
+func.func @f(%a: memref<16x64xf32>, %b: memref<32x48xf32>, %c: memref<16x32xf32>) {
+  // expected-error @+1 {{'fmha.tile_matmul' op reduction sizes differ: 64 in 'a', 48 in 'b'}}
+  fmha.tile_matmul %a, %b into %c {alpha = 1.0 : f32, transpose_b} : memref<16x64xf32>, memref<32x48xf32>, memref<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<16x64xf32>, %b: memref<64x32xf32>, %c: memref<16x16xf32>) {
+  // expected-error @+1 {{'fmha.tile_matmul' op 'c' must be 16x32, got 16x16}}
+  fmha.tile_matmul %a, %b into %c {alpha = 1.0 : f32} : memref<16x64xf32>, memref<64x32xf32>, memref<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<16x64xf32>, %b: memref<64x32xf32>, %c: memref<16x32xf32>) {
+  // expected-error @+1 {{'fmha.tile_matmul' op 'atomic' requires 'accumulate'}}
+  fmha.tile_matmul %a, %b into %c {alpha = 1.0 : f32, atomic} : memref<16x64xf32>, memref<64x32xf32>, memref<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<16x64xf32>, %b: memref<16x32xf32>, %o: memref<16xf32>) {
+  // expected-error @+1 {{'fmha.tile_row_dot' op 'a' and 'b' must have the same shape}}
+  fmha.tile_row_dot %a, %b into %o : memref<16x64xf32>, memref<16x32xf32>, memref<16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<16x64xf32>, %o: memref<8xf32>) {
+  // expected-error @+1 {{'fmha.tile_row_dot' op 'out' must have one element per row of 'a'}}
+  fmha.tile_row_dot %a, %a into %o : memref<16x64xf32>, memref<16x64xf32>, memref<8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%p: memref<16x32xf32>, %d: memref<16xf32>) {
+  // expected-error @+1 {{'fmha.tile_bwd_ds' op takes the capped scores exactly when it has a 'softcap'}}
+  fmha.tile_bwd_ds %p, %d into %p {softcap = 5.0 : f32} : memref<16x32xf32>, memref<16xf32>, memref<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<16x32xf32>, %b: memref<16x16xbf16>) {
+  // expected-error @+1 {{'fmha.tile_store' op 'dst' dim 1 (16) must equal 'src' dim 1 (32)}}
+  fmha.tile_store %a into %b : memref<16x32xf32>, memref<16x16xbf16>
+  return
+}

@@ -94,3 +94,25 @@ func.func @tile_ops(%q: memref<?x64xf16>, %s: memref<?x?xf32>, %m: memref<?xf32>
   fmha.tile_finalize %m, %m, %acc into %q, %m : memref<?xf32>, memref<?xf32>, memref<?x64xf32>, memref<?x64xf16>, memref<?xf32>
   return
 }
+
+// -----
+
+// The backward tile ops.
+// CHECK-LABEL: func @bwd_tile_ops
+// CHECK: fmha.tile_fill %{{.+}}, 0.000000e+00 : memref<16x32xf32>
+// CHECK: fmha.tile_row_dot %{{.+}}, %{{.+}} into %{{.+}} : memref<16x64xbf16>, memref<16x64xbf16>, memref<16xf32>
+// CHECK: fmha.tile_bwd_probs %{{.+}}, %{{.+}} into %{{.+}} : memref<16x32xf32>, memref<16xf32>, memref<16x32xf32>
+// CHECK: fmha.tile_matmul %{{.+}}, %{{.+}} into %{{.+}} {alpha = 1.000000e+00 : f32, transpose_b} : memref<16x64xbf16>, memref<32x64xbf16>, memref<16x32xf32>
+// CHECK: fmha.tile_bwd_ds %{{.+}}, %{{.+}} capped %{{.+}} into %{{.+}} {softcap = 3.000000e+01 : f32}
+// CHECK: fmha.tile_matmul %{{.+}}, %{{.+}} into %{{.+}} {accumulate, alpha = 1.250000e-01 : f32, atomic}
+// CHECK: fmha.tile_store %{{.+}} into %{{.+}} : memref<16x32xf32>, memref<16x32xbf16>
+func.func @bwd_tile_ops(%do: memref<16x64xbf16>, %v: memref<32x64xbf16>, %s: memref<16x32xf32>, %p: memref<16x32xf32>, %dp: memref<16x32xf32>, %lse: memref<16xf32>, %dsum: memref<16xf32>, %dq: memref<16x64xf32>, %out: memref<16x32xbf16>) {
+  fmha.tile_fill %dp, 0.0 : memref<16x32xf32>
+  fmha.tile_row_dot %do, %do into %dsum : memref<16x64xbf16>, memref<16x64xbf16>, memref<16xf32>
+  fmha.tile_bwd_probs %s, %lse into %p : memref<16x32xf32>, memref<16xf32>, memref<16x32xf32>
+  fmha.tile_matmul %do, %v into %dp {alpha = 1.0 : f32, transpose_b} : memref<16x64xbf16>, memref<32x64xbf16>, memref<16x32xf32>
+  fmha.tile_bwd_ds %p, %dsum capped %s into %dp {softcap = 30.0 : f32} : memref<16x32xf32>, memref<16xf32>, memref<16x32xf32>, memref<16x32xf32>
+  fmha.tile_matmul %dp, %v into %dq {accumulate, alpha = 0.125 : f32, atomic} : memref<16x32xf32>, memref<32x64xbf16>, memref<16x64xf32>
+  fmha.tile_store %dp into %out : memref<16x32xf32>, memref<16x32xbf16>
+  return
+}

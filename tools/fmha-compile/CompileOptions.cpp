@@ -43,14 +43,18 @@ cl::opt<double> softcap("softcap", cl::desc("Softcap (default none)"),
                         cl::init(0.0), cl::cat(category));
 cl::opt<bool> bwd("bwd", cl::desc("Compile the backward kernel"),
                   cl::init(false), cl::cat(category));
+cl::opt<bool> deterministic(
+    "deterministic",
+    cl::desc("With --bwd: bit-identical gradients run to run (dQ recomputed "
+             "per query tile instead of accumulated atomically)"),
+    cl::init(false), cl::cat(category));
 cl::opt<int64_t> blockM("block-m",
                         cl::desc("Query rows per tile (cuda default 128)"),
                         cl::init(64), cl::cat(category));
 cl::opt<int64_t> blockN("block-n",
                         cl::desc("Keys per kv tile (cuda default: 64, 32 at "
                                  "D = 128)"),
-                        cl::init(64),
-                        cl::cat(category));
+                        cl::init(64), cl::cat(category));
 cl::opt<int64_t> warpRows("warp-rows",
                           cl::desc("GPU: query rows per warp (16 or 32): the "
                                    "K/V fragments a warp reads feed "
@@ -83,8 +87,13 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   if (!parsedType)
     return error("unknown --dtype '" + dtype + "' (expected f32, f16 or bf16)");
   meta.dtype = *parsedType;
-  if (bwd)
-    return error("--bwd is not available in this build yet");
+  if (deterministic && !bwd)
+    return error("--deterministic needs --bwd");
+  if (bwd && meta.target != rt::Target::Cpu)
+    return error("--bwd needs --target=cpu (the " + target +
+                 " backward kernel is not available yet)");
+  meta.kind = bwd ? rt::KernelKind::Backward : rt::KernelKind::Forward;
+  meta.deterministic = deterministic;
   if (hq <= 0 || hk <= 0 || headDim <= 0)
     return error("--hq, --hk and -d are required and must be positive");
   if (hq % hk != 0)
@@ -112,7 +121,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     return error("--block-m and --block-n must be positive");
   meta.blockM = blockM;
   meta.blockN = blockN;
-  meta.kernel = kKernelName;
+  meta.kernel = bwd ? kBwdKernelName : kKernelName;
   meta.binaryFormat = rt::BinaryFormat::ElfSo;
   if (meta.target == rt::Target::Cuda) {
     // Tile defaults measured on the H200 (docs/PERFORMANCE.md, v4): four

@@ -28,10 +28,11 @@ extern llvm::cl::opt<std::string> target, chip, dtype, mask, emit, output;
 extern llvm::cl::opt<int64_t> hq, hk, headDim, headDimV, blockM, blockN,
     warpRows;
 extern llvm::cl::opt<double> scale, softcap;
-extern llvm::cl::opt<bool> bwd;
+extern llvm::cl::opt<bool> bwd, deterministic;
 
 /// The kernel symbol of every bundle fmha-compile writes.
 inline constexpr const char *kKernelName = "fmha_fwd";
+inline constexpr const char *kBwdKernelName = "fmha_bwd";
 
 /// The bundle metadata the parsed options describe (DESIGN.md section 1),
 /// checked; or std::nullopt and the message (without "fmha-compile: error:").

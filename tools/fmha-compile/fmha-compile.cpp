@@ -79,8 +79,12 @@ Type elementType(MLIRContext &ctx, rt::DType t) {
 }
 
 /// func @fmha_fwd(q, k, v, o, lse) with dynamic batch and sequence lengths.
-OwningOpRef<ModuleOp> buildForward(MLIRContext &ctx,
-                                   const rt::BundleMeta &meta) {
+/// The kernel function of the bundle: `fmha.attention` over (q, k, v, o,
+/// lse), or for kind=bwd `fmha.attention_bwd` over (q, k, v, o, lse, dO, dq,
+/// dk, dv), on memrefs with dynamic B and S (the runtime's host ABI,
+/// Runtime.h).
+OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
+                                  const rt::BundleMeta &meta) {
   OpBuilder b(&ctx);
   Location loc = b.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -92,9 +96,12 @@ OwningOpRef<ModuleOp> buildForward(MLIRContext &ctx,
   auto vType = MemRefType::get({dyn, meta.hk, dyn, meta.dv}, elt);
   auto oType = MemRefType::get({dyn, meta.hq, dyn, meta.dv}, elt);
   auto lseType = MemRefType::get({dyn, meta.hq, dyn}, b.getF32Type());
-  auto funcType =
-      b.getFunctionType({qType, kType, vType, oType, lseType}, TypeRange{});
-  auto func = func::FuncOp::create(b, loc, kKernelName, funcType);
+  bool backward = meta.kind == rt::KernelKind::Backward;
+  SmallVector<Type> argTypes = {qType, kType, vType, oType, lseType};
+  if (backward)
+    argTypes.append({oType, qType, kType, vType}); // dO, dq, dk, dv
+  auto funcType = b.getFunctionType(argTypes, TypeRange{});
+  auto func = func::FuncOp::create(b, loc, meta.kernel, funcType);
   func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
@@ -107,9 +114,15 @@ OwningOpRef<ModuleOp> buildForward(MLIRContext &ctx,
     scaleAttr = b.getF32FloatAttr(meta.scale);
   if (meta.softcap > 0)
     softcapAttr = b.getF32FloatAttr(meta.softcap);
-  mlir::fmha::AttentionOp::create(b, loc, TypeRange{}, args[0], args[1],
-                                  args[2], args[3], args[4], maskAttr,
-                                  scaleAttr, softcapAttr);
+  if (backward)
+    mlir::fmha::AttentionBwdOp::create(
+        b, loc, TypeRange{}, args[0], args[1], args[2], args[3], args[4],
+        args[5], args[6], args[7], args[8], maskAttr, scaleAttr, softcapAttr,
+        meta.deterministic);
+  else
+    mlir::fmha::AttentionOp::create(b, loc, TypeRange{}, args[0], args[1],
+                                    args[2], args[3], args[4], maskAttr,
+                                    scaleAttr, softcapAttr);
   func::ReturnOp::create(b, loc);
   return module;
 }
@@ -391,7 +404,7 @@ int main(int argc, char **argv) {
     return success();
   });
 
-  OwningOpRef<ModuleOp> module = buildForward(ctx, meta);
+  OwningOpRef<ModuleOp> module = buildKernel(ctx, meta);
   if (failed(verify(*module)))
     fail("the attention op does not verify (see above)");
   if (meta.target != rt::Target::Cpu)

@@ -269,6 +269,177 @@ struct TileFinalizeLowering : OpRewritePattern<TileFinalizeOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Backward tile ops
+//===----------------------------------------------------------------------===//
+
+struct TileFillLowering : OpRewritePattern<TileFillOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileFillOp op,
+                                PatternRewriter &rewriter) const override {
+    LoopBuilder lb{rewriter, op.getLoc()};
+    Value value = lb.f32(op.getValue().convertToDouble());
+    Value dst = op.getDst();
+    lb.forEach(lb.dim(dst, 0), [&](LoopBuilder &row, Value i) {
+      row.forEach(row.dim(dst, 1), [&](LoopBuilder &col, Value j) {
+        col.store(value, dst, {i, j});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TileStoreLowering : OpRewritePattern<TileStoreOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileStoreOp op,
+                                PatternRewriter &rewriter) const override {
+    LoopBuilder lb{rewriter, op.getLoc()};
+    Value src = op.getSrc(), dst = op.getDst();
+    lb.forEach(lb.dim(src, 0), [&](LoopBuilder &row, Value i) {
+      row.forEach(row.dim(src, 1), [&](LoopBuilder &col, Value j) {
+        col.store(col.load(src, {i, j}), dst, {i, j});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// c (+)= alpha op(a) op(b). Without transpose_b (and not atomic) the loops
+/// run i, k, j so that the innermost loop streams rows of b and c; with it,
+/// i, j, k, a dot product over rows of a and b. Atomic updates take the dot
+/// product form too: one atomic add per element of c.
+struct TileMatmulLowering : OpRewritePattern<TileMatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileMatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    LoopBuilder lb{rewriter, loc};
+    Value a = op.getA(), b = op.getB(), c = op.getC();
+    bool ta = op.getTransposeA(), tb = op.getTransposeB();
+    bool accumulate = op.getAccumulate(), atomic = op.getAtomic();
+    Value alpha = lb.f32(op.getAlpha().convertToDouble());
+    Value zero = lb.f32(0.0);
+    Value m = lb.dim(c, 0), n = lb.dim(c, 1), kDim = lb.dim(a, ta ? 0 : 1);
+    auto loadA = [&](LoopBuilder &x, Value i, Value kk) {
+      return ta ? x.load(a, {kk, i}) : x.load(a, {i, kk});
+    };
+    auto loadB = [&](LoopBuilder &x, Value kk, Value j) {
+      return tb ? x.load(b, {j, kk}) : x.load(b, {kk, j});
+    };
+    lb.forEach(m, [&](LoopBuilder &row, Value i) {
+      if (tb || atomic) {
+        row.forEach(n, [&](LoopBuilder &col, Value j) {
+          Value dot =
+              col.reduce(kDim, zero, [&](LoopBuilder &red, Value kk, Value s) {
+                return red.add(s,
+                               red.mul(loadA(red, i, kk), loadB(red, kk, j)));
+              });
+          Value update = col.mul(dot, alpha);
+          if (atomic) {
+            memref::AtomicRMWOp::create(col.b, loc, arith::AtomicRMWKind::addf,
+                                        update, c, ValueRange{i, j});
+            return;
+          }
+          if (accumulate)
+            update = col.add(col.load(c, {i, j}), update);
+          col.store(update, c, {i, j});
+        });
+        return;
+      }
+      if (!accumulate)
+        row.forEach(n, [&](LoopBuilder &col, Value j) {
+          col.store(zero, c, {i, j});
+        });
+      row.forEach(kDim, [&](LoopBuilder &red, Value kk) {
+        Value aik = red.mul(loadA(red, i, kk), alpha);
+        red.forEach(n, [&](LoopBuilder &col, Value j) {
+          col.store(
+              col.add(col.load(c, {i, j}), col.mul(aik, loadB(col, kk, j))), c,
+              {i, j});
+        });
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TileRowDotLowering : OpRewritePattern<TileRowDotOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileRowDotOp op,
+                                PatternRewriter &rewriter) const override {
+    LoopBuilder lb{rewriter, op.getLoc()};
+    Value a = op.getA(), b = op.getB();
+    Value zero = lb.f32(0.0);
+    lb.forEach(lb.dim(a, 0), [&](LoopBuilder &row, Value i) {
+      Value dot = row.reduce(
+          row.dim(a, 1), zero, [&](LoopBuilder &red, Value j, Value acc) {
+            return red.add(acc,
+                           red.mul(red.load(a, {i, j}), red.load(b, {i, j})));
+          });
+      row.store(dot, op.getOut(), i);
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TileBwdProbsLowering : OpRewritePattern<TileBwdProbsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileBwdProbsOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    LoopBuilder lb{rewriter, loc};
+    Value s = op.getS(), p = op.getP();
+    Value zero = lb.f32(0.0), negInf = lb.negInf();
+    lb.forEach(lb.dim(s, 0), [&](LoopBuilder &row, Value i) {
+      Value lse = row.load(op.getLse(), i);
+      Value empty = arith::CmpFOp::create(row.b, loc, arith::CmpFPredicate::OEQ,
+                                          lse, negInf);
+      row.forEach(row.dim(s, 1), [&](LoopBuilder &col, Value j) {
+        Value e =
+            math::ExpOp::create(col.b, loc, col.sub(col.load(s, {i, j}), lse));
+        col.store(arith::SelectOp::create(col.b, loc, empty, zero, e), p,
+                  {i, j});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TileBwdDsLowering : OpRewritePattern<TileBwdDsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileBwdDsOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    LoopBuilder lb{rewriter, loc};
+    Value p = op.getP(), dp = op.getDp(), s = op.getS();
+    Value zero = lb.f32(0.0), one = lb.f32(1.0), invCap;
+    if (std::optional<APFloat> cap = op.getSoftcap())
+      invCap = lb.f32(1.0 / cap->convertToDouble());
+    lb.forEach(lb.dim(p, 0), [&](LoopBuilder &row, Value i) {
+      Value dsum = row.load(op.getDsum(), i);
+      row.forEach(row.dim(p, 1), [&](LoopBuilder &col, Value j) {
+        Value pij = col.load(p, {i, j});
+        Value ds = col.mul(pij, col.sub(col.load(dp, {i, j}), dsum));
+        if (s) {
+          Value t = col.mul(col.load(s, {i, j}), invCap);
+          ds = col.mul(ds, col.sub(one, col.mul(t, t)));
+        }
+        Value hidden = arith::CmpFOp::create(
+            col.b, loc, arith::CmpFPredicate::OEQ, pij, zero);
+        col.store(arith::SelectOp::create(col.b, loc, hidden, zero, ds), dp,
+                  {i, j});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct FmhaLowerToCpuPass
     : mlir::fmha::impl::FmhaLowerToCpuPassBase<FmhaLowerToCpuPass> {
   using Base::Base;
@@ -307,5 +478,7 @@ struct FmhaLowerToCpuPass
 void mlir::fmha::populateFmhaTileOpsToLoopsPatterns(
     RewritePatternSet &patterns) {
   patterns.add<TileInitLowering, TileQKLowering, TileSoftmaxLowering,
-               TilePVLowering, TileFinalizeLowering>(patterns.getContext());
+               TilePVLowering, TileFinalizeLowering, TileFillLowering,
+               TileStoreLowering, TileMatmulLowering, TileRowDotLowering,
+               TileBwdProbsLowering, TileBwdDsLowering>(patterns.getContext());
 }

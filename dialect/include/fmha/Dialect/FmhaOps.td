@@ -107,6 +107,8 @@ def Fmha_AttentionBwdOp : Fmha_DpsOp<"attention_bwd"> {
       return MutableOperandRange(getOperation(), /*start=*/6, /*length=*/3);
     }
     ::fmha::MaskSpec getMaskSpec();
+    /// The scale, 1/sqrt(D) when the attribute is absent.
+    double getScaleOrDefault();
   }];
 }
 
@@ -212,6 +214,85 @@ def Fmha_TileFinalizeOp : Fmha_Op<"tile_finalize"> {
     $m `,` $l `,` $acc `into` $o (`,` $lse^)? attr-dict `:` type($m) `,`
       type($l) `,` type($acc) `,` type($o) (`,` type($lse)^)?
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Tile ops of the backward pass
+//===----------------------------------------------------------------------===//
+
+def Fmha_TileFillOp : Fmha_Op<"tile_fill"> {
+  let summary = "Set every element of an f32 tile";
+  let arguments = (ins Fmha_F32Tile2D:$dst, F32Attr:$value);
+  let assemblyFormat = "$dst `,` $value attr-dict `:` type($dst)";
+}
+
+def Fmha_TileStoreOp : Fmha_Op<"tile_store"> {
+  let summary = "Copy an f32 tile into a tile of any float type (rounding)";
+  let arguments = (ins Fmha_F32Tile2D:$src, Fmha_Tile2D:$dst);
+  let assemblyFormat = [{
+    $src `into` $dst attr-dict `:` type($src) `,` type($dst)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fmha_TileMatmulOp : Fmha_Op<"tile_matmul"> {
+  let summary = "c (+)= alpha * op(a) op(b) on tiles";
+  let description = [{
+    `c[i, j] = (accumulate ? c[i, j] : 0) + alpha * sum_k A[i, k] * B[k, j]`
+    with `A = transpose_a ? a^T : a` and `B = transpose_b ? b^T : b`, products
+    and sums in f32. With `atomic`, each element of `c` is updated by an
+    atomic add (requires `accumulate`): parallel iterations may share `c`.
+    The backward pass is built from it: dV += P^T dO, dP = dO V^T,
+    dK += scale dS^T Q, dQ += scale dS K.
+  }];
+  let arguments = (ins Fmha_Tile2D:$a, Fmha_Tile2D:$b, Fmha_F32Tile2D:$c,
+                       F32Attr:$alpha, UnitAttr:$transpose_a,
+                       UnitAttr:$transpose_b, UnitAttr:$accumulate,
+                       UnitAttr:$atomic);
+  let assemblyFormat = [{
+    $a `,` $b `into` $c attr-dict `:` type($a) `,` type($b) `,` type($c)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fmha_TileRowDotOp : Fmha_Op<"tile_row_dot"> {
+  let summary = "out[i] = sum_c a[i, c] * b[i, c] (the backward's Dsum)";
+  let arguments = (ins Fmha_Tile2D:$a, Fmha_Tile2D:$b, Fmha_F32Tile1D:$out);
+  let assemblyFormat = [{
+    $a `,` $b `into` $out attr-dict `:` type($a) `,` type($b) `,` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fmha_TileBwdProbsOp : Fmha_Op<"tile_bwd_probs"> {
+  let summary = "Recompute the probabilities of a score tile from the lse";
+  let description = [{
+    `p[i, j] = exp(s[i, j] - lse[i])`, and 0 for a row with lse = -inf (no
+    visible key) or a hidden key (s = -inf).
+  }];
+  let arguments = (ins Fmha_F32Tile2D:$s, Fmha_F32Tile1D:$lse,
+                       Fmha_F32Tile2D:$p);
+  let assemblyFormat = [{
+    $s `,` $lse `into` $p attr-dict `:` type($s) `,` type($lse) `,` type($p)
+  }];
+}
+
+def Fmha_TileBwdDsOp : Fmha_Op<"tile_bwd_ds"> {
+  let summary = "dS = P * (dP - Dsum), through the softcap when there is one";
+  let description = [{
+    In place over `dp`: `dp[i, j] = p[i, j] * (dp[i, j] - dsum[i])`, times
+    `1 - (s[i, j] / softcap)^2` (the derivative of `softcap * tanh(x /
+    softcap)`, from the capped score `s`) when `softcap` is given; 0 where
+    p = 0.
+  }];
+  let arguments = (ins Fmha_F32Tile2D:$p, Fmha_F32Tile1D:$dsum,
+                       Optional<Fmha_F32Tile2D>:$s, Fmha_F32Tile2D:$dp,
+                       OptionalAttr<F32Attr>:$softcap);
+  let assemblyFormat = [{
+    $p `,` $dsum (`capped` $s^)? `into` $dp attr-dict `:` type($p) `,`
+      type($dsum) `,` type($dp) (`,` type($s)^)?
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // FMHA_DIALECT_FMHAOPS_TD

@@ -72,6 +72,19 @@ KvLoopBounds emitKvLoopBounds(OpBuilder &b, Location loc,
                               const ::fmha::MaskSpec &mask, Value r0, Value r1,
                               Value sq, Value sk, int64_t blockN);
 
+/// The q-tile loop of one kv tile (the backward pass walks the transposed
+/// problem): the q tiles [begin, end) holding every row that sees some key
+/// of [c0, c1). Rows see key j through the window when
+/// j - off - R <= i <= j - off + L; a tile with sink keys (c0 < S) is seen by
+/// every row.
+struct QLoopBounds {
+  Value begin;
+  Value end;
+};
+QLoopBounds emitQLoopBounds(OpBuilder &b, Location loc,
+                            const ::fmha::MaskSpec &mask, Value c0, Value c1,
+                            Value sq, Value sk, int64_t blockM);
+
 /// Emits whether every key in [c0, c1) is visible to every row in [r0, r1)
 /// (an i1); such a tile needs no element mask.
 Value emitKvTileIsFull(OpBuilder &b, Location loc, const ::fmha::MaskSpec &mask,

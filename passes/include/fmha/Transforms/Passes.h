@@ -35,6 +35,14 @@ struct TileAttentionOptions {
 LogicalResult tileAttention(RewriterBase &rewriter, AttentionOp op,
                             const TileAttentionOptions &options);
 
+/// Rewrites `op` into the tiled backward form: Dsum per q tile; dK and dV per
+/// kv tile, summed over the q heads of its group in registers of the loop
+/// (no atomics); dQ either added atomically by the kv tiles into an f32
+/// accumulator or, with `deterministic`, recomputed per q tile over its kv
+/// tiles in a fixed order.
+LogicalResult tileAttentionBwd(RewriterBase &rewriter, AttentionBwdOp op,
+                               const TileAttentionOptions &options);
+
 /// Adds the pattern that applies `tileAttention` to every fmha.attention.
 void populateFmhaTileAttentionPatterns(RewritePatternSet &patterns,
                                        const TileAttentionOptions &options);
