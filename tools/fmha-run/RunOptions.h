@@ -61,6 +61,10 @@ inline constexpr OptionDef kOptions[] = {
     {"validate", false, nullptr,
      "compare o and lse (backward: dq, dk, dv) with the float64 reference; "
      "exit 1 on FAIL"},
+    {"grad-check", false, nullptr,
+     "backward: check dq, dk, dv against central finite differences of "
+     "sum(o * dO), o the float64 reference forward, along random directions; "
+     "exit 1 on FAIL"},
     {"bench", false, nullptr,
      "time --iters runs after --warmup runs (CUDA or HIP events on a GPU); "
      "print "
