@@ -5,7 +5,13 @@ space of DESIGN.md section 1 (every mask kind, windows and sinks, GQA 1:1,
 Sq = 1 decoding, D/Dv in {32, 64, 128} with Dv != D, rows with no visible
 key, softcap, scale, f32/f16/bf16). Every run is checked by fmha-run against
 the float64 reference; this script fails if any run fails or if an f32 run's
-relative error is not far under 1e-5."""
+relative error is not far under 1e-5.
+
+With --bwd the same for the backward kernels (fmha-compile --bwd): dq, dk, dv
+against the float64 reference over every mask, GQA ratios 1, 2, 4, 8 and MQA,
+atomic and deterministic modes (fmha-run reruns a deterministic bundle and
+requires identical bits), softcap and scale, f16/bf16, and on the small
+problems a finite-difference check of the gradients (fmha-run --grad-check)."""
 
 import argparse
 import concurrent.futures
@@ -48,6 +54,40 @@ def signatures():
     return out
 
 
+BWD_SHAPES = [(1, 1, 1), (1, 1, 70), (2, 37, 37), (1, 70, 33), (1, 33, 70),
+              (1, 64, 64), (2, 90, 111)]
+BWD_F32_BAR = 4e-6
+GRAD_CHECK_MAX_PAIRS = 40 * 40  # finite differences on problems this small
+
+
+def bwd_signatures():
+    out = []
+    for mask in MASKS:
+        for det in ((), ("--deterministic",)):
+            out.append((("f32", 4, 2, 32, 32, mask, ("--bwd",) + det,
+                         (16, 16)), BWD_SHAPES))
+    for hq, hk in ((4, 4), (4, 2), (8, 2), (8, 1), (3, 1)):
+        for mask in ("0", "b:40,0,4"):
+            for det in ((), ("--deterministic",)):
+                out.append((("f32", hq, hk, 64, 32, mask, ("--bwd",) + det,
+                             (32, 16)), BWD_SHAPES[::2]))
+    for dtype in ("f16", "bf16"):
+        for mask in ("0", "t", "b:64,0,4"):
+            out.append(((dtype, 8, 2, 64, 64, mask, ("--bwd",), (32, 32)),
+                        BWD_SHAPES))
+    for extra in (("--softcap=5",), ("--scale=0.3",),
+                  ("--softcap=30", "--scale=0.05")):
+        for mask in ("0", "b:40,0,4"):
+            for det in ((), ("--deterministic",)):
+                out.append((("f32", 4, 1, 32, 64, mask,
+                             ("--bwd",) + extra + det, (16, 32)), BWD_SHAPES))
+    for block in ((8, 32), (32, 8), (64, 64)):
+        for mask in ("t", "b:40,0,4", "t:3,5"):
+            out.append((("f32", 4, 2, 32, 32, mask, ("--bwd",), block),
+                        BWD_SHAPES))
+    return out
+
+
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     return p.returncode, p.stdout + p.stderr
@@ -64,16 +104,27 @@ def check_signature(args, tmp, index, sig, shapes):
     if rc != 0:
         return [f"COMPILE FAIL {' '.join(compile_cmd)}\n{text}"], 0, 0.0
     failures, worst = [], 0.0
+    backward = "--bwd" in extra
+    bar = BWD_F32_BAR if backward else F32_BAR
     for seed, (b, sq, sk) in enumerate(shapes):
         cmd = [os.path.join(args.bin, "fmha-run"), bundle, "-b", str(b),
                "--sq", str(sq), "--sk", str(sk), "--seed", str(seed),
                "--validate"]
+        if backward and sq * sk <= GRAD_CHECK_MAX_PAIRS:
+            cmd.append("--grad-check")
         rc, text = run(cmd)
-        m = re.search(r"rel_err=([0-9.eE+-]+|nan|inf)", text)
-        rel = float(m.group(1)) if m else float("nan")
+        # The forward prints one rel_err, the backward one per gradient.
+        # A gradient whose reference is all 0 is judged by its max_abs_err.
+        rels = [float(a if zero else r) for a, r, zero in re.findall(
+            r"max_abs_err=([0-9.eE+-]+|nan|inf) rel_err=([0-9.eE+-]+|nan|inf)"
+            r"( \(reference is all 0\))?", text)]
+        m = len(rels) == (3 if backward else 1)
+        rel = max(rels) if m else float("nan")
         if dtype == "f32":
             worst = max(worst, rel) if rel == rel else float("inf")
-        bad = rc != 0 or not m or (dtype == "f32" and not rel <= F32_BAR)
+        if backward and "--grad-check" in cmd and "grad-check PASS" not in text:
+            m = False
+        bad = rc != 0 or not m or (dtype == "f32" and not rel <= bar)
         if bad:
             failures.append(f"FAIL [{' '.join(compile_cmd)}] {' '.join(cmd[2:])}"
                             f"\n{text}")
@@ -84,8 +135,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bin", required=True, help="folder with fmha-compile and fmha-run")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--bwd", action="store_true",
+                        help="sweep the backward kernels instead")
     args = parser.parse_args()
-    sigs = signatures()
+    sigs = bwd_signatures() if args.bwd else signatures()
     failures, runs, worst = [], 0, 0.0
     with tempfile.TemporaryDirectory() as tmp, \
             concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
@@ -98,7 +151,7 @@ def main():
             worst = max(worst, w)
     for f in failures:
         print(f)
-    print(f"cpu sweep: {len(sigs)} bundles, {runs} problems, "
+    print(f"cpu {'backward ' if args.bwd else ''}sweep: {len(sigs)} bundles, {runs} problems, "
           f"{len(failures)} failures, worst f32 rel_err {worst:.3e}")
     return 1 if failures else 0
 
