@@ -98,6 +98,10 @@ struct FloatMath {
     return arith::MaximumFOp::create(b, loc, x, y);
   }
   Value exp2(Value x) { return target.emitExp2(b, loc, x); }
+  /// x * y + z, rounded once.
+  Value fma(Value x, Value y, Value z) {
+    return math::FmaOp::create(b, loc, x, y, z);
+  }
   Value log2(Value x) { return target.emitLog2(b, loc, x); }
   /// tanh(x) = 1 - 2 / (exp(2x) + 1), from exp2 alone (no math library on
   /// the device); exact at both saturated ends.
@@ -291,18 +295,19 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
       s[rb].push_back(acc[rb]);
   }
 
-  // Scores in base 2: x = softcap(scale * s) * log2(e).
+  // Scores in base 2: x = softcap(scale * s) * log2(e). Without a softcap
+  // the scale stays out of the tile: the row max is scaled once per row
+  // (scale > 0 keeps the order) and each probability is exp2 of one FMA,
+  // s * scale * log2(e) - m.
   const double log2e = 1.4426950408889634;
-  for (auto &block : s)
-    for (SmallVector<Value> &tile : block)
-      for (Value &x : tile) {
-        if (cfg.softcap) {
+  const bool foldScale = !cfg.softcap;
+  if (!foldScale)
+    for (auto &block : s)
+      for (SmallVector<Value> &tile : block)
+        for (Value &x : tile) {
           x = fm.mul(x, fm.c(cfg.scale / *cfg.softcap));
           x = fm.mul(fm.tanh(x), fm.c(*cfg.softcap * log2e));
-        } else {
-          x = fm.mul(x, fm.c(cfg.scale * log2e));
         }
-      }
 
   // The element mask, only on tiles that cross a mask edge or Sk.
   Value c1 = im.add(c0, im.c(cfg.blockN));
@@ -356,6 +361,8 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
             rowMax = fm.max(rowMax, tile[e]);
       for (int64_t mask : target.getRowReduceXorMasks())
         rowMax = fm.max(rowMax, target.emitShuffleXor(ob, loc, rowMax, mask));
+      if (foldScale)
+        rowMax = fm.mul(rowMax, fm.c(cfg.scale * log2e));
       Value mNew = fm.max(prev.m[slot], rowMax);
       // Rows that have seen no visible key keep m = -inf; subtracting 0
       // keeps exp2(-inf) = 0 instead of NaN.
@@ -365,11 +372,17 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
       alpha[slot] = fm.exp2(fm.sub(prev.m[slot], mSafe[slot]));
       next.m.push_back(mNew);
     }
+    SmallVector<Value> negM;
+    if (foldScale)
+      for (int64_t slot = 0; slot < slots; ++slot)
+        negM.push_back(arith::NegFOp::create(ob, loc, mSafe[slot]));
     SmallVector<Value> rowSum(slots, fm.c(0.0));
     for (SmallVector<Value> &tile : s[rb])
       for (int64_t e = 0; e < numC; ++e) {
         int64_t slot = target.getCRowSlot(e);
-        tile[e] = fm.exp2(fm.sub(tile[e], mSafe[slot]));
+        tile[e] = fm.exp2(
+            foldScale ? fm.fma(tile[e], fm.c(cfg.scale * log2e), negM[slot])
+                      : fm.sub(tile[e], mSafe[slot]));
         rowSum[slot] = fm.add(rowSum[slot], tile[e]);
       }
     for (int64_t slot = 0; slot < slots; ++slot)
