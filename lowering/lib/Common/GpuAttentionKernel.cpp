@@ -376,14 +376,16 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
     if (foldScale)
       for (int64_t slot = 0; slot < slots; ++slot)
         negM.push_back(arith::NegFOp::create(ob, loc, mSafe[slot]));
-    SmallVector<Value> rowSum(slots, fm.c(0.0));
+    // Each slot has elements in every tile, so the first starts the sum (an
+    // add of 0.0 is not folded: -0.0 + 0.0 is +0.0).
+    SmallVector<Value> rowSum(slots);
     for (SmallVector<Value> &tile : s[rb])
       for (int64_t e = 0; e < numC; ++e) {
         int64_t slot = target.getCRowSlot(e);
         tile[e] = fm.exp2(
             foldScale ? fm.fma(tile[e], fm.c(cfg.scale * log2e), negM[slot])
                       : fm.sub(tile[e], mSafe[slot]));
-        rowSum[slot] = fm.add(rowSum[slot], tile[e]);
+        rowSum[slot] = rowSum[slot] ? fm.add(rowSum[slot], tile[e]) : tile[e];
       }
     for (int64_t slot = 0; slot < slots; ++slot)
       next.l.push_back(fm.add(fm.mul(prev.l[slot], alpha[slot]), rowSum[slot]));
