@@ -103,7 +103,15 @@ const char *toString(Target t) {
 }
 
 const char *toString(KernelKind k) {
-  return k == KernelKind::Forward ? "fwd" : "bwd";
+  switch (k) {
+  case KernelKind::Forward:
+    return "fwd";
+  case KernelKind::Backward:
+    return "bwd";
+  case KernelKind::Merge:
+    return "merge";
+  }
+  return "?";
 }
 
 const char *toString(DType t) {
@@ -147,6 +155,8 @@ std::optional<KernelKind> parseKernelKind(std::string_view s) {
     return KernelKind::Forward;
   if (s == "bwd")
     return KernelKind::Backward;
+  if (s == "merge")
+    return KernelKind::Merge;
   return std::nullopt;
 }
 
@@ -258,6 +268,15 @@ std::string BundleMeta::validate() const {
     return "deterministic=1 is only valid for a backward kernel (kind=bwd), "
            "got kind=" +
            std::string(toString(kind));
+  if (kind == KernelKind::Merge) {
+    if (hk != hq || d != dv)
+      return "a merge kernel (kind=merge) needs hk = hq and d = dv, got hq=" +
+             std::to_string(hq) + " hk=" + std::to_string(hk) +
+             " d=" + std::to_string(d) + " dv=" + std::to_string(dv);
+    if (!mask.isNone() || scale != 0.0f || softcap != 0.0f)
+      return "a merge kernel (kind=merge) needs mask=0, scale=0 and "
+             "softcap=0";
+  }
   return {};
 }
 
@@ -401,7 +420,7 @@ bool parseBundle(std::string_view bytes, const std::string &name,
   if (auto k = parseKernelKind(values["kind"]))
     m.kind = *k;
   else
-    return bad("kind", "expected fwd or bwd");
+    return bad("kind", "expected fwd, bwd or merge");
   if (auto t = parseDType(values["dtype"]))
     m.dtype = *t;
   else

@@ -41,6 +41,7 @@ static_assert(
 static_assert(FMHA_TARGET_CUDA == static_cast<int>(Target::Cuda) &&
                   FMHA_TARGET_HIP == static_cast<int>(Target::Hip) &&
                   FMHA_KIND_BWD == static_cast<int>(KernelKind::Backward) &&
+                  FMHA_KIND_MERGE == static_cast<int>(KernelKind::Merge) &&
                   FMHA_DTYPE_F16 == static_cast<int>(DType::F16) &&
                   FMHA_DTYPE_BF16 == static_cast<int>(DType::BF16),
               "C enum values follow fmha::rt");
@@ -282,6 +283,29 @@ int fmhaKernelRunBackwardDevice(fmhaKernel kernel, const fmhaProblem *problem,
     return report(kernel->kernel->runBackward(
         toProblem(*problem), toBackwardArgs(q, k, v, o, lse, dO, dq, dk, dv),
         stream));
+  });
+}
+
+int fmhaKernelRunMerge(fmhaKernel kernel, const fmhaMergeProblem *problem,
+                       const void *o1, const float *lse1, const void *o2,
+                       const float *lse2, void *o, float *lse, void *stream) {
+  return guarded([&] {
+    if (!kernel || !problem)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelRunMerge: null kernel or problem");
+    MergeProblem p;
+    p.b = problem->b;
+    p.h = problem->h;
+    p.s = problem->s;
+    p.dv = problem->dv;
+    MergeArgs args;
+    args.o1 = o1;
+    args.lse1 = lse1;
+    args.o2 = o2;
+    args.lse2 = lse2;
+    args.o = o;
+    args.lse = lse;
+    return report(kernel->kernel->runMerge(p, args, stream));
   });
 }
 

@@ -235,7 +235,9 @@ GpuBackend::load(const BundleMeta &meta, std::string_view binary,
                     ", abi gpu-flat-v1 only");
   if (meta.kind != KernelKind::Forward)
     return fail(ErrorCode::BadBundle,
-                "the " + backendName + " backend has no backward ABI yet");
+                "the " + backendName + " backend has no " +
+                    (meta.kind == KernelKind::Merge ? "merge" : "backward") +
+                    " ABI yet");
   if (meta.blockThreads > device_.maxThreads)
     return fail(ErrorCode::LoadFailed,
                 "block_threads=" + std::to_string(meta.blockThreads) +

@@ -59,6 +59,26 @@ Status Problem::validate() const {
   return Status::success();
 }
 
+Status MergeProblem::validate() const {
+  struct Dim {
+    const char *name;
+    int64_t value;
+  } dims[] = {{"B", b}, {"H", h}, {"S", s}, {"Dv", dv}};
+  for (const Dim &dim : dims)
+    if (dim.value <= 0)
+      return Status::error(ErrorCode::InvalidArgument,
+                           std::string("merge problem ") + dim.name +
+                               " must be positive, got " +
+                               std::to_string(dim.value));
+  int64_t n = 4;
+  for (int64_t f : {b, h, s, dv})
+    if (detail::mulOverflows(n, f, &n))
+      return Status::error(ErrorCode::InvalidArgument,
+                           "merge problem is too large: an element count "
+                           "overflows 64 bits");
+  return Status::success();
+}
+
 int64_t countVisiblePairs(const MaskSpec &mask, int64_t sq, int64_t sk) {
   if (sq <= 0 || sk <= 0)
     return 0;
@@ -157,6 +177,12 @@ Status LoadedKernel::launchBackward(const Problem &, const BackwardArgs &,
                                     void *) {
   return Status::error(ErrorCode::InvalidArgument,
                        "backward not supported by this backend");
+}
+
+Status LoadedKernel::launchMerge(const MergeProblem &, const MergeArgs &,
+                                 void *) {
+  return Status::error(ErrorCode::InvalidArgument,
+                       "merge not supported by this backend");
 }
 
 Expected<LaunchDims> LoadedKernel::launchDims(const Problem &) const {
@@ -400,6 +426,15 @@ Status checkBackwardPointers(const BackwardArgs &args) {
 Status Kernel::checkKind(KernelKind kind) const {
   if (meta_.kind == kind)
     return Status::success();
+  if (meta_.kind == KernelKind::Merge)
+    return Status::error(ErrorCode::ProblemMismatch,
+                         "bundle '" + name_ +
+                             "' is a merge kernel (kind=merge); run it with "
+                             "runMerge (C API: fmhaKernelRunMerge)");
+  if (kind == KernelKind::Merge)
+    return Status::error(ErrorCode::ProblemMismatch,
+                         "bundle '" + name_ + "' is not a merge kernel (kind=" +
+                             toString(meta_.kind) + ")");
   if (meta_.kind == KernelKind::Backward)
     return Status::error(ErrorCode::ProblemMismatch,
                          "bundle '" + name_ +
@@ -525,6 +560,42 @@ Status Kernel::runBackwardHost(const Problem &p, const BackwardArgs &hostArgs,
     deviceArgs.dv = device[8];
     return loaded_->launchBackward(p, deviceArgs, stream);
   });
+}
+
+Status Kernel::checkMergeProblem(const MergeProblem &p) const {
+  Status valid = p.validate();
+  if (!valid.ok())
+    return valid;
+  if (p.h != meta_.hq)
+    return Status::error(
+        ErrorCode::ProblemMismatch,
+        "merge problem H=" + std::to_string(p.h) +
+            " does not match bundle H=" + std::to_string(meta_.hq));
+  if (p.dv != meta_.dv)
+    return Status::error(
+        ErrorCode::ProblemMismatch,
+        "merge problem Dv=" + std::to_string(p.dv) +
+            " does not match bundle Dv=" + std::to_string(meta_.dv));
+  return Status::success();
+}
+
+Status Kernel::runMerge(const MergeProblem &p, const MergeArgs &args,
+                        void *stream) const {
+  Status kind = checkKind(KernelKind::Merge);
+  if (!kind.ok())
+    return kind;
+  Status check = checkMergeProblem(p);
+  if (!check.ok())
+    return check;
+  struct Named {
+    const char *name;
+    const void *ptr;
+  } pointers[] = {{"o1", args.o1},     {"lse1", args.lse1}, {"o2", args.o2},
+                  {"lse2", args.lse2}, {"o", args.o},       {"lse", args.lse}};
+  for (const Named &n : pointers)
+    if (!n.ptr)
+      return nullPointer(n.name);
+  return loaded_->launchMerge(p, args, stream);
 }
 
 } // namespace fmha::rt

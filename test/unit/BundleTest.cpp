@@ -369,8 +369,8 @@ TEST(Bundle, BadValues) {
        "bad value for 'chip': 'sm 90' (expected characters from "
        "[A-Za-z0-9_.:+-])"},
       {"kind", "kind=forward",
-       "bad value for 'kind': 'forward' (expected fwd "
-       "or bwd)"},
+       "bad value for 'kind': 'forward' (expected fwd, "
+       "bwd or merge)"},
       {"dtype", "dtype=f64",
        "bad value for 'dtype': 'f64' (expected f32, f16 or bf16)"},
       {"hq", "hq=abc",

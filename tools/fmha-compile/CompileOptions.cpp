@@ -48,6 +48,12 @@ cl::opt<bool> deterministic(
     cl::desc("With --bwd: bit-identical gradients run to run (dQ recomputed "
              "per query tile instead of accumulated atomically)"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> merge(
+    "merge",
+    cl::desc("Compile the merge of two attention partials (fmha.merge, "
+             "kind=merge; target cpu): o1, o2, o [B,H,S,Dv] with H = --hq "
+             "and Dv = --dv, lse [B,H,S]; takes only --dtype, --hq, --dv"),
+    cl::init(false), cl::cat(category));
 cl::opt<int64_t> blockM("block-m",
                         cl::desc("Query rows per tile (cuda default 128)"),
                         cl::init(64), cl::cat(category));
@@ -87,77 +93,102 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   if (!parsedType)
     return error("unknown --dtype '" + dtype + "' (expected f32, f16 or bf16)");
   meta.dtype = *parsedType;
-  if (deterministic && !bwd)
-    return error("--deterministic needs --bwd");
-  if (bwd && meta.target != rt::Target::Cpu)
-    return error("--bwd needs --target=cpu (the " + target +
-                 " backward kernel is not available yet)");
-  meta.kind = bwd ? rt::KernelKind::Backward : rt::KernelKind::Forward;
-  meta.deterministic = deterministic;
-  if (hq <= 0 || hk <= 0 || headDim <= 0)
-    return error("--hq, --hk and -d are required and must be positive");
-  if (hq % hk != 0)
-    return error("Hq (" + llvm::Twine(hq) + ") must be a multiple of Hk (" +
-                 llvm::Twine(hk) + ")");
-  meta.hq = hq;
-  meta.hk = hk;
-  meta.d = headDim;
-  meta.dv = headDimV > 0 ? headDimV.getValue() : headDim.getValue();
-  if (headDimV.getNumOccurrences() && headDimV <= 0)
-    return error("--dv must be positive");
-  std::string maskError;
-  std::optional<::fmha::MaskSpec> spec =
-      ::fmha::MaskSpec::parse(mask, &maskError);
-  if (!spec)
-    return error("--mask: " + maskError);
-  meta.mask = *spec;
-  if (scale.getNumOccurrences() && !(scale > 0.0 && std::isfinite(scale)))
-    return error("--scale must be positive and finite");
-  if (softcap.getNumOccurrences() && !(softcap > 0.0 && std::isfinite(softcap)))
-    return error("--softcap must be positive and finite");
-  meta.scale = static_cast<float>(scale);
-  meta.softcap = static_cast<float>(softcap);
-  if (blockM <= 0 || blockN <= 0)
-    return error("--block-m and --block-n must be positive");
-  meta.blockM = blockM;
-  meta.blockN = blockN;
-  meta.kernel = bwd ? kBwdKernelName : kKernelName;
-  meta.binaryFormat = rt::BinaryFormat::ElfSo;
-  if (meta.target == rt::Target::Cuda) {
-    // Tile defaults measured on the H200 (docs/PERFORMANCE.md, v4): four
-    // warps of 32 rows, 64-key tiles at D <= 64, 32-key tiles at D = 128.
-    if (!blockM.getNumOccurrences() && !warpRows.getNumOccurrences()) {
-      blockM = 128;
-      warpRows = 32;
-    }
-    if (!blockN.getNumOccurrences())
-      blockN = std::max(meta.d, meta.dv) > 64 ? 32 : 64;
+  if (merge) {
+    if (bwd || deterministic)
+      return error("--merge cannot be combined with --bwd or --deterministic");
+    if (meta.target != rt::Target::Cpu)
+      return error("--merge needs --target=cpu (the " + target +
+                   " merge kernel is not available yet)");
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &hk, &headDim, &mask, &scale, &softcap})
+      if (o->getNumOccurrences())
+        return error("--merge takes --hq (H) and --dv (Dv), not " +
+                     llvm::Twine(o->ArgStr.size() > 1 ? "--" : "-") +
+                     o->ArgStr);
+    if (hq <= 0 || headDimV <= 0)
+      return error("--merge needs --hq and --dv, both positive");
+    if (blockM <= 0 || blockN <= 0)
+      return error("--block-m and --block-n must be positive");
+    meta.kind = rt::KernelKind::Merge;
+    meta.hq = meta.hk = hq;
+    meta.d = meta.dv = headDimV;
+    meta.kernel = kMergeKernelName;
     meta.blockM = blockM;
     meta.blockN = blockN;
-  }
-  if (meta.target != rt::Target::Cpu) {
-    const std::string t = "--target=" + target.getValue();
-    if (meta.dtype == rt::DType::F32)
-      return error(t + " needs --dtype=f16 or bf16 (the matrix-core kernel "
-                       "has 16-bit inputs)");
-    for (int64_t dim : {meta.d, meta.dv})
-      if (dim != 32 && dim != 64 && dim != 128)
-        return error(t + " supports head dims 32, 64 and 128, got d=" +
-                     llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
-    if (warpRows != 16 && warpRows != 32)
-      return error(t + " needs --warp-rows 16 or 32");
-    if (blockM % warpRows != 0 || blockM > 512)
-      return error(t + " needs --block-m a multiple of --warp-rows (" +
-                   llvm::Twine(warpRows) + ") and at most 512");
-    if (blockN % 16 != 0)
-      return error(t + " needs --block-n a multiple of 16");
-    meta.abi = rt::kAbiGpuFlatV1;
-    // Provisional: the bundle takes the launch the lowering chose.
-    meta.binaryFormat = meta.target == rt::Target::Hip
-                            ? rt::BinaryFormat::Hsaco
-                            : rt::BinaryFormat::Cubin;
-    meta.blockThreads = 64;
-  }
+  } else {
+    if (deterministic && !bwd)
+      return error("--deterministic needs --bwd");
+    if (bwd && meta.target != rt::Target::Cpu)
+      return error("--bwd needs --target=cpu (the " + target +
+                   " backward kernel is not available yet)");
+    meta.kind = bwd ? rt::KernelKind::Backward : rt::KernelKind::Forward;
+    meta.deterministic = deterministic;
+    if (hq <= 0 || hk <= 0 || headDim <= 0)
+      return error("--hq, --hk and -d are required and must be positive");
+    if (hq % hk != 0)
+      return error("Hq (" + llvm::Twine(hq) + ") must be a multiple of Hk (" +
+                   llvm::Twine(hk) + ")");
+    meta.hq = hq;
+    meta.hk = hk;
+    meta.d = headDim;
+    meta.dv = headDimV > 0 ? headDimV.getValue() : headDim.getValue();
+    if (headDimV.getNumOccurrences() && headDimV <= 0)
+      return error("--dv must be positive");
+    std::string maskError;
+    std::optional<::fmha::MaskSpec> spec =
+        ::fmha::MaskSpec::parse(mask, &maskError);
+    if (!spec)
+      return error("--mask: " + maskError);
+    meta.mask = *spec;
+    if (scale.getNumOccurrences() && !(scale > 0.0 && std::isfinite(scale)))
+      return error("--scale must be positive and finite");
+    if (softcap.getNumOccurrences() &&
+        !(softcap > 0.0 && std::isfinite(softcap)))
+      return error("--softcap must be positive and finite");
+    meta.scale = static_cast<float>(scale);
+    meta.softcap = static_cast<float>(softcap);
+    if (blockM <= 0 || blockN <= 0)
+      return error("--block-m and --block-n must be positive");
+    meta.blockM = blockM;
+    meta.blockN = blockN;
+    meta.kernel = bwd ? kBwdKernelName : kKernelName;
+    meta.binaryFormat = rt::BinaryFormat::ElfSo;
+    if (meta.target == rt::Target::Cuda) {
+      // Tile defaults measured on the H200 (docs/PERFORMANCE.md, v4): four
+      // warps of 32 rows, 64-key tiles at D <= 64, 32-key tiles at D = 128.
+      if (!blockM.getNumOccurrences() && !warpRows.getNumOccurrences()) {
+        blockM = 128;
+        warpRows = 32;
+      }
+      if (!blockN.getNumOccurrences())
+        blockN = std::max(meta.d, meta.dv) > 64 ? 32 : 64;
+      meta.blockM = blockM;
+      meta.blockN = blockN;
+    }
+    if (meta.target != rt::Target::Cpu) {
+      const std::string t = "--target=" + target.getValue();
+      if (meta.dtype == rt::DType::F32)
+        return error(t + " needs --dtype=f16 or bf16 (the matrix-core kernel "
+                         "has 16-bit inputs)");
+      for (int64_t dim : {meta.d, meta.dv})
+        if (dim != 32 && dim != 64 && dim != 128)
+          return error(t + " supports head dims 32, 64 and 128, got d=" +
+                       llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
+      if (warpRows != 16 && warpRows != 32)
+        return error(t + " needs --warp-rows 16 or 32");
+      if (blockM % warpRows != 0 || blockM > 512)
+        return error(t + " needs --block-m a multiple of --warp-rows (" +
+                     llvm::Twine(warpRows) + ") and at most 512");
+      if (blockN % 16 != 0)
+        return error(t + " needs --block-n a multiple of 16");
+      meta.abi = rt::kAbiGpuFlatV1;
+      // Provisional: the bundle takes the launch the lowering chose.
+      meta.binaryFormat = meta.target == rt::Target::Hip
+                              ? rt::BinaryFormat::Hsaco
+                              : rt::BinaryFormat::Cubin;
+      meta.blockThreads = 64;
+    }
+  } // !merge
   if (emit != "bundle" && emit != "mlir" && emit != "llvm" && emit != "isa")
     return error("unknown --emit '" + emit +
                  "' (expected bundle, mlir, llvm or isa)");

@@ -28,11 +28,12 @@ extern llvm::cl::opt<std::string> target, chip, dtype, mask, emit, output;
 extern llvm::cl::opt<int64_t> hq, hk, headDim, headDimV, blockM, blockN,
     warpRows;
 extern llvm::cl::opt<double> scale, softcap;
-extern llvm::cl::opt<bool> bwd, deterministic;
+extern llvm::cl::opt<bool> bwd, deterministic, merge;
 
 /// The kernel symbol of every bundle fmha-compile writes.
 inline constexpr const char *kKernelName = "fmha_fwd";
 inline constexpr const char *kBwdKernelName = "fmha_bwd";
+inline constexpr const char *kMergeKernelName = "fmha_merge";
 
 /// The bundle metadata the parsed options describe (DESIGN.md section 1),
 /// checked; or std::nullopt and the message (without "fmha-compile: error:").

@@ -5,7 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Builds an fmha.attention for one problem signature (dtype, heads, head dims,
-// mask, scale, softcap; batch and sequence lengths stay dynamic), runs the
+// mask, scale, softcap; batch and sequence lengths stay dynamic), or with
+// --bwd its fmha.attention_bwd, or with --merge an fmha.merge, runs the
 // target's pipeline and writes a bundle the runtime loads, or prints the IR
 // after the pipeline (--emit=mlir), the LLVM IR (--emit=llvm) or the target
 // assembly (--emit=isa).
@@ -78,11 +79,10 @@ Type elementType(MLIRContext &ctx, rt::DType t) {
   return Float32Type::get(&ctx);
 }
 
-/// func @fmha_fwd(q, k, v, o, lse) with dynamic batch and sequence lengths.
 /// The kernel function of the bundle: `fmha.attention` over (q, k, v, o,
-/// lse), or for kind=bwd `fmha.attention_bwd` over (q, k, v, o, lse, dO, dq,
-/// dk, dv), on memrefs with dynamic B and S (the runtime's host ABI,
-/// Runtime.h).
+/// lse), for kind=bwd `fmha.attention_bwd` over (q, k, v, o, lse, dO, dq,
+/// dk, dv), for kind=merge `fmha.merge` over (o1, lse1, o2, lse2, o, lse), on
+/// memrefs with dynamic B and S (the runtime's host ABIs, Runtime.h).
 OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
                                   const rt::BundleMeta &meta) {
   OpBuilder b(&ctx);
@@ -97,7 +97,10 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
   auto oType = MemRefType::get({dyn, meta.hq, dyn, meta.dv}, elt);
   auto lseType = MemRefType::get({dyn, meta.hq, dyn}, b.getF32Type());
   bool backward = meta.kind == rt::KernelKind::Backward;
+  bool merge = meta.kind == rt::KernelKind::Merge;
   SmallVector<Type> argTypes = {qType, kType, vType, oType, lseType};
+  if (merge) // o1, lse1, o2, lse2, o, lse
+    argTypes = {oType, lseType, oType, lseType, oType, lseType};
   if (backward)
     argTypes.append({oType, qType, kType, vType}); // dO, dq, dk, dv
   auto funcType = b.getFunctionType(argTypes, TypeRange{});
@@ -114,7 +117,10 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
     scaleAttr = b.getF32FloatAttr(meta.scale);
   if (meta.softcap > 0)
     softcapAttr = b.getF32FloatAttr(meta.softcap);
-  if (backward)
+  if (merge)
+    mlir::fmha::MergeOp::create(b, loc, TypeRange{}, args[0], args[1], args[2],
+                                args[3], args[4], args[5]);
+  else if (backward)
     mlir::fmha::AttentionBwdOp::create(
         b, loc, TypeRange{}, args[0], args[1], args[2], args[3], args[4],
         args[5], args[6], args[7], args[8], maskAttr, scaleAttr, softcapAttr,

@@ -93,6 +93,10 @@ void printHelp() {
       "unit u with central\nfinite differences of sum(o * dO) (the float64 "
       "forward), within the bound\ntimes max(||dx||, 1).\n"
       "--bench counts 2.5x the forward FLOPs.\n"
+      "Merge bundles (kind=merge): -b N --sq S; o1, o2 are drawn like q, lse1 "
+      "and\nlse2 with standard deviation 4, and fixed rows are empty (lse "
+      "-inf) in one or\nboth partials; --validate compares o and lse with "
+      "the float64 merge at the\nforward's bounds.\n"
       "Exit status: 0 ok, 1 validation failed, 2 error.\n");
 }
 
@@ -324,6 +328,81 @@ ReferenceConfig referenceConfig(const Problem &p, const Signature &sig) {
   return cfg;
 }
 
+/// The errors of an lse output against its reference: finite entries by
+/// |got-ref| (and |got-ref|/(1+|ref|)); -inf entries must match exactly.
+struct LseErrors {
+  int64_t nan = 0, infMismatch = 0, firstBadRow = -1;
+  double maxAbs = 0, worst = 0;
+};
+
+LseErrors compareLse(const std::vector<float> &lse,
+                     const std::vector<double> &ref) {
+  LseErrors e;
+  for (size_t r = 0; r < lse.size(); ++r) {
+    double got = lse[r], want = ref[r];
+    if (std::isnan(got)) {
+      ++e.nan;
+      continue;
+    }
+    bool wantInf = std::isinf(want), gotInf = std::isinf(got);
+    if (wantInf || gotInf) {
+      if (got != want) {
+        ++e.infMismatch;
+        if (e.firstBadRow < 0)
+          e.firstBadRow = static_cast<int64_t>(r);
+      }
+      continue;
+    }
+    double d = std::fabs(got - want);
+    e.maxAbs = std::max(e.maxAbs, d);
+    e.worst = std::max(e.worst, d / (1.0 + std::fabs(want)));
+  }
+  return e;
+}
+
+/// Prints the errors of o and lse [B, H, S] (against `ref`) and PASS/FAIL;
+/// returns whether they pass the dtype's tolerance.
+bool judgeOutputs(int64_t h, int64_t s, DType dtype,
+                  const std::vector<float> &o, const std::vector<float> &lse,
+                  const ReferenceForward &ref) {
+  TensorErrors oErr = compareTensor(o, ref.o);
+  LseErrors l = compareLse(lse, ref.lse);
+  Tolerance tol = toleranceFor(dtype);
+  std::printf("max_abs_err=%.3e rel_err=%.3e lse_max_abs_err=%.3e\n",
+              oErr.maxAbs, oErr.rel, l.maxAbs);
+  std::vector<std::string> reasons;
+  if (oErr.nan)
+    reasons.push_back(std::to_string(oErr.nan) + " NaN in o");
+  if (l.nan)
+    reasons.push_back(std::to_string(l.nan) + " NaN in lse");
+  if (l.infMismatch) {
+    int64_t r = l.firstBadRow;
+    int64_t i = r % s, hh = (r / s) % h, b = r / (s * h);
+    reasons.push_back(std::to_string(l.infMismatch) +
+                      " lse rows where -inf does not match the reference "
+                      "(first: b=" +
+                      std::to_string(b) + " h=" + std::to_string(hh) + " i=" +
+                      std::to_string(i) + ", got " + formatReal(lse[r]) +
+                      ", reference " + formatReal(ref.lse[r]) + ")");
+  }
+  if (!oErr.nan && !(oErr.rel <= tol.rel))
+    reasons.push_back("rel_err " + formatReal(oErr.rel) + " > " +
+                      formatReal(tol.rel));
+  if (l.worst > tol.lse)
+    reasons.push_back("lse error exceeds " + formatReal(tol.lse) +
+                      "*(1+|lse|)");
+  if (reasons.empty()) {
+    std::printf("PASS (%s: rel_err <= %g, |lse-ref| <= %g*(1+|ref|))\n",
+                toString(dtype), tol.rel, tol.lse);
+    return true;
+  }
+  std::string all;
+  for (const std::string &r : reasons)
+    all += (all.empty() ? "" : "; ") + r;
+  std::printf("FAIL: %s\n", all.c_str());
+  return false;
+}
+
 /// Prints the errors and PASS/FAIL; returns whether it passed.
 bool validate(const Problem &p, const Signature &sig,
               const std::vector<float> &q, const std::vector<float> &k,
@@ -334,65 +413,7 @@ bool validate(const Problem &p, const Signature &sig,
   if (!referenceForward(referenceConfig(p, sig), toDouble(q), toDouble(k),
                         toDouble(v), &ref, &err))
     fail(err);
-
-  TensorErrors oErr = compareTensor(o, ref.o);
-  const int64_t nanO = oErr.nan;
-  const double maxAbs = oErr.maxAbs, rel = oErr.rel;
-  int64_t nanLse = 0, infMismatch = 0, firstBadRow = -1;
-  double lseMax = 0, lseWorst = 0;
-  Tolerance tol = toleranceFor(sig.dtype);
-  for (size_t r = 0; r < lse.size(); ++r) {
-    double got = lse[r], want = ref.lse[r];
-    if (std::isnan(got)) {
-      ++nanLse;
-      continue;
-    }
-    bool wantInf = std::isinf(want), gotInf = std::isinf(got);
-    if (wantInf || gotInf) {
-      if (got != want) {
-        ++infMismatch;
-        if (firstBadRow < 0)
-          firstBadRow = static_cast<int64_t>(r);
-      }
-      continue;
-    }
-    double e = std::fabs(got - want);
-    lseMax = std::max(lseMax, e);
-    lseWorst = std::max(lseWorst, e / (1.0 + std::fabs(want)));
-  }
-  std::printf("max_abs_err=%.3e rel_err=%.3e lse_max_abs_err=%.3e\n", maxAbs,
-              rel, lseMax);
-  std::vector<std::string> reasons;
-  if (nanO)
-    reasons.push_back(std::to_string(nanO) + " NaN in o");
-  if (nanLse)
-    reasons.push_back(std::to_string(nanLse) + " NaN in lse");
-  if (infMismatch) {
-    int64_t r = firstBadRow;
-    int64_t i = r % p.sq, h = (r / p.sq) % p.hq, b = r / (p.sq * p.hq);
-    reasons.push_back(std::to_string(infMismatch) +
-                      " lse rows where -inf does not match the reference "
-                      "(first: b=" +
-                      std::to_string(b) + " h=" + std::to_string(h) + " i=" +
-                      std::to_string(i) + ", got " + formatReal(lse[r]) +
-                      ", reference " + formatReal(ref.lse[r]) + ")");
-  }
-  if (!nanO && !(rel <= tol.rel))
-    reasons.push_back("rel_err " + formatReal(rel) + " > " +
-                      formatReal(tol.rel));
-  if (lseWorst > tol.lse)
-    reasons.push_back("lse error exceeds " + formatReal(tol.lse) +
-                      "*(1+|lse|)");
-  if (reasons.empty()) {
-    std::printf("PASS (%s: rel_err <= %g, |lse-ref| <= %g*(1+|ref|))\n",
-                toString(sig.dtype), tol.rel, tol.lse);
-    return true;
-  }
-  std::string all;
-  for (const std::string &r : reasons)
-    all += (all.empty() ? "" : "; ") + r;
-  std::printf("FAIL: %s\n", all.c_str());
-  return false;
+  return judgeOutputs(p.hq, p.sq, sig.dtype, o, lse, ref);
 }
 
 /// --validate for a backward bundle: dq, dk, dv against the float64
@@ -940,6 +961,97 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
   return passed ? 0 : 1;
 }
 
+/// The partials of a merge: o1, o2 standard normal, lse1, lse2 normal with
+/// standard deviation 4 (weights far from equal), and empty partials (lse
+/// -inf) on a fixed pattern of rows: lse1 on rows r % 7 == 3, lse2 on rows
+/// r % 5 == 1, both on rows r % 11 == 4 (and wherever the two patterns
+/// meet). An empty partial's o stays random: the kernel must not read it
+/// into the sum.
+struct MergeInputs {
+  std::vector<float> o1, lse1, o2, lse2;
+};
+
+MergeInputs mergeInputs(const MergeProblem &p, DType dtype, uint64_t seed) {
+  Normal rng(seed);
+  MergeInputs in;
+  in.o1.resize(p.oElements());
+  in.o2.resize(p.oElements());
+  in.lse1.resize(p.lseElements());
+  in.lse2.resize(p.lseElements());
+  for (std::vector<float> *t : {&in.o1, &in.o2})
+    for (float &x : *t)
+      x = roundTo(static_cast<float>(rng.next()), dtype);
+  for (std::vector<float> *t : {&in.lse1, &in.lse2})
+    for (float &x : *t)
+      x = static_cast<float>(4.0 * rng.next());
+  const float negInf = -std::numeric_limits<float>::infinity();
+  for (int64_t r = 0; r < p.lseElements(); ++r) {
+    if (r % 7 == 3 || r % 11 == 4)
+      in.lse1[r] = negInf;
+    if (r % 5 == 1 || r % 11 == 4)
+      in.lse2[r] = negInf;
+  }
+  return in;
+}
+
+/// A kind=merge bundle: -b N --sq S (S rows per head); --validate against
+/// referenceMerge, --bench.
+int runMergeKernel(const CommandLine &cl, Kernel &kernel, const MergeProblem &p,
+                   const Signature &sig, uint64_t seed, BenchCounts counts) {
+  Backend &backend = kernel.backend();
+  Device dev(backend);
+  MergeInputs in = mergeInputs(p, sig.dtype, seed);
+  DeviceBuffer o1 = dev.upload(toStorage(in.o1, sig.dtype));
+  DeviceBuffer o2 = dev.upload(toStorage(in.o2, sig.dtype));
+  auto floats = [](const std::vector<float> &v) {
+    std::vector<unsigned char> bytes(v.size() * sizeof(float));
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+    return bytes;
+  };
+  DeviceBuffer lse1 = dev.upload(floats(in.lse1));
+  DeviceBuffer lse2 = dev.upload(floats(in.lse2));
+  DeviceBuffer oBuf =
+      dev.allocate(static_cast<size_t>(p.oElements()) * dtypeSize(sig.dtype));
+  DeviceBuffer lseBuf =
+      dev.allocate(static_cast<size_t>(p.lseElements()) * sizeof(float));
+  MergeArgs args;
+  args.o1 = o1.get();
+  args.lse1 = static_cast<const float *>(lse1.get());
+  args.o2 = o2.get();
+  args.lse2 = static_cast<const float *>(lse2.get());
+  args.o = oBuf.get();
+  args.lse = static_cast<float *>(lseBuf.get());
+  auto poison = [&]() {
+    dev.poison(oBuf);
+    dev.poison(lseBuf);
+  };
+  double firstMs =
+      timeFirstRun(backend, poison, [&] { return kernel.runMerge(p, args); });
+  std::vector<float> o = fromStorage(dev.download(oBuf), sig.dtype);
+  std::vector<float> lse(p.lseElements());
+  check(backend.copyToHost(lse.data(), lseBuf.get(), lseBuf.size()));
+  std::printf("kernel %s (%s, %s, merge)\n", kernel.meta().kernel.c_str(),
+              backend.description().c_str(), toString(sig.dtype));
+  std::printf("merge B=%lld H=%lld S=%lld Dv=%lld: first run %.3f ms\n",
+              static_cast<long long>(p.b), static_cast<long long>(p.h),
+              static_cast<long long>(p.s), static_cast<long long>(p.dv),
+              firstMs);
+  bool passed = true;
+  if (cl.flag("validate")) {
+    ReferenceForward ref;
+    std::string err;
+    if (!referenceMerge(p.lseElements(), p.dv, toDouble(in.o1),
+                        toDouble(in.lse1), toDouble(in.o2), toDouble(in.lse2),
+                        &ref, &err))
+      fail(err);
+    passed = judgeOutputs(p.h, p.s, sig.dtype, o, lse, ref);
+  }
+  if (cl.flag("bench"))
+    bench(backend, counts, 1, 0.0, "merge: no FLOPs counted", poison,
+          [&](size_t) { return kernel.runMerge(p, args); });
+  return passed ? 0 : 1;
+}
+
 int run(int argc, char **argv) {
   CommandLine cl;
   cl.parse(argc, argv);
@@ -1008,6 +1120,24 @@ int run(int argc, char **argv) {
     showMask(sig.mask, *sq, *sk, sig.blockM, sig.blockN);
     if (!runRequested)
       return 0;
+  }
+  if (meta->kind == KernelKind::Merge) {
+    for (const char *flag : {"load", "save", "grad-check", "bwd", "sk"})
+      if (cl.has(flag))
+        fail(flagName(flag) + " does not apply to a merge bundle (kind=merge; "
+                              "it takes -b and --sq)");
+    if (!b || !sq)
+      fail("a merge bundle (kind=merge) needs -b and --sq (S)");
+    Expected<std::unique_ptr<Kernel>> loaded = Kernel::loadFile(*cl.file());
+    if (!loaded.ok())
+      fail(loaded.message());
+    MergeProblem p;
+    p.b = *b;
+    p.h = sig.hq;
+    p.s = *sq;
+    p.dv = sig.dv;
+    check((*loaded)->checkMergeProblem(p));
+    return runMergeKernel(cl, **loaded, p, sig, seed, {warmup, iters});
   }
   if (!b)
     fail("-b is required (or --load DIR)");

@@ -7,8 +7,8 @@
 // The binary of a cpu bundle is an ELF shared object. It is written to a
 // private temporary file (mkstemp), dlopen'ed with RTLD_NOW | RTLD_LOCAL and
 // unlinked at once; `_mlir_ciface_<kernel>` is called with memref
-// descriptors over the caller's contiguous BHSD buffers: the forward or
-// the backward signature of Runtime.h, as the bundle's kind says.
+// descriptors over the caller's contiguous BHSD buffers: the forward, the
+// backward or the merge signature of Runtime.h, as the bundle's kind says.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +37,9 @@ using MemRef3 = MemRef<3>;
 using ForwardFn = void (*)(MemRef4 *, MemRef4 *, MemRef4 *, MemRef4 *,
                            MemRef3 *);
 /// q, k, v, o, lse, dO, dq, dk, dv.
+/// o1, lse1, o2, lse2, o, lse.
+using MergeFn = void (*)(MemRef4 *, MemRef3 *, MemRef4 *, MemRef3 *, MemRef4 *,
+                         MemRef3 *);
 using BackwardFn = void (*)(MemRef4 *, MemRef4 *, MemRef4 *, MemRef4 *,
                             MemRef3 *, MemRef4 *, MemRef4 *, MemRef4 *,
                             MemRef4 *);
@@ -98,6 +101,22 @@ public:
     MemRef4 dk = contiguous<4>(args.dk, {p.b, p.hk, p.sk, p.d});
     MemRef4 dv = contiguous<4>(args.dv, {p.b, p.hk, p.sk, p.dv});
     as<BackwardFn>()(&q, &k, &v, &o, &lse, &dO, &dq, &dk, &dv);
+    return Status::success();
+  }
+
+  Status launchMerge(const MergeProblem &p, const MergeArgs &args,
+                     void *) override {
+    if (kind_ != KernelKind::Merge)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "internal error: merge launch of a non-merge host "
+                           "kernel");
+    MemRef4 o1 = contiguous<4>(args.o1, {p.b, p.h, p.s, p.dv});
+    MemRef3 lse1 = contiguous<3>(args.lse1, {p.b, p.h, p.s});
+    MemRef4 o2 = contiguous<4>(args.o2, {p.b, p.h, p.s, p.dv});
+    MemRef3 lse2 = contiguous<3>(args.lse2, {p.b, p.h, p.s});
+    MemRef4 o = contiguous<4>(args.o, {p.b, p.h, p.s, p.dv});
+    MemRef3 lse = contiguous<3>(args.lse, {p.b, p.h, p.s});
+    as<MergeFn>()(&o1, &lse1, &o2, &lse2, &o, &lse);
     return Status::success();
   }
 

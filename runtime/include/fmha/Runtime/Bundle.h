@@ -12,7 +12,7 @@
 //   \n                   an empty line ends the header
 //   <binary_size bytes>  the kernel binary, nothing after it
 //
-// Keys: target=cpu|cuda|hip, chip (may be empty for cpu), kind=fwd|bwd,
+// Keys: target=cpu|cuda|hip, chip (may be empty for cpu), kind=fwd|bwd|merge,
 // dtype=f32|f16|bf16, hq, hk, d, dv, mask (a MaskSpec string), scale (%.9g,
 // 0 = 1/sqrt(d)), softcap (%.9g, 0 = none), block_m, block_n, block_threads,
 // shared_bytes, kernel (the symbol name), abi=memref-ciface-v1|gpu-flat-v1,
@@ -24,6 +24,12 @@
 // strict: a missing, repeated or unknown key, a value that does not parse,
 // or a binary of the wrong size is an error whose one-line message names the
 // file and the problem. No byte sequence makes the reader crash.
+//
+// kind=merge bundles hold the merge of two attention partials (fmha.merge,
+// DESIGN.md section 1) over [B, H, S, Dv]: hq is H and dv is Dv; the
+// attention-only keys are fixed (hk = hq, d = dv, mask = 0, scale = 0,
+// softcap = 0) and the reader rejects other values. Only target cpu has a
+// merge ABI (Runtime.h).
 //
 // GPU launch (target cuda or hip, abi gpu-flat-v1), for a problem
 // B, Hq, Sq (Problem in Runtime.h):
@@ -54,7 +60,7 @@
 namespace fmha::rt {
 
 enum class Target { Cpu, Cuda, Hip };
-enum class KernelKind { Forward, Backward };
+enum class KernelKind { Forward, Backward, Merge };
 enum class DType { F32, F16, BF16 };
 enum class BinaryFormat { ElfSo, Cubin, Ptx, Hsaco };
 
@@ -116,7 +122,8 @@ struct BundleMeta {
   /// Checks every field and their consistency (hq % hk == 0, positive dims,
   /// a valid mask, a C identifier as kernel, a binary format the target can
   /// run, an ABI the target takes, block_threads and shared_bytes in range
-  /// for GPU targets, deterministic only with kind bwd). Returns an empty
+  /// for GPU targets, deterministic only with kind bwd; kind merge with
+  /// hk = hq, d = dv, mask 0, scale 0 and softcap 0). Returns an empty
   /// string when valid, else the message (without a file name).
   std::string validate() const;
 };

@@ -41,6 +41,21 @@
 // dq, dk, dv run to run. There is no GPU backward ABI yet: cuda and hip
 // backends refuse kind=bwd bundles.
 //
+// Host merge ABI (kind=merge, target cpu, abi=memref-ciface-v1,
+// binary_format=elf-so): the shared object exports
+//
+//   void _mlir_ciface_<kernel>(MemRef4 *o1, MemRef3 *lse1, MemRef4 *o2,
+//                              MemRef3 *lse2, MemRef4 *o, MemRef3 *lse);
+//
+// over contiguous row-major buffers: o1, o2, o [B,H,S,Dv] in the bundle's
+// dtype (H = the bundle's hq, Dv its dv) and lse1, lse2, lse [B,H,S] in
+// float32. It writes lse = logaddexp(lse1, lse2) and o = o1*exp(lse1-lse) +
+// o2*exp(lse2-lse), in f32 arithmetic, rounded to the dtype (DESIGN.md
+// section 1); a partial with lse -inf weighs 0 (its o is not read into the
+// sum) and two empty partials give o = 0, lse = -inf, never NaN. o may be
+// o1 or o2 and lse may be lse1 or lse2 (the same buffer, in place); other
+// overlaps are not allowed. cuda and hip have no merge ABI yet.
+//
 // GPU kernel ABI (abi=gpu-flat-v1, target cuda: binary_format cubin or ptx;
 // target hip: hsaco). The binary holds one kernel named by the bundle's
 // `kernel` key, the lowering of
@@ -190,6 +205,29 @@ struct BackwardArgs {
   void *dv = nullptr;
 };
 
+/// The shape of a merge (kind=merge bundles): o1, o2, o [B,H,S,Dv] and
+/// lse1, lse2, lse [B,H,S].
+struct MergeProblem {
+  int64_t b = 0, h = 0, s = 0, dv = 0;
+
+  int64_t oElements() const { return b * h * s * dv; }
+  int64_t lseElements() const { return b * h * s; }
+
+  /// Every size positive and no element count that overflows int64.
+  Status validate() const;
+};
+
+/// Merge arguments (host merge ABI above); none may be null. o may equal o1
+/// or o2, lse may equal lse1 or lse2.
+struct MergeArgs {
+  const void *o1 = nullptr;
+  const float *lse1 = nullptr;
+  const void *o2 = nullptr;
+  const float *lse2 = nullptr;
+  void *o = nullptr;
+  float *lse = nullptr;
+};
+
 /// Number of (i, j) pairs with key j visible to query i under `mask`, for one
 /// (batch, head). Computed row by row in O(sq).
 int64_t countVisiblePairs(const MaskSpec &mask, int64_t sq, int64_t sk);
@@ -259,6 +297,10 @@ public:
   /// supported by this backend".
   virtual Status launchBackward(const Problem &p, const BackwardArgs &args,
                                 void *stream);
+  /// Launches a merge kernel. The default fails: "merge not supported by
+  /// this backend".
+  virtual Status launchMerge(const MergeProblem &p, const MergeArgs &args,
+                             void *stream);
   /// The launch of a GPU kernel for `p` within its device's limits
   /// (gpuLaunchDims with the device's maximum grid); InvalidArgument for a
   /// host kernel.
@@ -378,6 +420,18 @@ public:
   /// waits and copies dq, dk, dv back. Returns when done.
   Status runBackwardHost(const Problem &p, const BackwardArgs &hostArgs,
                          void *stream = nullptr) const;
+
+  /// Whether `p` is a valid merge shape this kind=merge kernel computes
+  /// (h equal to the bundle's hq, dv to its dv).
+  Status checkMergeProblem(const MergeProblem &p) const;
+
+  /// Checks the kind (merge), the shape and the pointers (none null), then
+  /// runs the merge kernel over the backend's memory (the host backend runs
+  /// synchronously; only cpu bundles have a merge ABI). run(), runHost(),
+  /// runBackward() and runBackwardHost() fail with ProblemMismatch on a
+  /// kind=merge bundle, runMerge() on the other kinds.
+  Status runMerge(const MergeProblem &p, const MergeArgs &args,
+                  void *stream = nullptr) const;
 
   ~Kernel();
 

@@ -78,6 +78,7 @@ extern "C" {
 #define FMHA_TARGET_HIP 2
 #define FMHA_KIND_FWD 0
 #define FMHA_KIND_BWD 1
+#define FMHA_KIND_MERGE 2
 #define FMHA_DTYPE_F32 0
 #define FMHA_DTYPE_F16 1
 #define FMHA_DTYPE_BF16 2
@@ -89,6 +90,12 @@ typedef struct fmhaKernel_st *fmhaKernel;
 typedef struct fmhaProblem {
   int64_t b, hq, hk, sq, sk, d, dv;
 } fmhaProblem;
+
+/* The shape of a merge (kind=merge bundles): o1, o2, o [B,H,S,Dv], lse1,
+ * lse2, lse [B,H,S]. */
+typedef struct fmhaMergeProblem {
+  int64_t b, h, s, dv;
+} fmhaMergeProblem;
 
 /* What a bundle was compiled for. */
 typedef struct fmhaKernelInfo {
@@ -189,6 +196,19 @@ fmhaKernelRunBackwardDevice(fmhaKernel kernel, const fmhaProblem *problem,
                             const void *q, const void *k, const void *v,
                             const void *o, const float *lse, const void *dO,
                             void *dq, void *dk, void *dv, void *stream);
+
+/* Runs the merge kernel of a kind=merge bundle (target cpu; Runtime.h, host
+ * merge ABI) and returns when it is done: lse = logaddexp(lse1, lse2), o =
+ * o1*exp(lse1-lse) + o2*exp(lse2-lse); a partial with lse -inf weighs 0, two
+ * empty partials give o = 0, lse = -inf. o1, o2, o are contiguous [B,H,S,Dv]
+ * buffers of the bundle's dtype, lse1, lse2, lse b*h*s floats; o may be o1
+ * or o2 and lse may be lse1 or lse2 (in place). No pointer may be NULL.
+ * `stream` is ignored. Other kinds fail with FMHA_ERROR_PROBLEM_MISMATCH. */
+FMHA_API int fmhaKernelRunMerge(fmhaKernel kernel,
+                                const fmhaMergeProblem *problem, const void *o1,
+                                const float *lse1, const void *o2,
+                                const float *lse2, void *o, float *lse,
+                                void *stream);
 
 /* Stores the device ordinal the kernel's backend runs on in *device (the
  * CUDA or HIP device number; -1 for cpu). */
