@@ -7,7 +7,10 @@ when absent). The seed gives a pool of signatures (dtype; Hq, Hk with every
 GQA ratio; D, Dv in 32/64/128, sometimes Dv != D; every mask kind with random
 windows and sinks; scale; softcap; tile sizes) and, for problem i, one of
 them with a random B, Sq and Sk (1 to 4096, decode rows, tile multiples and
-their neighbours), bounded in work so that each run stays fast. Bundles are
+their neighbours), bounded in work so that each run stays fast. On the cpu
+target about a third of the signatures are backward kernels (--bwd, half of
+them --deterministic), checked for dq, dk, dv and, on small problems, by
+finite differences (fmha-run --grad-check). Bundles are
 cached by signature (--cache DIR keeps them across runs).
 
 Every failure prints the fmha-compile and fmha-run commands that reproduce
@@ -42,6 +45,12 @@ SIZE_MAX = 4096
 # reference does the same count on one core).
 DEFAULT_WORK = 3.0e8
 CUDA_CHIP = "sm_90a"
+# Backward problems (cpu target): this share of the signatures, with this
+# much more work per (i, j) pair (reference and kernel), and the
+# finite-difference check (fmha-run --grad-check) below this much work.
+BWD_SHARE = 0.3
+BWD_WORK_FACTOR = 3
+GRAD_CHECK_WORK = 2.0e6
 RUN_TIMEOUT_S = 600
 
 
@@ -127,6 +136,8 @@ def random_shape(rng, sig, work):
     if rng.random() < 0.15:
         sk = sq
     per_pair = sig["hq"] * (sig["d"] + sig["dv"])
+    if sig.get("bwd"):
+        per_pair *= BWD_WORK_FACTOR
     while b * sq * sk * per_pair > work:
         if b > 1:
             b -= 1
@@ -135,6 +146,19 @@ def random_shape(rng, sig, work):
         else:
             sk = max(1, sk * 3 // 4)
     return b, sq, sk
+
+
+def add_backward(seed, index, sig):
+    """Makes a cpu signature a backward one, from its own stream (so that the
+    pool and the problems of a seed are the same with or without it)."""
+    if sig["target"] != "cpu":
+        return sig
+    rng = random.Random(f"fmha-random-bwd:{seed}:{index}")
+    if rng.random() < BWD_SHARE:
+        sig = dict(sig, bwd=True)
+        if rng.random() < 0.5:
+            sig["deterministic"] = True
+    return sig
 
 
 def signature_key(sig):
@@ -155,6 +179,10 @@ def compile_args(sig):
             args.append(f"{flag}={sig[key]}")
     if sig["target"] == "cuda":
         args.append(f"--chip={CUDA_CHIP}")
+    if sig.get("bwd"):
+        args.append("--bwd")
+    if sig.get("deterministic"):
+        args.append("--deterministic")
     if "scale" in sig:
         args.append(f"--scale={sig['scale']!r}")
     if "softcap" in sig:
@@ -170,6 +198,7 @@ def make_problems(seed, count, target, work, signatures):
     """[(index, signature, (b, sq, sk), data seed)] for problems 0..count-1."""
     pool_rng = random.Random(f"fmha-random-pool:{seed}")
     pool = [random_signature(pool_rng, target) for _ in range(signatures)]
+    pool = [add_backward(seed, j, sig) for j, sig in enumerate(pool)]
     problems = []
     for i in range(count):
         rng = random.Random(f"fmha-random-problem:{seed}:{i}")
@@ -223,10 +252,14 @@ class BundleCache:
         return path, error
 
 
-def run_args(bundle, shape, data_seed):
+def run_args(bundle, shape, data_seed, sig=None):
     b, sq, sk = shape
-    return [bundle, "-b", str(b), "--sq", str(sq), "--sk", str(sk),
+    args = [bundle, "-b", str(b), "--sq", str(sq), "--sk", str(sk),
             "--seed", str(data_seed), "--validate"]
+    if sig and sig.get("bwd") and (b * sq * sk * sig["hq"] *
+                                   (sig["d"] + sig["dv"]) <= GRAD_CHECK_WORK):
+        args.append("--grad-check")
+    return args
 
 
 def describe(sig, shape):
@@ -236,15 +269,22 @@ def describe(sig, shape):
         extra += f" block={sig['block_m']}x{sig['block_n']}"
     if "warp_rows" in sig:
         extra += f" warp_rows={sig['warp_rows']}"
+    if sig.get("bwd"):
+        extra += " bwd" + (" deterministic" if sig.get("deterministic")
+                           else "")
     return (f"{sig['dtype']} Hq={sig['hq']} Hk={sig['hk']} D={sig['d']} "
             f"Dv={sig['dv']} mask={sig['mask']}{extra} B={b} Sq={sq} Sk={sk}")
 
 
 def check_result(rc, text):
-    """(passed, rel_err or None)."""
-    m = re.search(r"rel_err=([0-9.eE+-]+|nan|inf|-?nan)", text)
-    rel = float(m.group(1)) if m else None
-    return rc == 0 and "PASS" in text, rel
+    """(passed, rel_err or None): the worst over o (forward) or dq, dk, dv
+    (backward, where a gradient whose reference is all 0 counts its
+    max_abs_err)."""
+    errs = [float(a if zero else r) for a, r, zero in re.findall(
+        r"max_abs_err=([0-9.eE+-]+|-?nan|inf) rel_err=([0-9.eE+-]+|-?nan|inf)"
+        r"( \(reference is all 0\))?", text)]
+    rel = max(errs) if errs else None
+    return rc == 0 and "PASS" in text and "FAIL" not in text, rel
 
 
 class Report:
@@ -318,10 +358,10 @@ def run_local(args, problems):
             report.add(index, sig, shape, False, None, failure_lines(
                 args, index, sig, shape, compile_cmd, None, error))
             return
-        cmd = [tool("fmha-run"), *run_args(bundle, shape, data_seed)]
+        cmd = [tool("fmha-run"), *run_args(bundle, shape, data_seed, sig)]
         rc, text = run_command(cmd)
         passed, rel = check_result(rc, text)
-        shown = [tool("fmha-run"), *run_args("BUNDLE", shape, data_seed)]
+        shown = [tool("fmha-run"), *run_args("BUNDLE", shape, data_seed, sig)]
         report.add(index, sig, shape, passed, rel, failure_lines(
             args, index, sig, shape, compile_cmd, shown, text)
             if not passed else [])
@@ -387,7 +427,7 @@ def run_bundles(args, only):
     def one(p):
         sig, shape = p["signature"], tuple(p["shape"])
         bundle = os.path.join(folder, p["bundle"])
-        cmd = [run_path, *run_args(bundle, shape, p["data_seed"])]
+        cmd = [run_path, *run_args(bundle, shape, p["data_seed"], sig)]
         rc, text = run_command(cmd)
         passed, rel = check_result(rc, text)
         compile_cmd = ["fmha-compile", *p["compile"], "-o", p["bundle"]]
