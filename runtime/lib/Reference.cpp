@@ -148,13 +148,15 @@ bool referenceBackward(const ReferenceConfig &c, const std::vector<double> &q,
                        const std::vector<double> &k,
                        const std::vector<double> &v,
                        const std::vector<double> &dO, ReferenceBackward *out,
-                       std::string *err) {
+                       std::string *err, const std::vector<double> *givenO) {
   if (!checkInputs(c, q, k, v, err) ||
-      !sizeIs(dO, "dO", c.b * c.hq * c.sq * c.dv, err))
+      !sizeIs(dO, "dO", c.b * c.hq * c.sq * c.dv, err) ||
+      (givenO && !sizeIs(*givenO, "o", c.b * c.hq * c.sq * c.dv, err)))
     return false;
   ReferenceForward fwd;
   if (!referenceForward(c, q, k, v, &fwd, err))
     return false;
+  const std::vector<double> &oForDsum = givenO ? *givenO : fwd.o;
   double scale = c.effectiveScale();
   out->dq.assign(q.size(), 0.0);
   out->dk.assign(k.size(), 0.0);
@@ -167,7 +169,7 @@ bool referenceBackward(const ReferenceConfig &c, const std::vector<double> &q,
         int64_t row = (bi * c.hq + h) * c.sq + i;
         const double *qi = &q[row * c.d];
         const double *doi = &dO[row * c.dv];
-        const double *oi = &fwd.o[row * c.dv];
+        const double *oi = &oForDsum[row * c.dv];
         double *dqi = &out->dq[row * c.d];
         double dsum = 0.0;
         for (int64_t e = 0; e < c.dv; ++e)

@@ -284,4 +284,29 @@ TEST(ReferenceBackward, FullyMaskedRowsHaveNoGradient) {
       EXPECT_EQ(g.dq[h * 8 + e], 0.0);
 }
 
+TEST(ReferenceBackward, GivenOFeedsDsumOnly) {
+  ReferenceConfig c = config(1, 2, 1, 3, 5, 4, 3, "t:2,0");
+  std::vector<double> q = randomNormal(24, 5), k = randomNormal(20, 6),
+                      v = randomNormal(15, 7), dO = randomNormal(18, 8);
+  ReferenceBackward exact, same, moved;
+  std::string err;
+  ASSERT_TRUE(referenceBackward(c, q, k, v, dO, &exact, &err)) << err;
+  ReferenceForward fwd = forward(c, q, k, v);
+  ASSERT_TRUE(referenceBackward(c, q, k, v, dO, &same, &err, &fwd.o)) << err;
+  EXPECT_EQ(same.dq, exact.dq);
+  EXPECT_EQ(same.dk, exact.dk);
+  EXPECT_EQ(same.dv, exact.dv);
+  // Moving o by delta moves Dsum of each row by dO . delta, so dS by
+  // -P * (dO . delta): dq and dk change, dv = P^T dO does not.
+  std::vector<double> o = fwd.o;
+  for (double &x : o)
+    x += 0.01;
+  ASSERT_TRUE(referenceBackward(c, q, k, v, dO, &moved, &err, &o)) << err;
+  EXPECT_EQ(moved.dv, exact.dv);
+  EXPECT_NE(moved.dq, exact.dq);
+  EXPECT_NE(moved.dk, exact.dk);
+  EXPECT_FALSE(referenceBackward(c, q, k, v, dO, &moved, &err, &k));
+  EXPECT_EQ(err, "reference: o has 20 elements, expected 18");
+}
+
 } // namespace

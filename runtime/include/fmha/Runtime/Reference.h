@@ -58,11 +58,17 @@ bool referenceForward(const ReferenceConfig &cfg, const std::vector<double> &q,
 
 /// Backward attention: the gradients of sum(o * dO) with o the reference
 /// forward output (recomputed here, as are lse and Dsum = rowsum(dO * o)).
+/// With `givenO`, Dsum is rowsum(dO * givenO) instead: the backward of
+/// DESIGN.md section 1 takes o as an input, and a kernel given o rounded to
+/// f16 or bf16 computes with that o (where Dsum nearly cancels dO v^T, with
+/// few visible keys, the rounding of o moves dS by far more than the
+/// kernel's own error).
 bool referenceBackward(const ReferenceConfig &cfg, const std::vector<double> &q,
                        const std::vector<double> &k,
                        const std::vector<double> &v,
                        const std::vector<double> &dO, ReferenceBackward *out,
-                       std::string *err);
+                       std::string *err,
+                       const std::vector<double> *givenO = nullptr);
 
 /// Merge of two partial results over disjoint key sets, `rows` rows of `dv`
 /// values each: lse = logaddexp(lse1, lse2), o = o1 * exp(lse1 - lse) +
