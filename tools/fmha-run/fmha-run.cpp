@@ -16,10 +16,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "RunOptions.h"
+#include "Validation.h"
 
 #include "fmha/Runtime/Bundle.h"
 #include "fmha/Runtime/Half.h"
 #include "fmha/Runtime/Npy.h"
+#include "fmha/Runtime/Random.h"
 #include "fmha/Runtime/Reference.h"
 #include "fmha/Runtime/Runtime.h"
 #include "fmha/Support/MaskSpec.h"
@@ -44,6 +46,7 @@
 using namespace fmha;
 using namespace fmha::rt;
 using namespace fmha::runopt;
+using namespace fmha::validation;
 
 namespace {
 
@@ -103,37 +106,6 @@ void printHelp() {
 //===----------------------------------------------------------------------===//
 // Inputs and conversions
 //===----------------------------------------------------------------------===//
-
-/// splitmix64 with Box-Muller normals.
-class Normal {
-public:
-  explicit Normal(uint64_t seed) : state_(seed) {}
-  double next() {
-    if (hasSpare_) {
-      hasSpare_ = false;
-      return spare_;
-    }
-    // u1 in (0, 1] so that log(u1) is finite; u2 in [0, 1).
-    double u1 = static_cast<double>((bits() >> 11) + 1) * 0x1.0p-53;
-    double u2 = static_cast<double>(bits() >> 11) * 0x1.0p-53;
-    double r = std::sqrt(-2.0 * std::log(u1));
-    double theta = 2.0 * M_PI * u2;
-    spare_ = r * std::sin(theta);
-    hasSpare_ = true;
-    return r * std::cos(theta);
-  }
-
-private:
-  uint64_t bits() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  uint64_t state_;
-  double spare_ = 0.0;
-  bool hasSpare_ = false;
-};
 
 float roundTo(float x, DType t) {
   switch (t) {
@@ -261,58 +233,6 @@ void showMask(const MaskSpec &mask, int64_t sq, int64_t sk, int64_t blockM,
 // Validation
 //===----------------------------------------------------------------------===//
 
-struct Tolerance {
-  double rel, lse;
-};
-
-Tolerance toleranceFor(DType t) {
-  switch (t) {
-  case DType::F32:
-    return {1e-5, 1e-4};
-  case DType::F16:
-    return {2e-3, 5e-3};
-  case DType::BF16:
-    return {1e-2, 2e-2};
-  }
-  return {0, 0};
-}
-
-/// The errors of one output tensor against its reference.
-struct TensorErrors {
-  int64_t nan = 0;
-  double maxAbs = 0;
-  /// ||got-ref||_2 / ||ref||_2; when ||ref|| is 0: 0 if got is all 0, else
-  /// inf (no division by zero). NaN when got has a NaN.
-  double rel = 0;
-  bool refZero = false;
-};
-
-TensorErrors compareTensor(const std::vector<float> &got,
-                           const std::vector<double> &ref) {
-  TensorErrors e;
-  double diff2 = 0, ref2 = 0, got2 = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(got[i])) {
-      ++e.nan;
-      continue;
-    }
-    double dlt = static_cast<double>(got[i]) - ref[i];
-    e.maxAbs = std::max(e.maxAbs, std::fabs(dlt));
-    diff2 += dlt * dlt;
-    ref2 += ref[i] * ref[i];
-    got2 += static_cast<double>(got[i]) * got[i];
-  }
-  // All of ref, also where got is NaN.
-  e.refZero =
-      std::all_of(ref.begin(), ref.end(), [](double x) { return x == 0; });
-  e.rel = ref2 > 0    ? std::sqrt(diff2 / ref2)
-          : got2 == 0 ? 0.0
-                      : std::numeric_limits<double>::infinity();
-  if (e.nan)
-    e.rel = e.maxAbs = std::numeric_limits<double>::quiet_NaN();
-  return e;
-}
-
 ReferenceConfig referenceConfig(const Problem &p, const Signature &sig) {
   ReferenceConfig cfg;
   cfg.b = p.b;
@@ -328,81 +248,6 @@ ReferenceConfig referenceConfig(const Problem &p, const Signature &sig) {
   return cfg;
 }
 
-/// The errors of an lse output against its reference: finite entries by
-/// |got-ref| (and |got-ref|/(1+|ref|)); -inf entries must match exactly.
-struct LseErrors {
-  int64_t nan = 0, infMismatch = 0, firstBadRow = -1;
-  double maxAbs = 0, worst = 0;
-};
-
-LseErrors compareLse(const std::vector<float> &lse,
-                     const std::vector<double> &ref) {
-  LseErrors e;
-  for (size_t r = 0; r < lse.size(); ++r) {
-    double got = lse[r], want = ref[r];
-    if (std::isnan(got)) {
-      ++e.nan;
-      continue;
-    }
-    bool wantInf = std::isinf(want), gotInf = std::isinf(got);
-    if (wantInf || gotInf) {
-      if (got != want) {
-        ++e.infMismatch;
-        if (e.firstBadRow < 0)
-          e.firstBadRow = static_cast<int64_t>(r);
-      }
-      continue;
-    }
-    double d = std::fabs(got - want);
-    e.maxAbs = std::max(e.maxAbs, d);
-    e.worst = std::max(e.worst, d / (1.0 + std::fabs(want)));
-  }
-  return e;
-}
-
-/// Prints the errors of o and lse [B, H, S] (against `ref`) and PASS/FAIL;
-/// returns whether they pass the dtype's tolerance.
-bool judgeOutputs(int64_t h, int64_t s, DType dtype,
-                  const std::vector<float> &o, const std::vector<float> &lse,
-                  const ReferenceForward &ref) {
-  TensorErrors oErr = compareTensor(o, ref.o);
-  LseErrors l = compareLse(lse, ref.lse);
-  Tolerance tol = toleranceFor(dtype);
-  std::printf("max_abs_err=%.3e rel_err=%.3e lse_max_abs_err=%.3e\n",
-              oErr.maxAbs, oErr.rel, l.maxAbs);
-  std::vector<std::string> reasons;
-  if (oErr.nan)
-    reasons.push_back(std::to_string(oErr.nan) + " NaN in o");
-  if (l.nan)
-    reasons.push_back(std::to_string(l.nan) + " NaN in lse");
-  if (l.infMismatch) {
-    int64_t r = l.firstBadRow;
-    int64_t i = r % s, hh = (r / s) % h, b = r / (s * h);
-    reasons.push_back(std::to_string(l.infMismatch) +
-                      " lse rows where -inf does not match the reference "
-                      "(first: b=" +
-                      std::to_string(b) + " h=" + std::to_string(hh) + " i=" +
-                      std::to_string(i) + ", got " + formatReal(lse[r]) +
-                      ", reference " + formatReal(ref.lse[r]) + ")");
-  }
-  if (!oErr.nan && !(oErr.rel <= tol.rel))
-    reasons.push_back("rel_err " + formatReal(oErr.rel) + " > " +
-                      formatReal(tol.rel));
-  if (l.worst > tol.lse)
-    reasons.push_back("lse error exceeds " + formatReal(tol.lse) +
-                      "*(1+|lse|)");
-  if (reasons.empty()) {
-    std::printf("PASS (%s: rel_err <= %g, |lse-ref| <= %g*(1+|ref|))\n",
-                toString(dtype), tol.rel, tol.lse);
-    return true;
-  }
-  std::string all;
-  for (const std::string &r : reasons)
-    all += (all.empty() ? "" : "; ") + r;
-  std::printf("FAIL: %s\n", all.c_str());
-  return false;
-}
-
 /// Prints the errors and PASS/FAIL; returns whether it passed.
 bool validate(const Problem &p, const Signature &sig,
               const std::vector<float> &q, const std::vector<float> &k,
@@ -413,7 +258,10 @@ bool validate(const Problem &p, const Signature &sig,
   if (!referenceForward(referenceConfig(p, sig), toDouble(q), toDouble(k),
                         toDouble(v), &ref, &err))
     fail(err);
-  return judgeOutputs(p.hq, p.sq, sig.dtype, o, lse, ref);
+  std::vector<std::string> reasons;
+  judgeOutputs(p.hq, p.sq, sig.dtype, o, lse, ref, &reasons);
+  return printVerdict(reasons, sig.dtype,
+                      "rel_err <= %g, |lse-ref| <= %g*(1+|ref|)");
 }
 
 /// --validate for a backward bundle: dq, dk, dv against the float64
@@ -431,34 +279,14 @@ bool validateBackward(const Problem &p, const Signature &sig,
   if (!referenceBackward(referenceConfig(p, sig), toDouble(q), toDouble(k),
                          toDouble(v), toDouble(dO), &ref, &err))
     fail(err);
-  Tolerance tol = toleranceFor(sig.dtype);
   struct Grad {
     const char *name;
     const std::vector<float> &got;
     const std::vector<double> &want;
   } grads[] = {{"dq", dq, ref.dq}, {"dk", dk, ref.dk}, {"dv", dv, ref.dv}};
   std::vector<std::string> reasons;
-  for (const Grad &g : grads) {
-    TensorErrors e = compareTensor(g.got, g.want);
-    std::printf("%s: max_abs_err=%.3e rel_err=%.3e%s\n", g.name, e.maxAbs,
-                e.rel, e.refZero ? " (reference is all 0)" : "");
-    if (e.nan)
-      reasons.push_back(std::to_string(e.nan) + " NaN in " + g.name);
-    else if (e.refZero) {
-      if (!(e.maxAbs <= tol.rel))
-        // A gradient that is 0 in exact arithmetic (say dS = P (dP - Dsum)
-        // with one visible key, where dP = Dsum) is 0 only up to rounding in
-        // any other summation order: the bound is then absolute, on the
-        // gradients of the O(1) inputs.
-        reasons.push_back(std::string(g.name) +
-                          " is not 0 where the reference is all 0 "
-                          "(max_abs_err " +
-                          formatReal(e.maxAbs) + " > " + formatReal(tol.rel) +
-                          ")");
-    } else if (!(e.rel <= tol.rel))
-      reasons.push_back(std::string(g.name) + " rel_err " + formatReal(e.rel) +
-                        " > " + formatReal(tol.rel));
-  }
+  for (const Grad &g : grads)
+    judgeGradient(g.name, g.got, g.want, sig.dtype, &reasons);
   if (changedOnRerun) {
     if (changedOnRerun->empty())
       std::printf("deterministic: a second run gave bit-identical dq, dk, "
@@ -467,16 +295,7 @@ bool validateBackward(const Problem &p, const Signature &sig,
       reasons.push_back("deterministic=1 but a second run changed " +
                         *changedOnRerun);
   }
-  if (reasons.empty()) {
-    std::printf("PASS (%s: rel_err <= %g for dq, dk, dv)\n",
-                toString(sig.dtype), tol.rel);
-    return true;
-  }
-  std::string all;
-  for (const std::string &r : reasons)
-    all += (all.empty() ? "" : "; ") + r;
-  std::printf("FAIL: %s\n", all.c_str());
-  return false;
+  return printVerdict(reasons, sig.dtype, "rel_err <= %g for dq, dk, dv");
 }
 
 /// --grad-check for a backward bundle: the kernel's gradients against the
@@ -1044,7 +863,10 @@ int runMergeKernel(const CommandLine &cl, Kernel &kernel, const MergeProblem &p,
                         toDouble(in.lse1), toDouble(in.o2), toDouble(in.lse2),
                         &ref, &err))
       fail(err);
-    passed = judgeOutputs(p.h, p.s, sig.dtype, o, lse, ref);
+    std::vector<std::string> reasons;
+    judgeOutputs(p.h, p.s, sig.dtype, o, lse, ref, &reasons);
+    passed = printVerdict(reasons, sig.dtype,
+                          "rel_err <= %g, |lse-ref| <= %g*(1+|ref|)");
   }
   if (cl.flag("bench"))
     bench(backend, counts, 1, 0.0, "merge: no FLOPs counted", poison,
