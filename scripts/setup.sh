@@ -8,6 +8,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
   rocm-device-libs
   libamdhip64-5
+  openmpi-bin libopenmpi-dev
 )
 
 missing=()

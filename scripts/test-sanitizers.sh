@@ -11,5 +11,9 @@ build=${SANITIZER_BUILD_DIR:-$root/build-sanitize}
 BUILD_DIR=$build \
   CMAKE_ARGS="-DFMHA_ENABLE_SANITIZERS=ON -DFMHA_ENABLE_FUZZERS=ON ${CMAKE_ARGS:-}" \
   "$root/scripts/build.sh"
-ctest --test-dir "$build" --output-on-failure -j "${JOBS:-$(nproc)}"
+# The ring tests (test/ring, ring-*) are left out here: they run mpirun, and
+# OpenMPI under ASan/LeakSanitizer has not been checked (its allocations that
+# outlive MPI_Finalize would be reported in every rank); they run without
+# sanitizers in the main ctest run.
+ctest --test-dir "$build" --output-on-failure -j "${JOBS:-$(nproc)}" -E '^ring-'
 FUZZ_READONLY_CORPUS=1 BUILD_DIR=$build "$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-30}"
