@@ -353,8 +353,11 @@ int run(Transport &t, int argc, char **argv) {
     validation::judgeOutputs(m.hq, seq, dt, o, lse, ref, &reasons);
     if (config.backward) {
       std::vector<double> dOd(dO.data.begin(), dO.data.end());
+      // Dsum from the o the ring's backward used (its forward's, rounded to
+      // the dtype), as fmha-run does.
+      std::vector<double> givenO(o.begin(), o.end());
       rt::ReferenceBackward refB;
-      if (!rt::referenceBackward(cfg, qd, kd, vd, dOd, &refB, &err))
+      if (!rt::referenceBackward(cfg, qd, kd, vd, dOd, &refB, &err, &givenO))
         fail(err);
       validation::judgeGradient("dq", dq, refB.dq, dt, &reasons);
       validation::judgeGradient("dk", dk, refB.dk, dt, &reasons);

@@ -265,19 +265,23 @@ bool validate(const Problem &p, const Signature &sig,
 }
 
 /// --validate for a backward bundle: dq, dk, dv against the float64
-/// reference gradients, one line each, then PASS or FAIL. `changedOnRerun`
-/// (deterministic bundles only) names the outputs a second run changed.
+/// reference gradients, one line each, then PASS or FAIL. The reference's
+/// Dsum takes the o the kernel was given (rounded to the dtype).
+/// `changedOnRerun` (deterministic bundles only) names the outputs a second
+/// run changed.
 bool validateBackward(const Problem &p, const Signature &sig,
                       const std::vector<float> &q, const std::vector<float> &k,
-                      const std::vector<float> &v, const std::vector<float> &dO,
+                      const std::vector<float> &v, const std::vector<float> &o,
+                      const std::vector<float> &dO,
                       const std::vector<float> &dq,
                       const std::vector<float> &dk,
                       const std::vector<float> &dv,
                       const std::optional<std::string> &changedOnRerun) {
   ReferenceBackward ref;
   std::string err;
+  const std::vector<double> givenO = toDouble(o);
   if (!referenceBackward(referenceConfig(p, sig), toDouble(q), toDouble(k),
-                         toDouble(v), toDouble(dO), &ref, &err))
+                         toDouble(v), toDouble(dO), &ref, &err, &givenO))
     fail(err);
   struct Grad {
     const char *name;
@@ -747,8 +751,8 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
         if (dev.download(*pr.buf) != *pr.first)
           *changed += (changed->empty() ? "" : ", ") + std::string(pr.name);
     }
-    passed =
-        validateBackward(p, sig, in.q, in.k, in.v, in.dO, dq, dk, dv, changed);
+    passed = validateBackward(p, sig, in.q, in.k, in.v, o, in.dO, dq, dk, dv,
+                              changed);
   }
 
   if (cl.flag("grad-check"))
