@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fmha/Conversion/GpuTarget.h"
 #include "fmha/Conversion/Passes.h"
 #include "fmha/Transforms/Passes.h"
 
@@ -41,7 +42,7 @@ namespace {
 /// The target-independent head of a GPU pipeline: the kernel, then cleanup.
 template <typename Options>
 void addGpuKernelPasses(OpPassManager &pm, StringRef target,
-                        const Options &options) {
+                        const Options &options, int64_t mfma = 0) {
   mlir::fmha::FmhaLowerToGpuPassOptions gpu;
   gpu.target = target.str();
   gpu.chip = options.chip;
@@ -49,6 +50,7 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
   gpu.blockN = options.blockN;
   gpu.warpRows = options.warpRows;
   gpu.kernelName = options.kernelName;
+  gpu.mfma = mfma;
   pm.addPass(mlir::fmha::createFmhaLowerToGpuPass(gpu));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -93,11 +95,15 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
 
 void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
                                           const ROCDLPipelineOptions &options) {
-  addGpuKernelPasses(pm, "rocdl", options);
+  addGpuKernelPasses(pm, "rocdl", options, options.mfma);
   GpuROCDLAttachTargetOptions attach;
   attach.chip = options.chip;
   attach.optLevel = 3;
-  attach.wave64Flag = true;
+  // The wavefront size of the chip's matrix instruction: wave32 for RDNA's
+  // WMMA, wave64 otherwise (an unsupported chip fails in the kernel pass).
+  std::unique_ptr<GpuTarget> target = createROCDLTarget();
+  attach.wave64Flag = !target->configure(options.chip, options.mfma).empty() ||
+                      target->getWarpSize() == 64;
   pm.addPass(createGpuROCDLAttachTarget(attach));
   std::string chip = options.chip;
   addKernelLowering(

@@ -58,6 +58,14 @@ Value GpuTarget::emitLog2(OpBuilder &b, Location loc, Value x) const {
   return math::Log2Op::create(b, loc, x);
 }
 
+std::string GpuTarget::configure(StringRef chip, int64_t matrixSize) {
+  if (matrixSize != 0 && matrixSize != getMmaM())
+    return "mfma=" + std::to_string(matrixSize) + " is not available on the " +
+           getName().str() + " target (its matrix instruction has M = " +
+           std::to_string(getMmaM()) + ")";
+  return checkChip(chip);
+}
+
 namespace {
 
 constexpr const char *kKernelModuleName = "fmha_kernels";
@@ -671,6 +679,19 @@ std::string checkSupported(AttentionOp op, const GpuTarget &target,
     if (dim != 32 && dim != 64 && dim != 128)
       return "head dims D=" + std::to_string(d) + ", Dv=" + std::to_string(dv) +
              " are not supported by the GPU kernel (supported: 32, 64, 128)";
+  if (std::max(d, dv) > target.getMaxHeadDim())
+    return "head dims D=" + std::to_string(d) + ", Dv=" + std::to_string(dv) +
+           " do not fit the registers of a lane on " + chip.str() +
+           " (at most " + std::to_string(target.getMaxHeadDim()) + ")";
+  // The kernel reads K (V) fragments two k-steps (two column tiles) at a time.
+  if (d % (2 * target.getMmaK()) != 0 || dv % (2 * target.getMmaN()) != 0)
+    return "head dims D=" + std::to_string(d) + ", Dv=" + std::to_string(dv) +
+           " are not supported with the " + std::to_string(target.getMmaM()) +
+           "x" + std::to_string(target.getMmaN()) + "x" +
+           std::to_string(target.getMmaK()) +
+           " matrix instruction (D a multiple of " +
+           std::to_string(2 * target.getMmaK()) + ", Dv of " +
+           std::to_string(2 * target.getMmaN()) + ")";
   if (warpRows <= 0 || warpRows % target.getMmaM() != 0 ||
       warpRows > 4 * target.getMmaM())
     return "warp-rows=" + std::to_string(warpRows) + " must be a multiple of " +
@@ -712,7 +733,7 @@ struct FmhaLowerToGpuPass
                          << "' (expected nvvm or rocdl)";
       return signalPassFailure();
     }
-    std::string chipError = gpuTarget->checkChip(chip);
+    std::string chipError = gpuTarget->configure(chip, mfma);
     if (!chipError.empty()) {
       module.emitError() << chipError;
       return signalPassFailure();

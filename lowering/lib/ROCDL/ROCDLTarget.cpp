@@ -4,20 +4,29 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// v_mfma_f32_16x16x16_{f16,bf16} (gfx90a: `16x16x16f16`/`16x16x16bf16_1k`,
-// gfx942 and gfx950: `16x16x16_f16`/`_bf16`), wave64. Layouts as AMD's
-// matrix instruction calculator prints them (test/unit checks them against
-// its tables); with q = lane / 16, r = lane % 16:
-//   A (16x16, M x K): element e = 0..3 holds A[r][4q + e]
-//   B (16x16, K x N): element e holds B[4q + e][r]
-//   C (16x16):        element e holds C[4q + e][r]
-// CDNA4 (gfx950) keeps the CDNA3 16x16x16 instructions with these layouts
-// (AMD CDNA4 ISA, "Matrix fused multiply add" table); the calculator does not
-// cover CDNA4, so gfx950 reuses the CDNA3 tables.
+// Four matrix instructions, chosen by chip and the `mfma` option. Layouts as
+// AMD's matrix instruction calculator prints them (test/layouts checks them
+// against its tables); l is the lane, e the element of a lane's fragment:
 //
-// A lane's four C elements lie in four rows, shared with the 16 lanes of its
-// quarter-wave; a row of P (C layout) is not an A fragment in the same lane,
-// so the kernel passes P through workgroup memory (getAFromC is empty).
+// MFMA 16x16x16 (CDNA, wave64; gfx90a `v_mfma_f32_16x16x16f16`/`bf16_1k`,
+//   gfx94x and gfx950 `v_mfma_f32_16x16x16_f16`/`_bf16`), the default:
+//   A[l%16][4(l/16) + e], B[4(l/16) + e][l%16], C[4(l/16) + e][l%16], e < 4.
+// MFMA 32x32x8 (CDNA, wave64, mfma=32; gfx90a `32x32x8f16`/`bf16_1k`,
+//   gfx94x/gfx950 `32x32x8_f16`/`_bf16`):
+//   A[l%32][4(l/32) + e], B[4(l/32) + e][l%32], e < 4;
+//   C[8(e/4) + 4(l/32) + e%4][l%32], e < 16.
+// WMMA 16x16x16 on RDNA3 (gfx1100/1101/1102, wave32): every lane holds a
+// whole row of A (column of B), lanes l and l + 16 the same one:
+//   A[l%16][e], B[e][l%16], e < 16; C[2e + l/16][l%16], e < 8.
+// WMMA 16x16x16 on RDNA4 (gfx1200/1201, wave32):
+//   A[l%16][8(e/4) + 4(l/16) + e%4], B likewise, e < 8; C[8(l/16) + e][l%16].
+//
+// CDNA4 (gfx950) keeps the CDNA3 16x16x16 and 32x32x8 instructions with these
+// layouts (AMD CDNA4 ISA, "Matrix fused multiply add" table); the calculator
+// does not cover CDNA4, so gfx950 reuses the CDNA3 tables.
+//
+// No C fragment here is an A fragment of the same lane, so the kernel passes
+// P through workgroup memory (getAFromC is empty).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,45 +38,103 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::fmha;
 
 namespace {
 
+constexpr const char *kSupportedChips =
+    "gfx90a, gfx940, gfx941, gfx942, gfx950 (MFMA, wave64); gfx1100, gfx1101, "
+    "gfx1102 (RDNA3 WMMA, wave32); gfx1200, gfx1201 (RDNA4 WMMA, wave32)";
+
 class ROCDLTarget : public GpuTarget {
 public:
+  enum class Shape { Mfma16, Mfma32, WmmaRdna3, WmmaRdna4 };
+
   StringRef getName() const override { return "rocdl"; }
-  int64_t getWarpSize() const override { return 64; }
-  int64_t getMmaM() const override { return 16; }
-  int64_t getMmaN() const override { return 16; }
-  int64_t getMmaK() const override { return 16; }
-  int64_t getNumAElements() const override { return 4; }
-  int64_t getNumBElements() const override { return 4; }
-  int64_t getNumCElements() const override { return 4; }
+  int64_t getWarpSize() const override { return isWmma() ? 32 : 64; }
+  int64_t getMmaM() const override { return shape == Shape::Mfma32 ? 32 : 16; }
+  int64_t getMmaN() const override { return getMmaM(); }
+  int64_t getMmaK() const override { return shape == Shape::Mfma32 ? 8 : 16; }
+  int64_t getNumAElements() const override {
+    return shape == Shape::WmmaRdna3 ? 16 : shape == Shape::WmmaRdna4 ? 8 : 4;
+  }
+  int64_t getNumBElements() const override { return getNumAElements(); }
+  int64_t getNumCElements() const override {
+    return shape == Shape::Mfma16 ? 4 : shape == Shape::Mfma32 ? 16 : 8;
+  }
+  int64_t getABLaneCopies() const override {
+    return shape == Shape::WmmaRdna3 ? 2 : 1;
+  }
+
+  // RDNA3 WMMA holds Q twice over (16 VGPRs per 16 head-dim columns): at
+  // D = 128 the kernel needs more than the 256 VGPRs of a wave32 lane and
+  // spills to scratch (masked tiles, sinks), so it stops at 64.
+  int64_t getMaxHeadDim() const override {
+    return shape == Shape::WmmaRdna3 ? 64 : 128;
+  }
+
+  /// The row of A (column of B) a lane holds: lane % M.
+  Value line(IndexMath &im, Value lane) const {
+    return im.rem(lane, im.c(getMmaM()));
+  }
+  /// The k of element e of a lane's A (and B) fragment.
+  Value kIndex(IndexMath &im, Value lane, int64_t e) const {
+    switch (shape) {
+    case Shape::Mfma16:
+    case Shape::Mfma32:
+      return im.add(im.mul(im.div(lane, im.c(getMmaM())), im.c(4)), im.c(e));
+    case Shape::WmmaRdna3:
+      return im.c(e);
+    case Shape::WmmaRdna4:
+      return im.add(im.mul(im.div(lane, im.c(16)), im.c(4)),
+                    im.c(8 * (e / 4) + e % 4));
+    }
+    llvm_unreachable("unknown shape");
+  }
+  /// Consecutive elements of a fragment that are consecutive k (one load).
+  int64_t kRun() const { return shape == Shape::WmmaRdna3 ? 16 : 4; }
 
   FragmentCoord getACoord(OpBuilder &b, Location loc, Value lane,
                           int64_t e) const override {
     IndexMath im{b, loc};
-    return {im.rem(lane, im.c(16)),
-            im.add(im.mul(im.div(lane, im.c(16)), im.c(4)), im.c(e))};
+    return {line(im, lane), kIndex(im, lane, e)};
   }
   FragmentCoord getBCoord(OpBuilder &b, Location loc, Value lane,
                           int64_t e) const override {
     IndexMath im{b, loc};
-    return {im.add(im.mul(im.div(lane, im.c(16)), im.c(4)), im.c(e)),
-            im.rem(lane, im.c(16))};
+    return {kIndex(im, lane, e), line(im, lane)};
   }
   FragmentCoord getCCoord(OpBuilder &b, Location loc, Value lane,
                           int64_t e) const override {
     IndexMath im{b, loc};
-    return {im.add(im.mul(im.div(lane, im.c(16)), im.c(4)), im.c(e)),
-            im.rem(lane, im.c(16))};
+    Value col = line(im, lane);
+    switch (shape) {
+    case Shape::Mfma16:
+      return {im.add(im.mul(im.div(lane, im.c(16)), im.c(4)), im.c(e)), col};
+    case Shape::Mfma32:
+      return {im.add(im.mul(im.div(lane, im.c(32)), im.c(4)),
+                     im.c(8 * (e / 4) + e % 4)),
+              col};
+    case Shape::WmmaRdna3:
+      return {im.add(im.div(lane, im.c(16)), im.c(2 * e)), col};
+    case Shape::WmmaRdna4:
+      return {im.add(im.mul(im.div(lane, im.c(16)), im.c(8)), im.c(e)), col};
+    }
+    llvm_unreachable("unknown shape");
   }
   bool pairsAreAdjacent() const override { return true; }
-  int64_t getNumCRowSlots() const override { return 4; }
+  // Every C element of a lane lies in its own row; the row is shared by the
+  // M lanes of the lane's column group (l / M), which xor masks below M reach.
+  int64_t getNumCRowSlots() const override { return getNumCElements(); }
   int64_t getCRowSlot(int64_t e) const override { return e; }
   SmallVector<int64_t> getRowReduceXorMasks() const override {
-    return {1, 2, 4, 8};
+    SmallVector<int64_t> masks;
+    for (int64_t m = 1; m < getMmaN(); m *= 2)
+      masks.push_back(m);
+    return masks;
   }
   std::optional<std::pair<int64_t, int64_t>> getAFromC(int64_t) const override {
     return std::nullopt;
@@ -76,30 +143,39 @@ public:
   SmallVector<Value> emitMma(OpBuilder &b, Location loc, Type elementType,
                              ArrayRef<Value> aRegs, ArrayRef<Value> bRegs,
                              ArrayRef<Value> c) const override {
-    auto quad = VectorType::get({4}, elementType);
+    auto operand = VectorType::get({getNumAElements()}, elementType);
     auto join = [&](ArrayRef<Value> pairs) -> Value {
       SmallVector<Value> elems;
       for (Value pair : pairs)
         for (int64_t i = 0; i < 2; ++i)
           elems.push_back(vector::ExtractOp::create(b, loc, pair, i));
-      return vector::FromElementsOp::create(b, loc, quad, elems);
+      return vector::FromElementsOp::create(b, loc, operand, elems);
     };
-    auto accType = VectorType::get({4}, b.getF32Type());
+    const int64_t numC = getNumCElements();
+    auto accType = VectorType::get({numC}, b.getF32Type());
     Value acc = vector::FromElementsOp::create(b, loc, accType, c);
-    Value d = amdgpu::MFMAOp::create(b, loc, accType, 16, 16, 16, 1,
-                                     join(aRegs), join(bRegs), acc);
+    Value d =
+        isWmma()
+            ? amdgpu::WMMAOp::create(b, loc, accType, 16, 16, 16, join(aRegs),
+                                     join(bRegs), acc)
+                  .getResult()
+            : amdgpu::MFMAOp::create(b, loc, accType, getMmaM(), getMmaN(),
+                                     getMmaK(), 1, join(aRegs), join(bRegs),
+                                     acc)
+                  .getResult();
     SmallVector<Value> out;
-    for (int64_t i = 0; i < 4; ++i)
+    for (int64_t i = 0; i < numC; ++i)
       out.push_back(vector::ExtractOp::create(b, loc, d, i));
     return out;
   }
 
-  /// Splits a vector<4xT> into two vector<2xT> registers.
-  SmallVector<Value> split(OpBuilder &b, Location loc, Value quad) const {
+  /// Splits a vector of 16-bit elements into vector<2xT> registers.
+  SmallVector<Value> split(OpBuilder &b, Location loc, Value v) const {
     SmallVector<Value> regs;
-    for (int64_t i = 0; i < 4; i += 2)
+    int64_t n = cast<VectorType>(v.getType()).getNumElements();
+    for (int64_t i = 0; i < n; i += 2)
       regs.push_back(vector::ExtractStridedSliceOp::create(
-          b, loc, quad, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{2},
+          b, loc, v, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{2},
           ArrayRef<int64_t>{1}));
     return regs;
   }
@@ -107,19 +183,26 @@ public:
   SmallVector<SmallVector<Value>>
   emitLoadKFragments(OpBuilder &b, Location loc, Value tile, Value lane,
                      Value key0, Value col0) const override {
-    // B[k][n] = K[key0 + n][col0 + k]: lane (q, r) reads the four adjacent
-    // head-dim elements 4q .. 4q + 3 of key r.
+    // B[k][n] = K[key0 + n][col0 + k]: a lane reads, from its key l % N, runs
+    // of kRun() adjacent head-dim elements.
     IndexMath im{b, loc};
     Type elt = cast<MemRefType>(tile.getType()).getElementType();
-    auto quad = VectorType::get({4}, elt);
-    Value row = im.add(key0, im.rem(lane, im.c(16)));
-    Value col = im.add(col0, im.mul(im.div(lane, im.c(16)), im.c(4)));
+    const int64_t run = kRun();
+    auto runType = VectorType::get({run}, elt);
+    Value row = im.add(key0, line(im, lane));
     SmallVector<SmallVector<Value>> frags;
     for (int64_t step = 0; step < 2; ++step) {
-      Value v = vector::LoadOp::create(
-          b, loc, quad, tile, ValueRange{row, im.add(col, im.c(16 * step))},
-          /*nontemporal=*/false, llvm::MaybeAlign(8));
-      frags.push_back(split(b, loc, v));
+      SmallVector<Value> regs;
+      for (int64_t e = 0; e < getNumBElements(); e += run) {
+        Value col =
+            im.add(im.add(col0, kIndex(im, lane, e)), im.c(getMmaK() * step));
+        Value v = vector::LoadOp::create(
+            b, loc, runType, tile, ValueRange{row, col},
+            /*nontemporal=*/false, llvm::MaybeAlign(std::min<int64_t>(
+                                       2 * run, 16)));
+        llvm::append_range(regs, split(b, loc, v));
+      }
+      frags.push_back(regs);
     }
     return frags;
   }
@@ -127,22 +210,21 @@ public:
   SmallVector<SmallVector<Value>>
   emitLoadVFragments(OpBuilder &b, Location loc, Value tile, Value lane,
                      Value key0, Value col0) const override {
-    // B[k][n] = V[key0 + k][col0 + n]: lane (q, r) reads column r of keys
-    // 4q .. 4q + 3, one element per key.
+    // B[k][n] = V[key0 + k][col0 + n]: a lane reads column l % N of its keys,
+    // one element per key.
     IndexMath im{b, loc};
     Type elt = cast<MemRefType>(tile.getType()).getElementType();
-    auto quad = VectorType::get({4}, elt);
-    Value key = im.add(key0, im.mul(im.div(lane, im.c(16)), im.c(4)));
-    Value colBase = im.add(col0, im.rem(lane, im.c(16)));
+    auto fragType = VectorType::get({getNumBElements()}, elt);
+    Value colBase = im.add(col0, line(im, lane));
     SmallVector<SmallVector<Value>> frags;
     for (int64_t block = 0; block < 2; ++block) {
-      Value col = im.add(colBase, im.c(16 * block));
+      Value col = im.add(colBase, im.c(getMmaN() * block));
       SmallVector<Value> elems;
-      for (int64_t e = 0; e < 4; ++e)
+      for (int64_t e = 0; e < getNumBElements(); ++e)
         elems.push_back(memref::LoadOp::create(
-            b, loc, tile, ValueRange{im.add(key, im.c(e)), col}));
-      frags.push_back(
-          split(b, loc, vector::FromElementsOp::create(b, loc, quad, elems)));
+            b, loc, tile, ValueRange{im.add(key0, kIndex(im, lane, e)), col}));
+      frags.push_back(split(
+          b, loc, vector::FromElementsOp::create(b, loc, fragType, elems)));
     }
     return frags;
   }
@@ -171,28 +253,61 @@ public:
 
   Value emitShuffleXor(OpBuilder &b, Location loc, Value value,
                        int64_t mask) const override {
-    return gpu::ShuffleOp::create(b, loc, value, mask, /*width=*/64,
+    return gpu::ShuffleOp::create(b, loc, value, mask,
+                                  /*width=*/getWarpSize(),
                                   gpu::ShuffleMode::XOR)
         .getShuffleResult();
   }
 
   int64_t getNumCopyStages() const override { return 1; }
   int64_t getMaxSharedBytes(StringRef chip) const override {
-    // LDS per workgroup: 64 KB on CDNA2/3, 160 KB on CDNA4.
+    // LDS per workgroup: 64 KB on CDNA2/3 and RDNA3/4, 160 KB on CDNA4.
     return chip == "gfx950" ? 160 * 1024 : 64 * 1024;
   }
 
-  std::string checkChip(StringRef chip) const override {
-    if (chip == "gfx90a" || chip == "gfx940" || chip == "gfx941" ||
-        chip == "gfx942" || chip == "gfx950")
-      return {};
-    if (chip.starts_with("gfx11") || chip.starts_with("gfx12"))
-      return "chip '" + chip.str() +
-             "' (RDNA, wave32 WMMA) is not supported by the rocdl kernel yet "
-             "(supported: gfx90a, gfx940, gfx941, gfx942, gfx950)";
-    return "unknown or unsupported AMD chip '" + chip.str() +
-           "' (supported: gfx90a, gfx940, gfx941, gfx942, gfx950)";
+  static bool isCdna(StringRef chip) {
+    return chip == "gfx90a" || chip == "gfx940" || chip == "gfx941" ||
+           chip == "gfx942" || chip == "gfx950";
   }
+  static bool isRdna3(StringRef chip) {
+    return chip == "gfx1100" || chip == "gfx1101" || chip == "gfx1102";
+  }
+  static bool isRdna4(StringRef chip) {
+    return chip == "gfx1200" || chip == "gfx1201";
+  }
+
+  std::string checkChip(StringRef chip) const override {
+    if (isCdna(chip) || isRdna3(chip) || isRdna4(chip))
+      return {};
+    return "unknown or unsupported AMD chip '" + chip.str() +
+           "' (supported: " + kSupportedChips + ")";
+  }
+
+  std::string configure(StringRef chip, int64_t matrixSize) override {
+    std::string error = checkChip(chip);
+    if (!error.empty())
+      return error;
+    if (isCdna(chip)) {
+      if (matrixSize != 0 && matrixSize != 16 && matrixSize != 32)
+        return "mfma=" + std::to_string(matrixSize) + " on " + chip.str() +
+               ": expected 16 (v_mfma_f32_16x16x16) or 32 "
+               "(v_mfma_f32_32x32x8)";
+      shape = matrixSize == 32 ? Shape::Mfma32 : Shape::Mfma16;
+      return {};
+    }
+    if (matrixSize != 0 && matrixSize != 16)
+      return "mfma=" + std::to_string(matrixSize) + " on " + chip.str() +
+             ": RDNA chips have only the WMMA 16x16x16 instructions (mfma=16)";
+    shape = isRdna3(chip) ? Shape::WmmaRdna3 : Shape::WmmaRdna4;
+    return {};
+  }
+
+private:
+  bool isWmma() const {
+    return shape == Shape::WmmaRdna3 || shape == Shape::WmmaRdna4;
+  }
+
+  Shape shape = Shape::Mfma16;
 };
 
 } // namespace

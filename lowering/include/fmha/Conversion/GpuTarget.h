@@ -36,6 +36,8 @@ public:
 
   /// `nvvm` or `rocdl`.
   virtual StringRef getName() const = 0;
+  /// Lanes of a warp (wavefront): 32, or 64 on AMD CDNA. The pipeline's
+  /// target attachment and the launch's block size follow it.
   virtual int64_t getWarpSize() const = 0;
 
   /// The warp-level matrix instruction: D[M x N] = A[M x K] * B[K x N] + C,
@@ -56,6 +58,15 @@ public:
                                   int64_t e) const = 0;
   virtual FragmentCoord getCCoord(OpBuilder &b, Location loc, Value lane,
                                   int64_t e) const = 0;
+
+  /// How many lanes hold each element of A (and of B): 1, or 2 where the
+  /// instruction reads a row of A from two lanes (RDNA3 WMMA in wave32:
+  /// lanes l and l + 16). The C layout always holds each element once.
+  virtual int64_t getABLaneCopies() const { return 1; }
+
+  /// The largest head dim (D and Dv) whose kernel fits the registers of a
+  /// lane (Q fragments, O accumulators and the row state live there).
+  virtual int64_t getMaxHeadDim() const { return 128; }
 
   /// Elements (e, e+1) of A and of B are adjacent columns (A) or rows (B)
   /// of the same row (A) / column (B): they can be loaded as one pair.
@@ -132,12 +143,20 @@ public:
 
   /// Checks that the chip is one the target knows; returns a message when not.
   virtual std::string checkChip(StringRef chip) const = 0;
+
+  /// Chooses the matrix instruction for `chip`: `matrixSize` is the M = N of
+  /// the instruction asked for (the `mfma` option; 0: the target's default).
+  /// Called once, before any other query but getName; returns a message when
+  /// the chip or the size is not supported. The default accepts only 0 and
+  /// the target's own M and checks the chip.
+  virtual std::string configure(StringRef chip, int64_t matrixSize);
 };
 
 /// The NVVM target (mma.sync m16n8k16, sm_80 and newer).
 std::unique_ptr<GpuTarget> createNVVMTarget();
 
-/// The ROCDL target (MFMA 16x16x16, wave64; gfx90a, gfx94x, gfx950).
+/// The ROCDL target: MFMA 16x16x16 or 32x32x8 in wave64 (gfx90a, gfx94x,
+/// gfx950), WMMA 16x16x16 in wave32 (gfx110x, gfx120x); configure() picks.
 std::unique_ptr<GpuTarget> createROCDLTarget();
 
 /// The target called `name` (`nvvm`, `rocdl`), or null.

@@ -81,6 +81,11 @@ struct NVVMPipelineOptions : public GpuPipelineOptions<NVVMPipelineOptions> {
 struct ROCDLPipelineOptions : public GpuPipelineOptions<ROCDLPipelineOptions> {
   Option<std::string> chip{*this, "chip", llvm::cl::desc("AMD chip (gfx942)"),
                            llvm::cl::init("gfx942")};
+  Option<int64_t> mfma{
+      *this, "mfma",
+      llvm::cl::desc("CDNA MFMA shape: 16 (16x16x16) or 32 (32x32x8, needs "
+                     "warp-rows a multiple of 32); 0: the default (16)"),
+      llvm::cl::init(0)};
   Option<std::string> format{*this, "format",
                              llvm::cl::desc("Binary format: bin (hsaco, needs "
                                             "ld.lld under ROCM_PATH), isa "

@@ -60,7 +60,11 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
            "Query rows per warp (a multiple of the MMA's M): the K/V "
            "fragments a warp reads feed warp-rows / M products">,
     Option<"kernelName", "kernel-name", "std::string", "\"\"",
-           "Name of the kernel (default: <function>_kernel)">
+           "Name of the kernel (default: <function>_kernel)">,
+    Option<"mfma", "mfma", "int64_t", "0",
+           "rocdl on CDNA: the MFMA shape, 16 (16x16x16) or 32 (32x32x8, "
+           "needs warp-rows a multiple of 32); 0: the target's default "
+           "(16; RDNA chips have only WMMA 16x16x16)">
   ];
 }
 
