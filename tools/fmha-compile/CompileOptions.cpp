@@ -59,7 +59,7 @@ cl::opt<int64_t> blockM("block-m",
                         cl::init(64), cl::cat(category));
 cl::opt<int64_t> blockN("block-n",
                         cl::desc("Keys per kv tile (cuda default: 64, 32 at "
-                                 "D = 128)"),
+                                 "D = 128; hip on gfx11/gfx12: 32, 16 at D = 128)"),
                         cl::init(64), cl::cat(category));
 cl::opt<int64_t> warpRows("warp-rows",
                           cl::desc("GPU: query rows per warp (16 or 32): the "
@@ -67,6 +67,11 @@ cl::opt<int64_t> warpRows("warp-rows",
                                    "warp-rows / 16 products (cuda default: "
                                    "32 with block-m 128)"),
                           cl::init(16), cl::cat(category));
+cl::opt<int64_t> mfma("mfma",
+                      cl::desc("hip on CDNA: MFMA shape 16 (16x16x16, the "
+                               "default) or 32 (32x32x8; warp-rows default "
+                               "32)"),
+                      cl::init(0), cl::cat(category));
 cl::opt<std::string> emit("emit", cl::desc("bundle | mlir | llvm | isa"),
                           cl::init("bundle"), cl::cat(category));
 cl::opt<std::string> output("o", cl::desc("Output file ('-' for stdout)"),
@@ -164,6 +169,16 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
         blockN = std::max(meta.d, meta.dv) > 64 ? 32 : 64;
       meta.blockM = blockM;
       meta.blockN = blockN;
+    }
+    if (meta.target == rt::Target::Hip) {
+      // 32x32 MFMA: one row block of 32 rows per wave. RDNA (wave32 WMMA):
+      // 32-key tiles (16 at D = 128) keep every mask within the 256 VGPRs of
+      // a lane, without scratch.
+      if (mfma == 32 && !warpRows.getNumOccurrences())
+        warpRows = 32;
+      if (llvm::StringRef(meta.chip).starts_with("gfx1") &&
+          !blockN.getNumOccurrences())
+        meta.blockN = blockN = std::max(meta.d, meta.dv) > 64 ? 16 : 32;
     }
     if (meta.target != rt::Target::Cpu) {
       const std::string t = "--target=" + target.getValue();

@@ -26,7 +26,7 @@ namespace fmha::compile {
 extern llvm::cl::OptionCategory category;
 extern llvm::cl::opt<std::string> target, chip, dtype, mask, emit, output;
 extern llvm::cl::opt<int64_t> hq, hk, headDim, headDimV, blockM, blockN,
-    warpRows;
+    warpRows, mfma;
 extern llvm::cl::opt<double> scale, softcap;
 extern llvm::cl::opt<bool> bwd, deterministic, merge;
 

@@ -292,6 +292,7 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
     options.blockM = meta.blockM;
     options.blockN = meta.blockN;
     options.warpRows = warpRows;
+    options.mfma = mfma;
     options.kernelName = meta.kernel;
     options.format = emit == "llvm" ? "llvm" : emit == "bundle" ? "bin" : "isa";
     format = options.format;
