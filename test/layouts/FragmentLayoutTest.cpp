@@ -7,7 +7,19 @@
 // The ROCDL target states, as index IR of the lane id, which matrix element
 // each fragment element holds. With a constant lane that IR folds to
 // constants; every row of AMD's matrix instruction calculator output must
-// agree with it, and every element must be covered exactly once.
+// agree with it, and every element must be covered once (A and B elements
+// getABLaneCopies() times: RDNA3 WMMA holds them in lanes l and l + 16).
+//
+// One case per (table, chip, mfma option) the target configures:
+// - MFMA 16x16x16 and 32x32x8 on CDNA2 (gfx90a) and CDNA3 (gfx942);
+// - gfx950 (CDNA4), which the calculator does not cover: AMD's CDNA4 ISA
+//   guide keeps the CDNA3 16x16x16 and 32x32x8 instructions and layouts, so
+//   it is checked against the CDNA3 tables;
+// - WMMA 16x16x16 on RDNA3 (gfx1100/1101/1102) and RDNA4 (gfx1200/1201);
+//   RDNA4 bf16 has no table: AMD's RDNA4 ISA guide gives
+//   v_wmma_f32_16x16x16_bf16 the register layout of the f16 instruction
+//   (as the calculator's f16 and bf16 tables agree for every other
+//   architecture), so it is checked against the RDNA4 f16 table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,13 +67,26 @@ std::vector<Entry> readTable(const std::string &name) {
   return entries;
 }
 
-class RocdlLayout : public ::testing::TestWithParam<const char *> {
+struct LayoutCase {
+  const char *table;
+  const char *chip;
+  int64_t mfma;
+  /// The instruction's M, N, K and wave size.
+  int64_t m, n, k, wave;
+};
+
+std::ostream &operator<<(std::ostream &os, const LayoutCase &c) {
+  return os << c.table << " on " << c.chip << " mfma=" << c.mfma;
+}
+
+class RocdlLayout : public ::testing::TestWithParam<LayoutCase> {
 protected:
   RocdlLayout() : builder(&context) {
     context.loadDialect<arith::ArithDialect>();
     module = ModuleOp::create(UnknownLoc::get(&context));
     builder.setInsertionPointToEnd(module->getBody());
     target = fmha::createROCDLTarget();
+    configureError = target->configure(GetParam().chip, GetParam().mfma);
   }
   /// The target's (row, col) of fragment element `e` of `matrix` in `lane`.
   std::pair<int64_t, int64_t> coord(char matrix, int64_t lane, int64_t e) {
@@ -81,57 +106,132 @@ protected:
   OpBuilder builder;
   OwningOpRef<ModuleOp> module;
   std::unique_ptr<fmha::GpuTarget> target;
+  std::string configureError;
 };
 
 TEST_P(RocdlLayout, MatchesAmdTable) {
-  std::vector<Entry> table = readTable(GetParam());
-  ASSERT_EQ(table.size(), 768u); // 64 lanes x (4 A + 4 B + 4 D) elements
-  EXPECT_EQ(target->getWarpSize(), 64);
-  EXPECT_EQ(target->getMmaM(), 16);
-  EXPECT_EQ(target->getMmaN(), 16);
-  EXPECT_EQ(target->getMmaK(), 16);
-  std::map<char, std::set<std::pair<int64_t, int64_t>>> covered;
+  const LayoutCase &param = GetParam();
+  ASSERT_EQ(configureError, "");
+  std::vector<Entry> table = readTable(param.table);
+  ASSERT_EQ(target->getWarpSize(), param.wave);
+  ASSERT_EQ(target->getMmaM(), param.m);
+  ASSERT_EQ(target->getMmaN(), param.n);
+  ASSERT_EQ(target->getMmaK(), param.k);
+  const int64_t numA = target->getNumAElements(),
+                numB = target->getNumBElements(),
+                numC = target->getNumCElements();
+  // Every lane lists each of its A, B and D elements once.
+  ASSERT_EQ(static_cast<int64_t>(table.size()),
+            param.wave * (numA + numB + numC));
+  std::map<char, std::map<std::pair<int64_t, int64_t>, int64_t>> held;
   for (const Entry &entry : table) {
-    ASSERT_LT(entry.element, 4) << GetParam();
+    int64_t count = entry.matrix == 'A' ? numA : entry.matrix == 'B' ? numB
+                                                                     : numC;
+    ASSERT_LT(entry.element, count) << entry.matrix;
     auto [row, col] = coord(entry.matrix, entry.lane, entry.element);
-    EXPECT_EQ(row, entry.row) << GetParam() << " " << entry.matrix << " lane "
-                              << entry.lane << " element " << entry.element;
-    EXPECT_EQ(col, entry.col) << GetParam() << " " << entry.matrix << " lane "
-                              << entry.lane << " element " << entry.element;
-    EXPECT_TRUE(covered[entry.matrix].insert({row, col}).second)
-        << entry.matrix << " (" << row << ", " << col << ") held twice";
+    EXPECT_EQ(row, entry.row) << entry.matrix << " lane " << entry.lane
+                              << " element " << entry.element;
+    EXPECT_EQ(col, entry.col) << entry.matrix << " lane " << entry.lane
+                              << " element " << entry.element;
+    ++held[entry.matrix][{row, col}];
   }
-  for (char m : {'A', 'B', 'D'})
-    EXPECT_EQ(covered[m].size(), 256u) << m;
+  const std::map<char, int64_t> elements = {{'A', param.m * param.k},
+                                            {'B', param.k * param.n},
+                                            {'D', param.m * param.n}};
+  for (auto [m, size] : elements) {
+    EXPECT_EQ(static_cast<int64_t>(held[m].size()), size) << m;
+    int64_t copies = m == 'D' ? 1 : target->getABLaneCopies();
+    for (auto [rc, n] : held[m])
+      EXPECT_EQ(n, copies) << m << " (" << rc.first << ", " << rc.second
+                           << ") held " << n << " times";
+  }
 }
 
 TEST_P(RocdlLayout, RowSlotsAndReductionLanes) {
   // A lane's C elements lie in getNumCRowSlots() distinct rows, and the lanes
   // a row reduction combines (xor masks) hold exactly that row.
-  for (int64_t lane = 0; lane < 64; ++lane)
+  ASSERT_EQ(configureError, "");
+  const int64_t wave = target->getWarpSize();
+  for (int64_t lane = 0; lane < wave; ++lane) {
+    std::map<int64_t, int64_t> slotOfRow;
     for (int64_t e = 0; e < target->getNumCElements(); ++e) {
       int64_t row = coord('C', lane, e).first;
+      int64_t slot = target->getCRowSlot(e);
+      ASSERT_LT(slot, target->getNumCRowSlots());
+      auto [it, inserted] = slotOfRow.insert({row, slot});
+      EXPECT_EQ(it->second, slot) << "row " << row << " in two slots";
       std::set<int64_t> group = {lane};
       for (int64_t mask : target->getRowReduceXorMasks()) {
+        ASSERT_LT(mask, wave);
         std::set<int64_t> next = group;
         for (int64_t l : group)
           next.insert(l ^ mask);
         group = next;
       }
       std::set<int64_t> expected;
-      for (int64_t other = 0; other < 64; ++other)
+      for (int64_t other = 0; other < wave; ++other)
         if (coord('C', other, e).first == row)
           expected.insert(other);
       EXPECT_EQ(group, expected) << "lane " << lane << " element " << e;
-      EXPECT_EQ(target->getCRowSlot(e), e);
     }
+    EXPECT_EQ(static_cast<int64_t>(slotOfRow.size()),
+              target->getNumCRowSlots());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Tables, RocdlLayout,
-    ::testing::Values("cdna3-v_mfma_f32_16x16x16_f16.csv",
-                      "cdna3-v_mfma_f32_16x16x16_bf16.csv",
-                      "cdna2-v_mfma_f32_16x16x16f16.csv",
-                      "cdna2-v_mfma_f32_16x16x16bf16_1k.csv"));
+    ::testing::Values(
+        // MFMA 16x16x16 (the default), wave64.
+        LayoutCase{"cdna3-v_mfma_f32_16x16x16_f16.csv", "gfx942", 0, 16, 16,
+                   16, 64},
+        LayoutCase{"cdna3-v_mfma_f32_16x16x16_bf16.csv", "gfx940", 16, 16, 16,
+                   16, 64},
+        LayoutCase{"cdna2-v_mfma_f32_16x16x16f16.csv", "gfx90a", 16, 16, 16,
+                   16, 64},
+        LayoutCase{"cdna2-v_mfma_f32_16x16x16bf16_1k.csv", "gfx90a", 0, 16,
+                   16, 16, 64},
+        LayoutCase{"cdna3-v_mfma_f32_16x16x16_bf16.csv", "gfx950", 16, 16, 16,
+                   16, 64},
+        // MFMA 32x32x8 (mfma=32), wave64.
+        LayoutCase{"cdna3-v_mfma_f32_32x32x8_f16.csv", "gfx942", 32, 32, 32, 8,
+                   64},
+        LayoutCase{"cdna3-v_mfma_f32_32x32x8_bf16.csv", "gfx941", 32, 32, 32,
+                   8, 64},
+        LayoutCase{"cdna2-v_mfma_f32_32x32x8f16.csv", "gfx90a", 32, 32, 32, 8,
+                   64},
+        LayoutCase{"cdna2-v_mfma_f32_32x32x8bf16_1k.csv", "gfx90a", 32, 32, 32,
+                   8, 64},
+        LayoutCase{"cdna3-v_mfma_f32_32x32x8_f16.csv", "gfx950", 32, 32, 32, 8,
+                   64},
+        // WMMA 16x16x16, wave32.
+        LayoutCase{"rdna3-v_wmma_f32_16x16x16_f16.csv", "gfx1100", 0, 16, 16,
+                   16, 32},
+        LayoutCase{"rdna3-v_wmma_f32_16x16x16_bf16.csv", "gfx1101", 16, 16, 16,
+                   16, 32},
+        LayoutCase{"rdna3-v_wmma_f32_16x16x16_f16.csv", "gfx1102", 0, 16, 16,
+                   16, 32},
+        LayoutCase{"rdna4-v_wmma_f32_16x16x16_f16.csv", "gfx1200", 0, 16, 16,
+                   16, 32},
+        // RDNA4 bf16: the f16 table (see the file comment).
+        LayoutCase{"rdna4-v_wmma_f32_16x16x16_f16.csv", "gfx1201", 16, 16, 16,
+                   16, 32}));
+
+/// The chip and shape combinations the target refuses, with a message.
+TEST(RocdlConfigure, RejectsUnsupportedCombinations) {
+  auto check = [](StringRef chip, int64_t mfma, StringRef expected) {
+    std::unique_ptr<fmha::GpuTarget> target = fmha::createROCDLTarget();
+    std::string error = target->configure(chip, mfma);
+    EXPECT_NE(error.find(expected.str()), std::string::npos)
+        << chip.str() << " mfma=" << mfma << ": " << error;
+  };
+  check("gfx906", 0, "unknown or unsupported AMD chip 'gfx906'");
+  check("gfx1100", 32, "RDNA chips have only the WMMA 16x16x16");
+  check("gfx942", 8, "expected 16 (v_mfma_f32_16x16x16) or 32");
+  std::unique_ptr<fmha::GpuTarget> rdna3 = fmha::createROCDLTarget();
+  ASSERT_EQ(rdna3->configure("gfx1100", 0), "");
+  EXPECT_EQ(rdna3->getMaxHeadDim(), 64);
+  EXPECT_EQ(rdna3->getABLaneCopies(), 2);
+}
 
 } // namespace
