@@ -57,10 +57,11 @@ cl::opt<bool> merge(
 cl::opt<int64_t> blockM("block-m",
                         cl::desc("Query rows per tile (cuda default 128)"),
                         cl::init(64), cl::cat(category));
-cl::opt<int64_t> blockN("block-n",
-                        cl::desc("Keys per kv tile (cuda default: 64, 32 at "
-                                 "D = 128; hip on gfx11/gfx12: 32, 16 at D = 128)"),
-                        cl::init(64), cl::cat(category));
+cl::opt<int64_t>
+    blockN("block-n",
+           cl::desc("Keys per kv tile (cuda default: 64, 32 at "
+                    "D = 128; hip on gfx11/gfx12: 32, 16 at D = 128)"),
+           cl::init(64), cl::cat(category));
 cl::opt<int64_t> warpRows("warp-rows",
                           cl::desc("GPU: query rows per warp (16 or 32): the "
                                    "K/V fragments a warp reads feed "
