@@ -125,8 +125,9 @@ TEST_P(RocdlLayout, MatchesAmdTable) {
             param.wave * (numA + numB + numC));
   std::map<char, std::map<std::pair<int64_t, int64_t>, int64_t>> held;
   for (const Entry &entry : table) {
-    int64_t count = entry.matrix == 'A' ? numA : entry.matrix == 'B' ? numB
-                                                                     : numC;
+    int64_t count = entry.matrix == 'A'   ? numA
+                    : entry.matrix == 'B' ? numB
+                                          : numC;
     ASSERT_LT(entry.element, count) << entry.matrix;
     auto [row, col] = coord(entry.matrix, entry.lane, entry.element);
     EXPECT_EQ(row, entry.row) << entry.matrix << " lane " << entry.lane
@@ -183,21 +184,21 @@ INSTANTIATE_TEST_SUITE_P(
     Tables, RocdlLayout,
     ::testing::Values(
         // MFMA 16x16x16 (the default), wave64.
-        LayoutCase{"cdna3-v_mfma_f32_16x16x16_f16.csv", "gfx942", 0, 16, 16,
-                   16, 64},
+        LayoutCase{"cdna3-v_mfma_f32_16x16x16_f16.csv", "gfx942", 0, 16, 16, 16,
+                   64},
         LayoutCase{"cdna3-v_mfma_f32_16x16x16_bf16.csv", "gfx940", 16, 16, 16,
                    16, 64},
-        LayoutCase{"cdna2-v_mfma_f32_16x16x16f16.csv", "gfx90a", 16, 16, 16,
+        LayoutCase{"cdna2-v_mfma_f32_16x16x16f16.csv", "gfx90a", 16, 16, 16, 16,
+                   64},
+        LayoutCase{"cdna2-v_mfma_f32_16x16x16bf16_1k.csv", "gfx90a", 0, 16, 16,
                    16, 64},
-        LayoutCase{"cdna2-v_mfma_f32_16x16x16bf16_1k.csv", "gfx90a", 0, 16,
-                   16, 16, 64},
         LayoutCase{"cdna3-v_mfma_f32_16x16x16_bf16.csv", "gfx950", 16, 16, 16,
                    16, 64},
         // MFMA 32x32x8 (mfma=32), wave64.
         LayoutCase{"cdna3-v_mfma_f32_32x32x8_f16.csv", "gfx942", 32, 32, 32, 8,
                    64},
-        LayoutCase{"cdna3-v_mfma_f32_32x32x8_bf16.csv", "gfx941", 32, 32, 32,
-                   8, 64},
+        LayoutCase{"cdna3-v_mfma_f32_32x32x8_bf16.csv", "gfx941", 32, 32, 32, 8,
+                   64},
         LayoutCase{"cdna2-v_mfma_f32_32x32x8f16.csv", "gfx90a", 32, 32, 32, 8,
                    64},
         LayoutCase{"cdna2-v_mfma_f32_32x32x8bf16_1k.csv", "gfx90a", 32, 32, 32,

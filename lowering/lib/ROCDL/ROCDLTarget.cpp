@@ -154,15 +154,13 @@ public:
     const int64_t numC = getNumCElements();
     auto accType = VectorType::get({numC}, b.getF32Type());
     Value acc = vector::FromElementsOp::create(b, loc, accType, c);
-    Value d =
-        isWmma()
-            ? amdgpu::WMMAOp::create(b, loc, accType, 16, 16, 16, join(aRegs),
-                                     join(bRegs), acc)
-                  .getResult()
-            : amdgpu::MFMAOp::create(b, loc, accType, getMmaM(), getMmaN(),
-                                     getMmaK(), 1, join(aRegs), join(bRegs),
-                                     acc)
-                  .getResult();
+    Value d = isWmma() ? amdgpu::WMMAOp::create(b, loc, accType, 16, 16, 16,
+                                                join(aRegs), join(bRegs), acc)
+                             .getResult()
+                       : amdgpu::MFMAOp::create(b, loc, accType, getMmaM(),
+                                                getMmaN(), getMmaK(), 1,
+                                                join(aRegs), join(bRegs), acc)
+                             .getResult();
     SmallVector<Value> out;
     for (int64_t i = 0; i < numC; ++i)
       out.push_back(vector::ExtractOp::create(b, loc, d, i));
@@ -198,8 +196,8 @@ public:
             im.add(im.add(col0, kIndex(im, lane, e)), im.c(getMmaK() * step));
         Value v = vector::LoadOp::create(
             b, loc, runType, tile, ValueRange{row, col},
-            /*nontemporal=*/false, llvm::MaybeAlign(std::min<int64_t>(
-                                       2 * run, 16)));
+            /*nontemporal=*/false,
+            llvm::MaybeAlign(std::min<int64_t>(2 * run, 16)));
         llvm::append_range(regs, split(b, loc, v));
       }
       frags.push_back(regs);
