@@ -161,6 +161,9 @@ bool referenceBackward(const ReferenceConfig &c, const std::vector<double> &q,
   out->dq.assign(q.size(), 0.0);
   out->dk.assign(k.size(), 0.0);
   out->dv.assign(v.size(), 0.0);
+  out->dqMagnitude.assign(q.size(), 0.0);
+  out->dkMagnitude.assign(k.size(), 0.0);
+  out->dvMagnitude.assign(v.size(), 0.0);
   for (int64_t bi = 0; bi < c.b; ++bi) {
     for (int64_t h = 0; h < c.hq; ++h) {
       int64_t kvh = h / (c.hq / c.hk);
@@ -186,18 +189,27 @@ bool referenceBackward(const ReferenceConfig &c, const std::vector<double> &q,
           // dS with respect to the (capped) score, then through the softcap:
           // d/dx [c * tanh(x / c)] = 1 - tanh(x / c)^2.
           double ds = r.p[j] * (dp - dsum);
+          double dsMag = r.p[j] * (std::fabs(dp) + std::fabs(dsum));
           if (c.softcap > 0.0) {
             double t = std::tanh(r.x[j] / c.softcap);
             ds *= 1.0 - t * t;
+            dsMag *= 1.0 - t * t;
           }
           double *dkj = &out->dk[kvRow * c.d];
           double *dvj = &out->dv[kvRow * c.dv];
+          double *dqiMag = &out->dqMagnitude[row * c.d];
+          double *dkjMag = &out->dkMagnitude[kvRow * c.d];
+          double *dvjMag = &out->dvMagnitude[kvRow * c.dv];
           for (int64_t e = 0; e < c.d; ++e) {
             dqi[e] += scale * ds * kj[e];
             dkj[e] += scale * ds * qi[e];
+            dqiMag[e] += scale * dsMag * std::fabs(kj[e]);
+            dkjMag[e] += scale * dsMag * std::fabs(qi[e]);
           }
-          for (int64_t e = 0; e < c.dv; ++e)
+          for (int64_t e = 0; e < c.dv; ++e) {
             dvj[e] += r.p[j] * doi[e];
+            dvjMag[e] += r.p[j] * std::fabs(doi[e]);
+          }
         }
       }
     }

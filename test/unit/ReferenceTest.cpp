@@ -284,6 +284,36 @@ TEST(ReferenceBackward, FullyMaskedRowsHaveNoGradient) {
       EXPECT_EQ(g.dq[h * 8 + e], 0.0);
 }
 
+TEST(ReferenceBackward, MagnitudesBoundTheGradients) {
+  // Sk = 1: every row sees the one key with P = 1, so dS = dP - Dsum = 0 and
+  // dq = dk = 0 exactly, while the magnitudes of their terms are not 0.
+  ReferenceConfig one = config(1, 2, 1, 5, 1, 4, 3);
+  std::vector<double> q = randomNormal(40, 9), k = randomNormal(4, 10),
+                      v = randomNormal(3, 11), dO = randomNormal(30, 12);
+  ReferenceBackward g;
+  std::string err;
+  ASSERT_TRUE(referenceBackward(one, q, k, v, dO, &g, &err)) << err;
+  for (size_t i = 0; i < g.dq.size(); ++i) {
+    EXPECT_NEAR(g.dq[i], 0.0, 1e-15);
+    EXPECT_GT(g.dqMagnitude[i], 0.0);
+  }
+  for (size_t i = 0; i < g.dk.size(); ++i) {
+    EXPECT_NEAR(g.dk[i], 0.0, 1e-14);
+    EXPECT_GT(g.dkMagnitude[i], 0.0);
+  }
+  // In general each magnitude bounds its gradient (triangle inequality).
+  ReferenceConfig c = config(2, 4, 2, 6, 7, 3, 5, "b:2,1,1", 0.5, 3.0);
+  q = randomNormal(144, 13), k = randomNormal(84, 14),
+  v = randomNormal(140, 15), dO = randomNormal(240, 16);
+  ASSERT_TRUE(referenceBackward(c, q, k, v, dO, &g, &err)) << err;
+  for (size_t i = 0; i < g.dq.size(); ++i)
+    EXPECT_LE(std::fabs(g.dq[i]), g.dqMagnitude[i] + 1e-12);
+  for (size_t i = 0; i < g.dk.size(); ++i)
+    EXPECT_LE(std::fabs(g.dk[i]), g.dkMagnitude[i] + 1e-12);
+  for (size_t i = 0; i < g.dv.size(); ++i)
+    EXPECT_LE(std::fabs(g.dv[i]), g.dvMagnitude[i] + 1e-12);
+}
+
 TEST(ReferenceBackward, GivenOFeedsDsumOnly) {
   ReferenceConfig c = config(1, 2, 1, 3, 5, 4, 3, "t:2,0");
   std::vector<double> q = randomNormal(24, 5), k = randomNormal(20, 6),

@@ -359,9 +359,12 @@ int run(Transport &t, int argc, char **argv) {
       rt::ReferenceBackward refB;
       if (!rt::referenceBackward(cfg, qd, kd, vd, dOd, &refB, &err, &givenO))
         fail(err);
-      validation::judgeGradient("dq", dq, refB.dq, dt, &reasons);
-      validation::judgeGradient("dk", dk, refB.dk, dt, &reasons);
-      validation::judgeGradient("dv", dv, refB.dv, dt, &reasons);
+      validation::judgeGradient("dq", dq, refB.dq, refB.dqMagnitude, dt,
+                                &reasons);
+      validation::judgeGradient("dk", dk, refB.dk, refB.dkMagnitude, dt,
+                                &reasons);
+      validation::judgeGradient("dv", dv, refB.dv, refB.dvMagnitude, dt,
+                                &reasons);
     }
     return validation::printVerdict(
                reasons, dt,

@@ -62,10 +62,14 @@ void judgeOutputs(int64_t h, int64_t s, rt::DType dtype,
                   std::vector<std::string> *reasons);
 
 /// Prints "NAME: max_abs_err=... rel_err=..." for a gradient and appends a
-/// reason when it fails (a reference that is all 0 is judged by max_abs_err
-/// at the rel bound: 0 only up to rounding).
+/// reason when it fails: ||got - want|| <= t (||want|| + ||magnitude|| / 10),
+/// t the dtype's rel bound and `magnitude` the reference's sum of the
+/// magnitudes of the gradient's terms (ReferenceBackward): where the terms
+/// cancel, and a gradient of 0 is 0 only up to rounding, the rounding of
+/// the terms is what any correct kernel leaves.
 void judgeGradient(const char *name, const std::vector<float> &got,
-                   const std::vector<double> &want, rt::DType dtype,
+                   const std::vector<double> &want,
+                   const std::vector<double> &magnitude, rt::DType dtype,
                    std::vector<std::string> *reasons);
 
 /// Prints "PASS (DTYPE: <bounds>)" (bounds: a printf format taking the rel

@@ -89,9 +89,12 @@ void printHelp() {
       "generator;\no and lse are the float64 reference forward's (o rounded "
       "to the dtype) unless\n--load DIR has o.npy and lse.npy; dq, dk, dv are "
       "set to NaN before every run.\n--validate prints max_abs_err and "
-      "rel_err for each of dq, dk, dv (where the reference is all 0,\n"
-      "max_abs_err must be within the bound instead) and passes at the "
-      "rel_err\nbounds above; a deterministic=1 bundle must also give the "
+      "rel_err for each of dq, dk, dv (the reference's Dsum takes the o\n"
+      "given to the kernel) and passes when ||out-ref|| <= t (||ref|| + "
+      "||mag|| / 10),\nt the rel_err bound above and mag the reference's "
+      "sum of the magnitudes of\neach gradient's terms (a gradient whose "
+      "terms cancel is exact only up to\ntheir rounding); a deterministic=1 "
+      "bundle must also give the "
       "same bits on a\nsecond run. --grad-check compares <dx, u> for random "
       "unit u with central\nfinite differences of sum(o * dO) (the float64 "
       "forward), within the bound\ntimes max(||dx||, 1).\n"
@@ -286,11 +289,13 @@ bool validateBackward(const Problem &p, const Signature &sig,
   struct Grad {
     const char *name;
     const std::vector<float> &got;
-    const std::vector<double> &want;
-  } grads[] = {{"dq", dq, ref.dq}, {"dk", dk, ref.dk}, {"dv", dv, ref.dv}};
+    const std::vector<double> &want, &magnitude;
+  } grads[] = {{"dq", dq, ref.dq, ref.dqMagnitude},
+               {"dk", dk, ref.dk, ref.dkMagnitude},
+               {"dv", dv, ref.dv, ref.dvMagnitude}};
   std::vector<std::string> reasons;
   for (const Grad &g : grads)
-    judgeGradient(g.name, g.got, g.want, sig.dtype, &reasons);
+    judgeGradient(g.name, g.got, g.want, g.magnitude, sig.dtype, &reasons);
   if (changedOnRerun) {
     if (changedOnRerun->empty())
       std::printf("deterministic: a second run gave bit-identical dq, dk, "

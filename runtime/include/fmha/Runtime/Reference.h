@@ -47,6 +47,11 @@ struct ReferenceBackward {
   std::vector<double> dq; ///< [B,Hq,Sq,D]
   std::vector<double> dk; ///< [B,Hk,Sk,D], summed over the Hq/Hk group.
   std::vector<double> dv; ///< [B,Hk,Sk,Dv], summed over the Hq/Hk group.
+  /// The same sums over the magnitudes of their terms (|dS| bounded by
+  /// P (|dP| + |Dsum|)): the scale of the rounding error any summation order
+  /// makes, which the gradient itself can be far below where its terms
+  /// cancel (with one visible key, dS = P (dP - Dsum) is 0 exactly).
+  std::vector<double> dqMagnitude, dkMagnitude, dvMagnitude;
 };
 
 /// Forward attention. Returns false (and sets *err) when the config does not
