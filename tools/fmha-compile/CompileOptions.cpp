@@ -60,7 +60,7 @@ cl::opt<int64_t> blockM("block-m",
 cl::opt<int64_t>
     blockN("block-n",
            cl::desc("Keys per kv tile (cuda default: 64, 32 at "
-                    "D = 128; hip on gfx11/gfx12: 32, 16 at D = 128)"),
+                    "D = 128; hip: 16 on gfx11, 32 on gfx12 (16 at D = 128))"),
            cl::init(64), cl::cat(category));
 cl::opt<int64_t> warpRows("warp-rows",
                           cl::desc("GPU: query rows per warp (16 or 32): the "
@@ -173,13 +173,16 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     }
     if (meta.target == rt::Target::Hip) {
       // 32x32 MFMA: one row block of 32 rows per wave. RDNA (wave32 WMMA):
-      // 32-key tiles (16 at D = 128) keep every mask within the 256 VGPRs of
-      // a lane, without scratch.
+      // 16-key tiles on RDNA3, 32 on RDNA4 (16 at D = 128) keep every mask
+      // within the 256 VGPRs of a lane, without scratch.
       if (mfma == 32 && !warpRows.getNumOccurrences())
         warpRows = 32;
-      if (llvm::StringRef(meta.chip).starts_with("gfx1") &&
-          !blockN.getNumOccurrences())
-        meta.blockN = blockN = std::max(meta.d, meta.dv) > 64 ? 16 : 32;
+      llvm::StringRef chipName(meta.chip);
+      if (chipName.starts_with("gfx1") && !blockN.getNumOccurrences())
+        meta.blockN = blockN =
+            chipName.starts_with("gfx11") || std::max(meta.d, meta.dv) > 64
+                ? 16
+                : 32;
     }
     if (meta.target != rt::Target::Cpu) {
       const std::string t = "--target=" + target.getValue();
