@@ -245,10 +245,10 @@ struct TileStoreLowering : OpRewritePattern<TileStoreOp> {
   }
 };
 
-/// c (+)= alpha op(a) op(b). Without transpose_b (and not atomic) the loops
-/// run i, k, j so that the innermost loop streams rows of b and c; with it,
-/// i, j, k, a dot product over rows of a and b. Atomic updates take the dot
-/// product form too: one atomic add per element of c.
+/// c (+)= alpha op(a) op(b). Without transpose_b the loops run i, k, j so
+/// that the innermost loop streams rows of b and c (atomic updates stream
+/// into a row of scratch, then add it to c atomically); with it, i, j, k, a
+/// dot product over rows of a and b (atomic: one atomic add per element).
 struct TileMatmulLowering : OpRewritePattern<TileMatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TileMatmulOp op,
@@ -267,7 +267,35 @@ struct TileMatmulLowering : OpRewritePattern<TileMatmulOp> {
     auto loadB = [&](LoopBuilder &x, Value kk, Value j) {
       return tb ? x.load(b, {j, kk}) : x.load(b, {kk, j});
     };
+    // Atomic updates of a c with a static row length: the row of the product
+    // is formed in scratch in the streaming order, then added to c with one
+    // atomic add per element.
+    auto cType = cast<MemRefType>(c.getType());
+    Value rowScratch;
+    if (atomic && !tb && !cType.isDynamicDim(1))
+      rowScratch = memref::AllocaOp::create(
+          rewriter, loc,
+          MemRefType::get({cType.getDimSize(1)}, rewriter.getF32Type()));
     lb.forEach(m, [&](LoopBuilder &row, Value i) {
+      if (rowScratch) {
+        row.forEach(n, [&](LoopBuilder &col, Value j) {
+          col.store(zero, rowScratch, j);
+        });
+        row.forEach(kDim, [&](LoopBuilder &red, Value kk) {
+          Value aik = red.mul(loadA(red, i, kk), alpha);
+          red.forEach(n, [&](LoopBuilder &col, Value j) {
+            col.store(col.add(col.load(rowScratch, j),
+                              col.mul(aik, loadB(col, kk, j))),
+                      rowScratch, j);
+          });
+        });
+        row.forEach(n, [&](LoopBuilder &col, Value j) {
+          memref::AtomicRMWOp::create(col.b, loc, arith::AtomicRMWKind::addf,
+                                      col.load(rowScratch, j), c,
+                                      ValueRange{i, j});
+        });
+        return;
+      }
       if (tb || atomic) {
         row.forEach(n, [&](LoopBuilder &col, Value j) {
           Value dot =
