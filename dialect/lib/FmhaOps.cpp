@@ -6,6 +6,11 @@
 
 #include "fmha/Dialect/FmhaOps.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -280,6 +285,120 @@ void AttentionOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   addDpsEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp: TilingInterface
+//===----------------------------------------------------------------------===//
+//
+// The parallel dims are B, Hq and Sq (on tensors). A tile of query heads
+// [h0, h0 + hs) reads kv heads [h0 / g, (h0 + hs) / g) with g = Hq / Hk, so
+// hs must be a multiple of g; K and V keep every key. Sq may be tiled only
+// without a mask: a mask needs the absolute row index (and Sq itself for
+// `b`), which a tile's own op no longer has.
+
+SmallVector<utils::IteratorType> AttentionOp::getLoopIteratorTypes() {
+  return SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel);
+}
+
+SmallVector<Range> AttentionOp::getIterationDomain(OpBuilder &b) {
+  Location loc = getLoc();
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  SmallVector<Range> domain;
+  for (int64_t d = 0; d < 3; ++d) {
+    OpFoldResult size;
+    if (!ShapedType::isDynamic(dimOf(getQ(), d)))
+      size = b.getIndexAttr(dimOf(getQ(), d));
+    else if (isa<RankedTensorType>(getQ().getType()))
+      size = tensor::DimOp::create(b, loc, getQ(), d).getResult();
+    else
+      size = memref::DimOp::create(b, loc, getQ(), d).getResult();
+    domain.push_back(Range{zero, size, one});
+  }
+  return domain;
+}
+
+/// Whether `size` is all of dim `d` of `source` (untiled).
+static bool isWholeDim(OpFoldResult size, Value source, int64_t d) {
+  if (std::optional<int64_t> c = getConstantIntValue(size))
+    return *c == dimOf(source, d);
+  auto dim = dyn_cast<Value>(size).getDefiningOp<tensor::DimOp>();
+  if (!dim)
+    return false;
+  std::optional<int64_t> index = getConstantIntValue(dim.getIndex());
+  return index && *index == d && dim.getSource().getType() == source.getType();
+}
+
+FailureOr<TilingResult>
+AttentionOp::getTiledImplementation(OpBuilder &b,
+                                    ArrayRef<OpFoldResult> offsets,
+                                    ArrayRef<OpFoldResult> sizes) {
+  Location loc = getLoc();
+  if (!isa<RankedTensorType>(getQ().getType()))
+    return emitOpError() << "is tiled through TilingInterface on tensors only";
+  const int64_t hq = dimOf(getQ(), 1), hk = dimOf(getK(), 1);
+  const int64_t group = hq / hk;
+  std::optional<int64_t> headTile = getConstantIntValue(sizes[1]);
+  if (!headTile || *headTile % group != 0)
+    return emitOpError()
+           << "head tiles must be a constant multiple of Hq / Hk (" << group
+           << ") so that each reads whole kv heads";
+  if (!getMaskSpec().isNone() &&
+      !(isConstantIntValue(offsets[2], 0) && isWholeDim(sizes[2], getQ(), 2)))
+    return emitOpError()
+           << "cannot tile the query sequence under mask '"
+           << getMaskSpec().str()
+           << "': the mask needs absolute row indices; tile B and Hq only";
+
+  OpFoldResult zero = b.getIndexAttr(0);
+  auto slice = [&](Value source, ArrayRef<OpFoldResult> offs,
+                   ArrayRef<OpFoldResult> szs) -> Value {
+    auto type = cast<RankedTensorType>(source.getType());
+    SmallVector<OpFoldResult> offsets(offs), sizes(szs);
+    for (int64_t d = offsets.size(); d < type.getRank(); ++d) {
+      offsets.push_back(zero);
+      sizes.push_back(tensor::getMixedSize(b, loc, source, d));
+    }
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(b, loc, source, offsets, sizes,
+                                          strides);
+  };
+  AffineExpr h;
+  bindDims(b.getContext(), h);
+  OpFoldResult kvOffset = affine::makeComposedFoldedAffineApply(
+      b, loc, h.floorDiv(group), {offsets[1]});
+  OpFoldResult kvSize = b.getIndexAttr(*headTile / group);
+  OpFoldResult keys = tensor::getMixedSize(b, loc, getK(), 2);
+  SmallVector<OpFoldResult> qOffsets(offsets), qSizes(sizes);
+  SmallVector<OpFoldResult> kvOffsets = {offsets[0], kvOffset, zero};
+  SmallVector<OpFoldResult> kvSizes = {sizes[0], kvSize, keys};
+
+  SmallVector<Value> operands = {
+      slice(getQ(), qOffsets, qSizes), slice(getK(), kvOffsets, kvSizes),
+      slice(getV(), kvOffsets, kvSizes), slice(getO(), qOffsets, qSizes)};
+  if (getLse())
+    operands.push_back(slice(getLse(), qOffsets, qSizes));
+  SmallVector<Type> resultTypes;
+  for (Value init : ArrayRef<Value>(operands).drop_front(3))
+    resultTypes.push_back(init.getType());
+  Operation *tiled = mlir::clone(b, getOperation(), resultTypes, operands);
+  SmallVector<Operation *> slices;
+  for (Value operand : operands)
+    slices.push_back(operand.getDefiningOp());
+  return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()), slices};
+}
+
+LogicalResult AttentionOp::getResultTilePosition(
+    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  resultOffsets.assign(offsets.begin(), offsets.end());
+  resultSizes.assign(sizes.begin(), sizes.end());
+  if (resultNumber == 0) { // o: all of Dv
+    resultOffsets.push_back(b.getIndexAttr(0));
+    resultSizes.push_back(b.getIndexAttr(dimOf(getO(), 3)));
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -30,11 +30,14 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/TransformOps/DialectExtension.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -53,7 +56,11 @@ void mlir::fmha::registerAllFmhaDialects(DialectRegistry &registry) {
       tensor::TensorDialect, bufferization::BufferizationDialect,
       affine::AffineDialect, cf::ControlFlowDialect, index::IndexDialect,
       ub::UBDialect, gpu::GPUDialect, NVVM::NVVMDialect, nvgpu::NVGPUDialect,
-      vector::VectorDialect, amdgpu::AMDGPUDialect, ROCDL::ROCDLDialect>();
+      vector::VectorDialect, amdgpu::AMDGPUDialect, ROCDL::ROCDLDialect,
+      linalg::LinalgDialect, transform::TransformDialect>();
+  // The transform dialect's structured ops (tile_using_for, ...) drive
+  // fmha.attention's TilingInterface.
+  linalg::registerTransformDialectExtension(registry);
   // What `convert-to-llvm` needs to lower the dialects the pipelines emit.
   arith::registerConvertArithToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);

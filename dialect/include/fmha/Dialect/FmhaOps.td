@@ -11,6 +11,7 @@ include "fmha/Dialect/FmhaBase.td"
 include "fmha/Dialect/FmhaAttrs.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/TilingInterface.td"
 
 def Fmha_ShapedFloat : AnyTypeOf<[RankedTensorOf<[F16, BF16, F32]>,
                                   MemRefOf<[F16, BF16, F32]>],
@@ -27,7 +28,10 @@ class Fmha_DpsOp<string mnemonic, list<Trait> traits = []>
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-def Fmha_AttentionOp : Fmha_DpsOp<"attention"> {
+def Fmha_AttentionOp : Fmha_DpsOp<"attention", [
+    DeclareOpInterfaceMethods<TilingInterface, ["getLoopIteratorTypes",
+        "getIterationDomain", "getTiledImplementation",
+        "getResultTilePosition"]>]> {
   let summary = "Fused multi-head attention (forward)";
   let description = [{
     `o = softmax(mask(softcap(scale * q k^T))) v` over BHSD operands:
