@@ -25,3 +25,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$bin/fmha-compile" --target=cpu --dtype=f32 --hq=8 --hk=2 -d 64 --mask=b:256,0,4 -o "$tmp/attn.fmha"
 "$bin/fmha-run" "$tmp/attn.fmha" -b 1 --sq 300 --sk 700 --show-mask
 "$bin/fmha-run" "$tmp/attn.fmha" -b 2 --sq 300 --sk 700 --validate --bench --iters 5
+echo
+echo "== The backward kernel of the same problem: dq, dk, dv against the float64 reference"
+"$bin/fmha-compile" --target=cpu --dtype=f32 --hq=8 --hk=2 -d 64 --mask=b:256,0,4 --bwd -o "$tmp/attn-bwd.fmha"
+"$bin/fmha-run" "$tmp/attn-bwd.fmha" -b 1 --sq 300 --sk 700 --validate
