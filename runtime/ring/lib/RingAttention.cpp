@@ -53,9 +53,9 @@ rt::Problem pairProblem(const BundleMeta &m, const RingConfig &c) {
   return p;
 }
 
-/// acc[i] += src[i] (src in `dtype`), in float32.
-void addInto(std::vector<float> &acc, const unsigned char *src, DType dtype) {
-  for (size_t i = 0; i < acc.size(); ++i) {
+/// acc[i] += src[i] for i < count (src in `dtype`), in float32.
+void addInto(float *acc, size_t count, const unsigned char *src, DType dtype) {
+  for (size_t i = 0; i < count; ++i) {
     float x;
     if (dtype == DType::F32) {
       std::memcpy(&x, src + 4 * i, 4);
@@ -261,7 +261,6 @@ Status runRing(Transport &t, const RingKernels &k, const RingConfig &c,
     std::vector<float> dkvCur(m * dkvChunk, 0.0f), dkvNext(m * dkvChunk);
     out->dq.assign(m, std::vector<float>(p.qElements(), 0.0f));
     std::vector<unsigned char> dqTmp(qBytes), dkTmp(kBytes), dvTmp(vBytes);
-    std::vector<float> acc;
     for (int s = 0; s < n; ++s) {
       int src = (rank - s + n) % n;
       std::vector<int64_t> theirs = ringChunks(src, n, c.zigzag);
@@ -292,17 +291,12 @@ Status runRing(Transport &t, const RingKernels &k, const RingConfig &c,
           if (!st.ok())
             return st;
           ++local.kernelCalls;
-          addInto(out->dq[i], dqTmp.data(), meta.dtype);
+          addInto(out->dq[i].data(), out->dq[i].size(), dqTmp.data(),
+                  meta.dtype);
           // The travelling dK/dV sums of kv chunk j (float32).
-          acc.assign(dkvCur.begin() + j * dkvChunk,
-                     dkvCur.begin() + j * dkvChunk + dkCount);
-          addInto(acc, dkTmp.data(), meta.dtype);
-          std::copy(acc.begin(), acc.end(), dkvCur.begin() + j * dkvChunk);
-          acc.assign(dkvCur.begin() + j * dkvChunk + dkCount,
-                     dkvCur.begin() + (j + 1) * dkvChunk);
-          addInto(acc, dvTmp.data(), meta.dtype);
-          std::copy(acc.begin(), acc.end(),
-                    dkvCur.begin() + j * dkvChunk + dkCount);
+          float *dkv = &dkvCur[j * dkvChunk];
+          addInto(dkv, dkCount, dkTmp.data(), meta.dtype);
+          addInto(dkv + dkCount, dvCount, dvTmp.data(), meta.dtype);
         }
       }
       // dK/dV move on after this step's sums; after the last step the
