@@ -69,6 +69,22 @@ bool allEqual(const std::vector<float> &v, float want) {
   return !v.empty();
 }
 
+TEST_F(FmhaRunBwd, GradCheckFailsOnWrongGradients) {
+  // Constant "gradients" disagree with the finite differences of the
+  // forward: one line a tensor, then FAIL naming each, exit 1.
+  std::string b =
+      bundle("plumbing_bwd_const_f32", DType::F32, 4, 2, 16, 8, "t");
+  CommandResult r = run(b + " -b 1 --sq 5 --sk 7 --grad-check");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  for (const char *g : {"\ngrad-check dq: finite_difference=",
+                        "\ngrad-check dk: finite_difference=",
+                        "\ngrad-check dv: finite_difference="})
+    EXPECT_TRUE(contains(r.output, g)) << r.output;
+  EXPECT_TRUE(contains(r.output, "\ngrad-check FAIL: dq off by ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "; dk off by ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "; dv off by ")) << r.output;
+}
+
 TEST_F(FmhaRunBwd, ValidateReportsEachGradient) {
   // The constants are not the gradients: FAIL, exit 1, one line a tensor,
   // and no NaN (the fake got finite o, lse, dO and consistent shapes).
