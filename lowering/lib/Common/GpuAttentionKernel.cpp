@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuKernelUtils.h"
 #include "fmha/Conversion/GpuTarget.h"
 #include "fmha/Conversion/Passes.h"
 #include "fmha/Dialect/FmhaOps.h"
@@ -38,6 +39,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 #include <limits>
@@ -68,12 +70,6 @@ std::string GpuTarget::configure(StringRef chip, int64_t matrixSize) {
 
 namespace {
 
-constexpr const char *kKernelModuleName = "fmha_kernels";
-
-/// Workgroup-memory rows are padded by 16 bytes so that the eight rows an 8x8
-/// matrix load reads fall in different banks.
-constexpr int64_t kRowPad = 8;
-
 /// Bytes of the K and V buffers (all stages) of 16-bit elements.
 int64_t sharedBytesFor(int64_t stages, int64_t blockN, int64_t d, int64_t dv) {
   return stages * blockN * ((d + kRowPad) + (dv ? dv + kRowPad : 0)) * 2;
@@ -88,40 +84,6 @@ int64_t kernelSharedBytes(const GpuTarget &target, int64_t blockM,
     bytes += blockM * (blockN + kRowPad) * 2; // warps * mmaM rows
   return bytes;
 }
-
-/// Float helpers for the kernel body.
-struct FloatMath {
-  OpBuilder &b;
-  Location loc;
-  const GpuTarget &target;
-
-  Value c(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value negInf() { return c(-std::numeric_limits<double>::infinity()); }
-  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value max(Value x, Value y) {
-    return arith::MaximumFOp::create(b, loc, x, y);
-  }
-  Value exp2(Value x) { return target.emitExp2(b, loc, x); }
-  /// x * y + z, rounded once.
-  Value fma(Value x, Value y, Value z) {
-    return math::FmaOp::create(b, loc, x, y, z);
-  }
-  Value log2(Value x) { return target.emitLog2(b, loc, x); }
-  /// tanh(x) = 1 - 2 / (exp(2x) + 1), from exp2 alone (no math library on
-  /// the device); exact at both saturated ends.
-  Value tanh(Value x) {
-    Value e = exp2(mul(x, c(2.0 * 1.4426950408889634)));
-    Value q = arith::DivFOp::create(b, loc, c(2.0), add(e, c(1.0)));
-    return sub(c(1.0), q);
-  }
-  Value select(Value cond, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, cond, x, y);
-  }
-};
 
 /// Everything the kernel builder needs to know about one problem signature.
 struct KernelConfig {
@@ -738,11 +700,24 @@ struct FmhaLowerToGpuPass
       module.emitError() << chipError;
       return signalPassFailure();
     }
-    SmallVector<AttentionOp> ops;
-    module.walk([&](AttentionOp op) { ops.push_back(op); });
-    for (AttentionOp op : ops)
-      if (failed(lower(op, *gpuTarget)))
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<AttentionOp, AttentionBwdOp, MergeOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      LogicalResult result =
+          TypeSwitch<Operation *, LogicalResult>(op)
+              .Case([&](AttentionOp a) { return lower(a, *gpuTarget); })
+              .Case([&](AttentionBwdOp a) {
+                return lowerAttentionBwdToGpu(a, *gpuTarget, chip, kernelName);
+              })
+              .Case([&](MergeOp m) {
+                return lowerMergeToGpu(m, *gpuTarget, chip, kernelName);
+              });
+      if (failed(result))
         return signalPassFailure();
+    }
   }
 
   LogicalResult lower(AttentionOp op, const GpuTarget &gpuTarget) {
@@ -754,14 +729,7 @@ struct FmhaLowerToGpuPass
     MLIRContext *ctx = module.getContext();
     Location loc = op.getLoc();
     OpBuilder b(ctx);
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                    UnitAttr::get(ctx));
-
-    auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
-    if (!gpuModule) {
-      b.setInsertionPointToEnd(module.getBody());
-      gpuModule = gpu::GPUModuleOp::create(b, loc, kKernelModuleName);
-    }
+    gpu::GPUModuleOp gpuModule = getOrCreateKernelModule(module, loc);
     auto qType = cast<MemRefType>(op.getQ().getType());
     auto kType = cast<MemRefType>(op.getK().getType());
     auto vType = cast<MemRefType>(op.getV().getType());
@@ -809,13 +777,7 @@ struct FmhaLowerToGpuPass
     // Host side: flat views of the operands and the launch.
     b.setInsertionPoint(op);
     IndexMath im{b, loc};
-    auto flatten = [&](Value v) -> Value {
-      auto type = cast<MemRefType>(v.getType());
-      SmallVector<ReassociationIndices> all(1);
-      for (int64_t i = 0; i < type.getRank(); ++i)
-        all[0].push_back(i);
-      return memref::CollapseShapeOp::create(b, loc, v, all);
-    };
+    auto flatten = [&](Value v) { return collapseToRank1(b, loc, v); };
     Value lse = op.getLse();
     if (!lse) {
       // The kernel always writes lse; give it a scratch buffer.
@@ -851,3 +813,21 @@ struct FmhaLowerToGpuPass
 };
 
 } // namespace
+
+gpu::GPUModuleOp mlir::fmha::getOrCreateKernelModule(ModuleOp module,
+                                                     Location loc) {
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  UnitAttr::get(module.getContext()));
+  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName))
+    return existing;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  return gpu::GPUModuleOp::create(b, loc, kKernelModuleName);
+}
+
+Value mlir::fmha::collapseToRank1(OpBuilder &b, Location loc, Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  SmallVector<ReassociationIndices> all(1);
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    all[0].push_back(i);
+  return memref::CollapseShapeOp::create(b, loc, memref, all);
+}

@@ -1,0 +1,88 @@
+//===- GpuKernelUtils.h - Shared pieces of the GPU kernel builders -*- C++ -*-//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What the forward, backward and merge kernel builders of --fmha-lower-to-gpu
+// share: f32 arithmetic that routes exp2/log2 through the target, the kernel
+// module, flat views of operands, and the per-op lowering entry points.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_LOWERING_COMMON_GPUKERNELUTILS_H
+#define FMHA_LOWERING_COMMON_GPUKERNELUTILS_H
+
+#include "fmha/Conversion/GpuTarget.h"
+#include "fmha/Dialect/FmhaOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <limits>
+
+namespace mlir::fmha {
+
+/// The gpu.module every kernel of --fmha-lower-to-gpu lands in.
+inline constexpr const char *kKernelModuleName = "fmha_kernels";
+
+/// Workgroup-memory rows are padded by 16 bytes so that the eight rows an 8x8
+/// matrix load reads fall in different banks.
+inline constexpr int64_t kRowPad = 8;
+
+/// f32 helpers for kernel bodies.
+struct FloatMath {
+  OpBuilder &b;
+  Location loc;
+  const GpuTarget &target;
+
+  Value c(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value negInf() { return c(-std::numeric_limits<double>::infinity()); }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
+  Value exp2(Value x) { return target.emitExp2(b, loc, x); }
+  /// x * y + z, rounded once.
+  Value fma(Value x, Value y, Value z) {
+    return math::FmaOp::create(b, loc, x, y, z);
+  }
+  Value log2(Value x) { return target.emitLog2(b, loc, x); }
+  /// tanh(x) = 1 - 2 / (exp(2x) + 1), from exp2 alone (no math library on
+  /// the device); exact at both saturated ends.
+  Value tanh(Value x) {
+    Value e = exp2(mul(x, c(2.0 * 1.4426950408889634)));
+    Value q = arith::DivFOp::create(b, loc, c(2.0), add(e, c(1.0)));
+    return sub(c(1.0), q);
+  }
+  Value select(Value cond, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, cond, x, y);
+  }
+};
+
+/// The module's `gpu.module @fmha_kernels`, created (and the module marked as
+/// a GPU container) on first use.
+gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module, Location loc);
+
+/// A rank-1 view of a contiguous memref (memref.collapse_shape).
+Value collapseToRank1(OpBuilder &b, Location loc, Value memref);
+
+/// Lowers one fmha.attention_bwd on memrefs to its kernels and launches
+/// (GpuAttentionBwdKernel.cpp); emits the diagnostic on failure.
+LogicalResult lowerAttentionBwdToGpu(AttentionBwdOp op, const GpuTarget &target,
+                                     StringRef chip, StringRef kernelName);
+
+/// Lowers one fmha.merge on memrefs to its kernel and launch
+/// (GpuMergeKernel.cpp); emits the diagnostic on failure.
+LogicalResult lowerMergeToGpu(MergeOp op, const GpuTarget &target,
+                              StringRef chip, StringRef kernelName);
+
+} // namespace mlir::fmha
+
+#endif // FMHA_LOWERING_COMMON_GPUKERNELUTILS_H
