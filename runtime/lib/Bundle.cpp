@@ -225,12 +225,19 @@ std::string BundleMeta::validate() const {
   if (target != Target::Cpu && chip.empty())
     return std::string("target ") + toString(target) + " needs a chip";
   bool gpu = target != Target::Cpu;
-  if (abi != kAbiMemrefCifaceV1 && abi != kAbiGpuFlatV1)
+  if (abi != kAbiMemrefCifaceV1 && abi != kAbiGpuFlatV1 &&
+      abi != kAbiGpuBwdV1 && abi != kAbiGpuMergeV1)
     return "unknown abi " + quote(abi) + " (this runtime knows " +
-           kAbiMemrefCifaceV1 + " and " + kAbiGpuFlatV1 + ")";
-  if (gpu && abi != kAbiGpuFlatV1)
-    return std::string("target ") + toString(target) + " needs abi " +
-           kAbiGpuFlatV1 + ", got " + abi;
+           kAbiMemrefCifaceV1 + ", " + kAbiGpuFlatV1 + ", " + kAbiGpuBwdV1 +
+           " and " + kAbiGpuMergeV1 + ")";
+  if (gpu) {
+    const char *want = kind == KernelKind::Backward ? kAbiGpuBwdV1
+                       : kind == KernelKind::Merge  ? kAbiGpuMergeV1
+                                                    : kAbiGpuFlatV1;
+    if (abi != want)
+      return std::string("target ") + toString(target) + " kind " +
+             toString(kind) + " needs abi " + want + ", got " + abi;
+  }
   if (!gpu && abi != kAbiMemrefCifaceV1)
     return std::string("target cpu needs abi ") + kAbiMemrefCifaceV1 +
            ", got " + abi;

@@ -227,17 +227,17 @@ GpuBackend::load(const BundleMeta &meta, std::string_view binary,
   };
   auto failed = [&](const Status &s) { return fail(s.code(), s.message()); };
   const std::string backendName = toString(target());
+  if (meta.kind != KernelKind::Forward)
+    return fail(ErrorCode::BadBundle,
+                "the " + backendName + " backend has no " +
+                    (meta.kind == KernelKind::Merge ? "merge" : "backward") +
+                    " ABI yet");
   if (meta.target != target() || meta.abi != kAbiGpuFlatV1 ||
       !api_->runs(meta.binaryFormat))
     return fail(ErrorCode::BadBundle,
                 "the " + backendName + " backend runs target " + backendName +
                     ", binary_format " + api_->formats() +
                     ", abi gpu-flat-v1 only");
-  if (meta.kind != KernelKind::Forward)
-    return fail(ErrorCode::BadBundle,
-                "the " + backendName + " backend has no " +
-                    (meta.kind == KernelKind::Merge ? "merge" : "backward") +
-                    " ABI yet");
   if (meta.blockThreads > device_.maxThreads)
     return fail(ErrorCode::LoadFailed,
                 "block_threads=" + std::to_string(meta.blockThreads) +

@@ -225,6 +225,8 @@ TEST(Bundle, DeterministicKey) {
   // Backward bundles print it (0 or 1) after kind, and it round-trips.
   BundleMeta bwd = sampleMeta();
   bwd.kind = KernelKind::Backward;
+  if (bwd.target != Target::Cpu)
+    bwd.abi = kAbiGpuBwdV1;
   for (bool det : {false, true}) {
     bwd.deterministic = det;
     std::string bytes;
@@ -292,10 +294,10 @@ TEST(Bundle, GpuLaunchKeysAndAbi) {
       {"shared_bytes", "shared_bytes=",
        "bad value for 'shared_bytes': '' (expected a decimal integer)"},
       {"abi", "abi=memref-ciface-v1",
-       "target cuda needs abi gpu-flat-v1, got memref-ciface-v1"},
+       "target cuda kind fwd needs abi gpu-flat-v1, got memref-ciface-v1"},
       {"abi", "abi=gpu-flat-v2",
-       "unknown abi 'gpu-flat-v2' (this runtime knows memref-ciface-v1 and "
-       "gpu-flat-v1)"},
+       "unknown abi 'gpu-flat-v2' (this runtime knows memref-ciface-v1, "
+       "gpu-flat-v1, gpu-bwd-v1 and gpu-merge-v1)"},
   };
   for (const Case &c : cases)
     EXPECT_EQ(parseError(withLine(c.key, c.line)),
@@ -350,7 +352,7 @@ TEST(Bundle, HipNeedsHsacoAndGpuFlatV1) {
   bad = m;
   bad.abi = kAbiMemrefCifaceV1;
   EXPECT_EQ(bad.validate(),
-            "target hip needs abi gpu-flat-v1, got memref-ciface-v1");
+            "target hip kind fwd needs abi gpu-flat-v1, got memref-ciface-v1");
   bad = m;
   bad.chip = "";
   EXPECT_EQ(bad.validate(), "target hip needs a chip");
@@ -417,8 +419,8 @@ TEST(Bundle, BadValues) {
       {"kernel", "kernel=9lives",
        "bad value for 'kernel': '9lives' (expected a C identifier)"},
       {"abi", "abi=memref-ciface-v2",
-       "unknown abi 'memref-ciface-v2' (this runtime knows memref-ciface-v1 "
-       "and gpu-flat-v1)"},
+       "unknown abi 'memref-ciface-v2' (this runtime knows memref-ciface-v1, "
+       "gpu-flat-v1, gpu-bwd-v1 and gpu-merge-v1)"},
       {"binary_format", "binary_format=elf",
        "bad value for 'binary_format': 'elf' (expected elf-so, cubin, ptx or "
        "hsaco)"},

@@ -147,6 +147,7 @@ TEST(GpuFake, LoadErrors) {
   // A backward bundle; a binary format of the other vendor.
   BundleMeta bwd = m;
   bwd.kind = KernelKind::Backward;
+  bwd.abi = kAbiGpuBwdV1;
   k = loadFake(bwd);
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.message(), want.backward);

@@ -51,7 +51,7 @@ cl::opt<bool> deterministic(
 cl::opt<bool> merge(
     "merge",
     cl::desc("Compile the merge of two attention partials (fmha.merge, "
-             "kind=merge; target cpu): o1, o2, o [B,H,S,Dv] with H = --hq "
+             "kind=merge): o1, o2, o [B,H,S,Dv] with H = --hq "
              "and Dv = --dv, lse [B,H,S]; takes only --dtype, --hq, --dv"),
     cl::init(false), cl::cat(category));
 cl::opt<int64_t> blockM("block-m",
@@ -102,9 +102,6 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   if (merge) {
     if (bwd || deterministic)
       return error("--merge cannot be combined with --bwd or --deterministic");
-    if (meta.target != rt::Target::Cpu)
-      return error("--merge needs --target=cpu (the " + target +
-                   " merge kernel is not available yet)");
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
              &hk, &headDim, &mask, &scale, &softcap})
       if (o->getNumOccurrences())
@@ -121,12 +118,19 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     meta.kernel = kMergeKernelName;
     meta.blockM = blockM;
     meta.blockN = blockN;
+    if (meta.target != rt::Target::Cpu) {
+      if (meta.dtype == rt::DType::F32)
+        return error("--merge --target=" + target.getValue() +
+                     " needs --dtype=f16 or bf16");
+      meta.abi = rt::kAbiGpuMergeV1;
+      meta.binaryFormat = meta.target == rt::Target::Hip
+                              ? rt::BinaryFormat::Hsaco
+                              : rt::BinaryFormat::Cubin;
+      meta.blockThreads = 64; // Provisional: the lowering's launch decides.
+    }
   } else {
     if (deterministic && !bwd)
       return error("--deterministic needs --bwd");
-    if (bwd && meta.target != rt::Target::Cpu)
-      return error("--bwd needs --target=cpu (the " + target +
-                   " backward kernel is not available yet)");
     meta.kind = bwd ? rt::KernelKind::Backward : rt::KernelKind::Forward;
     meta.deterministic = deterministic;
     if (hq <= 0 || hk <= 0 || headDim <= 0)
@@ -159,7 +163,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     meta.blockN = blockN;
     meta.kernel = bwd ? kBwdKernelName : kKernelName;
     meta.binaryFormat = rt::BinaryFormat::ElfSo;
-    if (meta.target == rt::Target::Cuda) {
+    if (meta.target == rt::Target::Cuda && !bwd) {
       // Tile defaults measured on the H200 (docs/PERFORMANCE.md, v4): four
       // warps of 32 rows, 64-key tiles at D <= 64, 32-key tiles at D = 128.
       if (!blockM.getNumOccurrences() && !warpRows.getNumOccurrences()) {
@@ -178,7 +182,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       if (mfma == 32 && !warpRows.getNumOccurrences())
         warpRows = 32;
       llvm::StringRef chipName(meta.chip);
-      if (chipName.starts_with("gfx1") && !blockN.getNumOccurrences())
+      if (chipName.starts_with("gfx1") && !bwd && !blockN.getNumOccurrences())
         meta.blockN = blockN =
             chipName.starts_with("gfx11") || std::max(meta.d, meta.dv) > 64
                 ? 16
@@ -200,7 +204,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                      llvm::Twine(warpRows) + ") and at most 512");
       if (blockN % 16 != 0)
         return error(t + " needs --block-n a multiple of 16");
-      meta.abi = rt::kAbiGpuFlatV1;
+      meta.abi = bwd ? rt::kAbiGpuBwdV1 : rt::kAbiGpuFlatV1;
       // Provisional: the bundle takes the launch the lowering chose.
       meta.binaryFormat = meta.target == rt::Target::Hip
                               ? rt::BinaryFormat::Hsaco

@@ -311,20 +311,28 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
   }
   // The launch configuration the lowering chose (block size, dynamic
   // workgroup memory) goes into the bundle for the runtime.
-  bool launchFound = false;
+  // Every launch of the bundle's ABI shares one configuration (the backward
+  // ABI's kernels run with the same block and workgroup memory).
+  std::optional<std::pair<int64_t, int64_t>> launchConfig;
+  bool mixed = false;
   module.walk([&](gpu::LaunchFuncOp launch) {
     auto threads = getConstantIntValue(launch.getBlockSizeX());
     std::optional<int64_t> shared = 0;
     if (Value bytes = launch.getDynamicSharedMemorySize())
       shared = getConstantIntValue(bytes);
-    if (threads && shared) {
-      meta.blockThreads = *threads;
-      meta.sharedBytes = *shared;
-      launchFound = true;
+    if (!threads || !shared) {
+      mixed = true;
+      return;
     }
+    if (launchConfig && *launchConfig != std::pair(*threads, *shared))
+      mixed = true;
+    launchConfig = std::pair(*threads, *shared);
   });
-  if (!launchFound)
-    fail("the pipeline produced no launch with a constant configuration");
+  if (!launchConfig || mixed)
+    fail("the pipeline produced no launch configuration that is constant and "
+         "the same for every kernel");
+  meta.blockThreads = launchConfig->first;
+  meta.sharedBytes = launchConfig->second;
   std::string binary;
   module.walk([&](gpu::BinaryOp op) {
     for (Attribute attr : op.getObjectsAttr())

@@ -88,6 +88,26 @@ inline constexpr const char *kAbiMemrefCifaceV1 = "memref-ciface-v1";
 /// kernel parameters (see Runtime.h). Valid for targets cuda and hip only.
 inline constexpr const char *kAbiGpuFlatV1 = "gpu-flat-v1";
 
+/// The GPU backward ABI (kind=bwd, targets cuda and hip). The module holds
+/// three kernels, `<kernel>_prep`, `<kernel>_dkdv` and `<kernel>_dq`,
+/// launched in that order on one stream, each with block (block_threads, 1,
+/// 1) and shared_bytes of dynamic workgroup memory, all taking the same
+/// parameters: the flattened 1-d memref descriptors (allocated, aligned,
+/// offset 0, size, stride 1; five 64-bit values each) of q, k, v, o, dO
+/// (element type), lse (f32), dq, dk, dv (element type), dsum (f32,
+/// B*Hq*Sq elements) and dqacc (f32, B*Hq*Sq*D elements; size 0 when
+/// deterministic, and then never read), followed by B, Sq, Sk (64-bit).
+/// Grids: prep and dq (ceil(Sq / block_m), Hq, B), dkdv (ceil(Sk / block_n),
+/// Hk, B). prep writes dsum = rowsum(dO * o) and zeroes dqacc; dkdv writes
+/// dk and dv (and, unless deterministic, adds dS K into dqacc atomically);
+/// dq writes dq (deterministic: recomputed per q tile over its kv tiles in a
+/// fixed order; otherwise dqacc * scale rounded). The workspace is dsum,
+/// then dqacc at the next 256-byte boundary.
+inline constexpr const char *kAbiGpuBwdV1 = "gpu-bwd-v1";
+
+/// The GPU merge ABI (kind=merge, targets cuda and hip); see Runtime.h.
+inline constexpr const char *kAbiGpuMergeV1 = "gpu-merge-v1";
+
 /// The largest block_threads a bundle may state (CUDA's and HIP's limit of
 /// threads per block).
 inline constexpr int64_t kMaxBlockThreads = 1024;
