@@ -123,11 +123,7 @@ private:
   State visitTile(OpBuilder &ob, Value kt, Value kTile, Value vTile,
                   const State &in);
   Value issueTile(OpBuilder &ob, Value kt, Value buf);
-  Value bufferView(OpBuilder &ob, Value buffers, Value buf);
   Value loadPair(OpBuilder &ob, Value memref, Value index, int64_t count);
-  void copyTile(OpBuilder &ob, Value global, Value base, int64_t width,
-                Value key0, Value buffers, Value buf,
-                SmallVectorImpl<Value> &tokens);
 
   OpBuilder &b;
   Location loc;
@@ -154,50 +150,18 @@ Value KernelBuilder::loadPair(OpBuilder &ob, Value memref, Value index,
                                 llvm::MaybeAlign(2 * count));
 }
 
-void KernelBuilder::copyTile(OpBuilder &ob, Value global, Value base,
-                             int64_t width, Value key0, Value buffers,
-                             Value buf, SmallVectorImpl<Value> &tokens) {
-  IndexMath im{ob, loc};
-  const int64_t chunk = 8; // 16 bytes of 16-bit elements
-  const int64_t chunksPerRow = width / chunk;
-  const int64_t total = cfg.blockN * chunksPerRow;
-  const int64_t threads = cfg.warps * target.getWarpSize();
-  Value skLast = im.sub(sk, im.c(1));
-  for (int64_t first = 0; first < total; first += threads) {
-    // Threads past the end copy a chunk again (same data, same place), so no
-    // thread needs a guard.
-    Value c = im.rem(im.add(tid, im.c(first)), im.c(total));
-    Value row = im.div(c, im.c(chunksPerRow));
-    Value col = im.mul(im.rem(c, im.c(chunksPerRow)), im.c(chunk));
-    Value key = im.min(im.add(key0, row), skLast);
-    Value idx = im.add(im.add(base, im.mul(key, im.c(width))), col);
-    tokens.push_back(target.emitAsyncCopy16(
-        ob, loc, global, ValueRange{idx}, buffers, ValueRange{buf, row, col}));
-  }
-}
-
 Value KernelBuilder::issueTile(OpBuilder &ob, Value kt, Value buf) {
   IndexMath im{ob, loc};
   Value c0 = im.mul(kt, im.c(cfg.blockN));
   SmallVector<Value> tokens;
-  copyTile(ob, kMem, kBase, cfg.d, c0, kBuffers, buf, tokens);
-  copyTile(ob, vMem, vBase, cfg.dv, c0, vBuffers, buf, tokens);
+  const int64_t threads = cfg.warps * target.getWarpSize();
+  Value skLast = im.sub(sk, im.c(1));
+  emitCopyRows(ob, loc, target, kMem, kBase, cfg.d, cfg.blockN, c0, skLast,
+               kBuffers, buf, tid, threads, tokens);
+  emitCopyRows(ob, loc, target, vMem, vBase, cfg.dv, cfg.blockN, c0, skLast,
+               vBuffers, buf, tid, threads, tokens);
   llvm::erase(tokens, Value()); // Targets without asynchronous copies.
   return target.emitAsyncCommit(ob, loc, tokens);
-}
-
-Value KernelBuilder::bufferView(OpBuilder &ob, Value buffers, Value buf) {
-  auto type = cast<MemRefType>(buffers.getType());
-  SmallVector<OpFoldResult> offsets = {buf, ob.getIndexAttr(0),
-                                       ob.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes = {ob.getIndexAttr(1),
-                                     ob.getIndexAttr(type.getDimSize(1)),
-                                     ob.getIndexAttr(type.getDimSize(2))};
-  SmallVector<OpFoldResult> strides(3, ob.getIndexAttr(1));
-  auto viewType = memref::SubViewOp::inferRankReducedResultType(
-      {type.getDimSize(1), type.getDimSize(2)}, type, offsets, sizes, strides);
-  return memref::SubViewOp::create(ob, loc, cast<MemRefType>(viewType), buffers,
-                                   offsets, sizes, strides);
 }
 
 SmallVector<Value> KernelBuilder::flatten(const State &s) const {
@@ -470,7 +434,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
           b, loc, pType, raw,
           im.c(sharedBytesFor(stages, cfg.blockN, cfg.d, cfg.dv)),
           ValueRange{});
-      pTile = bufferView(b, pBuffers, warp);
+      pTile = selectBuffer(b, loc, pBuffers, warp);
     }
   }
   Value qt = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
@@ -531,36 +495,18 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   // Keys past Sk are clamped by the copies (and masked by visitTile), so the
   // prefetch past the loop's end reads valid memory. With one stage the
   // copies of a tile simply precede its math.
-  const bool pipelined = target.getNumCopyStages() == 2;
   auto emitLoop = [&](Value lb, Value ub, const State &in, StringRef name) {
-    if (pipelined)
-      issueTile(b, lb, im.c(0));
-    auto loop = scf::ForOp::create(
-        b, loc, lb, ub, im.c(1), flatten(in),
-        [&](OpBuilder &ob, Location, Value kt, ValueRange args) {
-          IndexMath lm{ob, loc};
-          Value buf = lm.c(0);
-          if (pipelined) {
-            buf = lm.rem(lm.sub(kt, lb), lm.c(2));
-            Value group =
-                issueTile(ob, lm.add(kt, lm.c(1)), lm.sub(lm.c(1), buf));
-            target.emitAsyncWait(ob, loc, group, /*pending=*/1);
-          } else {
-            target.emitAsyncWait(ob, loc, issueTile(ob, kt, buf), 0);
-          }
-          target.emitBarrier(ob, loc); // Tile kt is visible to all warps.
-          State next =
-              visitTile(ob, kt, bufferView(ob, kBuffers, buf),
-                        bufferView(ob, vBuffers, buf), unflatten(args));
-          target.emitBarrier(ob, loc); // Its buffer may be refilled.
-          scf::YieldOp::create(ob, loc, flatten(next));
+    scf::ForOp loop = emitPipelinedTileLoop(
+        b, loc, target, lb, ub, flatten(in),
+        [&](OpBuilder &ob, Value kt, Value buf) {
+          return issueTile(ob, kt, buf);
+        },
+        [&](OpBuilder &ob, Value kt, Value buf, ValueRange args) {
+          return flatten(visitTile(ob, kt, selectBuffer(ob, loc, kBuffers, buf),
+                                   selectBuffer(ob, loc, vBuffers, buf),
+                                   unflatten(args)));
         });
     loop->setAttr("fmha.kv_loop", b.getStringAttr(name));
-    if (pipelined) {
-      // Drain the last prefetch before the buffers are reused.
-      target.emitAsyncWait(b, loc, target.emitAsyncCommit(b, loc, {}), 0);
-      target.emitBarrier(b, loc);
-    }
     return unflatten(loop.getResults());
   };
   State state = init;
@@ -822,6 +768,94 @@ gpu::GPUModuleOp mlir::fmha::getOrCreateKernelModule(ModuleOp module,
     return existing;
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   return gpu::GPUModuleOp::create(b, loc, kKernelModuleName);
+}
+
+Value mlir::fmha::workgroupView(OpBuilder &b, Location loc, Value raw,
+                                int64_t byteOffset, ArrayRef<int64_t> shape,
+                                Type elementType) {
+  auto workgroup = gpu::AddressSpaceAttr::get(
+      b.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace());
+  auto type = MemRefType::get(shape, elementType, MemRefLayoutAttrInterface(),
+                              workgroup);
+  Value offset = arith::ConstantIndexOp::create(b, loc, byteOffset);
+  return memref::ViewOp::create(b, loc, type, raw, offset, ValueRange{});
+}
+
+Value mlir::fmha::selectBuffer(OpBuilder &b, Location loc, Value buffers,
+                               Value buf) {
+  auto type = cast<MemRefType>(buffers.getType());
+  SmallVector<OpFoldResult> offsets = {buf, b.getIndexAttr(0),
+                                       b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
+                                     b.getIndexAttr(type.getDimSize(1)),
+                                     b.getIndexAttr(type.getDimSize(2))};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  auto viewType = memref::SubViewOp::inferRankReducedResultType(
+      {type.getDimSize(1), type.getDimSize(2)}, type, offsets, sizes, strides);
+  return memref::SubViewOp::create(b, loc, cast<MemRefType>(viewType), buffers,
+                                   offsets, sizes, strides);
+}
+
+void mlir::fmha::emitCopyRows(OpBuilder &b, Location loc,
+                              const GpuTarget &target, Value global, Value base,
+                              int64_t width, int64_t rows, Value row0,
+                              Value rowLast, Value buffers, Value buf,
+                              Value tid, int64_t threads,
+                              SmallVectorImpl<Value> &tokens) {
+  IndexMath im{b, loc};
+  const int64_t chunk = 8; // 16 bytes of 16-bit elements
+  const int64_t chunksPerRow = width / chunk;
+  const int64_t total = rows * chunksPerRow;
+  for (int64_t first = 0; first < total; first += threads) {
+    // Threads past the end copy a chunk again (same data, same place), so no
+    // thread needs a guard.
+    Value c = im.rem(im.add(tid, im.c(first)), im.c(total));
+    Value row = im.div(c, im.c(chunksPerRow));
+    Value col = im.mul(im.rem(c, im.c(chunksPerRow)), im.c(chunk));
+    Value src = im.min(im.add(row0, row), rowLast);
+    Value idx = im.add(im.add(base, im.mul(src, im.c(width))), col);
+    tokens.push_back(target.emitAsyncCopy16(
+        b, loc, global, ValueRange{idx}, buffers, ValueRange{buf, row, col}));
+  }
+}
+
+scf::ForOp mlir::fmha::emitPipelinedTileLoop(
+    OpBuilder &b, Location loc, const GpuTarget &target, Value lb, Value ub,
+    ValueRange init, function_ref<Value(OpBuilder &, Value, Value)> issue,
+    function_ref<SmallVector<Value>(OpBuilder &, Value, Value, ValueRange)>
+        body) {
+  // With two stages, a software pipeline over workgroup memory: while tile t
+  // is computed from one buffer, the copies of tile t + 1 fill the other.
+  // The copies clamp their rows, so the prefetch past the loop's end reads
+  // valid memory. With one stage the copies of a tile simply precede its
+  // math.
+  IndexMath im{b, loc};
+  const bool pipelined = target.getNumCopyStages() == 2;
+  if (pipelined)
+    issue(b, lb, im.c(0));
+  auto loop = scf::ForOp::create(
+      b, loc, lb, ub, im.c(1), init,
+      [&](OpBuilder &ob, Location, Value t, ValueRange args) {
+        IndexMath lm{ob, loc};
+        Value buf = lm.c(0);
+        if (pipelined) {
+          buf = lm.rem(lm.sub(t, lb), lm.c(2));
+          Value group = issue(ob, lm.add(t, lm.c(1)), lm.sub(lm.c(1), buf));
+          target.emitAsyncWait(ob, loc, group, /*pending=*/1);
+        } else {
+          target.emitAsyncWait(ob, loc, issue(ob, t, buf), 0);
+        }
+        target.emitBarrier(ob, loc); // Tile t is visible to all warps.
+        SmallVector<Value> next = body(ob, t, buf, args);
+        target.emitBarrier(ob, loc); // Its buffer may be refilled.
+        scf::YieldOp::create(ob, loc, next);
+      });
+  if (pipelined) {
+    // Drain the last prefetch before the buffers are reused.
+    target.emitAsyncWait(b, loc, target.emitAsyncCommit(b, loc, {}), 0);
+    target.emitBarrier(b, loc);
+  }
+  return loop;
 }
 
 Value mlir::fmha::collapseToRank1(OpBuilder &b, Location loc, Value memref) {

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <limits>
@@ -72,6 +73,37 @@ gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module, Location loc);
 
 /// A rank-1 view of a contiguous memref (memref.collapse_shape).
 Value collapseToRank1(OpBuilder &b, Location loc, Value memref);
+
+/// A view of `shape` elements of `elementType` at `byteOffset` into the
+/// kernel's dynamic workgroup memory `raw` (memref<?xi8, workgroup>).
+Value workgroupView(OpBuilder &b, Location loc, Value raw, int64_t byteOffset,
+                    ArrayRef<int64_t> shape, Type elementType);
+
+/// Buffer `buf` (rank-reduced 2-d view) of a [stages][rows][cols] buffer set.
+Value selectBuffer(OpBuilder &b, Location loc, Value buffers, Value buf);
+
+/// Copies `rows` rows of `width` 16-bit elements, rows row0 .. row0 + rows -
+/// 1 of the global rank-1 memref `global` starting at element `base` (rows
+/// past `rowLast` read row `rowLast` again), into buffer `buf` of `buffers`
+/// ([stages][rows][width + pad]), 16 bytes per copy, spread over the
+/// `threads` threads (`tid`). Appends the target's async-copy tokens.
+void emitCopyRows(OpBuilder &b, Location loc, const GpuTarget &target,
+                  Value global, Value base, int64_t width, int64_t rows,
+                  Value row0, Value rowLast, Value buffers, Value buf,
+                  Value tid, int64_t threads, SmallVectorImpl<Value> &tokens);
+
+/// A software-pipelined loop over tiles [lb, ub) carrying `init`: with two
+/// copy stages the copies of tile t + 1 (into buffer 1 - buf) are issued
+/// before tile t (in buffer buf = (t - lb) % 2) is computed; with one stage
+/// each tile's copies complete before its math. `issue(b, t, buf)` issues the
+/// copies of tile t (t may be ub: clamp) and returns their group token;
+/// `body(b, t, buf, args)` computes tile t and returns the new values. Both
+/// barriers (tile visible; buffer free) are emitted here.
+scf::ForOp emitPipelinedTileLoop(
+    OpBuilder &b, Location loc, const GpuTarget &target, Value lb, Value ub,
+    ValueRange init, function_ref<Value(OpBuilder &, Value, Value)> issue,
+    function_ref<SmallVector<Value>(OpBuilder &, Value, Value, ValueRange)>
+        body);
 
 /// Lowers one fmha.attention_bwd on memrefs to its kernels and launches
 /// (GpuAttentionBwdKernel.cpp); emits the diagnostic on failure.
