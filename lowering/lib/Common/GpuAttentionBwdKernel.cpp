@@ -3,15 +3,1030 @@
 // Part of the FMHA project.
 //
 //===----------------------------------------------------------------------===//
+//
+// --fmha-lower-to-gpu on fmha.attention_bwd: three kernels of the gpu-bwd-v1
+// ABI (runtime/include/fmha/Runtime/Bundle.h), target-independent like the
+// forward kernel (the target supplies GpuTarget):
+//
+//   <name>_prep  grid (ceil(Sq / block-m), Hq, B): one warp per row,
+//                dsum = rowsum(dO * o) in f32; zeroes the f32 dQ accumulator
+//                (atomic mode).
+//   <name>_dkdv  grid (ceil(Sk / block-n), Hk, B): warp w owns kv rows
+//                [c0 + M w, c0 + M (w + 1)) of the kv tile, whose K and V stay
+//                in workgroup memory; the kernel walks the q heads of the GQA
+//                group and, per head, the q tiles that see the kv tile
+//                (emitQLoopBounds), Q and dO double-buffered. Per q tile:
+//                  S^T = K Q^T, P^T = exp(scale S^T - lse) (recomputed, never
+//                  stored), dV += P^T dO, dP^T = V dO^T,
+//                  dS^T = P^T (dP^T - dsum) [softcap: (1 - (s'/cap)^2)] scale,
+//                  dK += dS^T Q,
+//                  atomic mode: dS^T goes to workgroup memory and the warps
+//                  add dS K into the f32 accumulator (one atomic add per
+//                  element).
+//                dK and dV are summed over the group in registers: no K/V
+//                copies, no atomics for them.
+//   <name>_dq    grid (ceil(Sq / block-m), Hq, B): deterministic mode, warp w
+//                owns q rows; over the kv tiles of the forward's loops (sink
+//                loop, window loop) in a fixed order: S = Q K^T, P, dP = dO
+//                V^T, dS, dQ += dS K in registers. Atomic mode: dq = the
+//                accumulator rounded to the element type.
+//
+// All three run with the same block and dynamic workgroup memory (the
+// largest any of them needs). The element mask only on tiles that cross a
+// mask edge or the end of Sq/Sk; rows and keys past the ends are clamped on
+// load and hidden by the mask (P = 0, so dS = 0).
+//
+//===----------------------------------------------------------------------===//
 
 #include "GpuKernelUtils.h"
+#include "fmha/Transforms/MaskUtils.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mlir::fmha;
 
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+
+/// One problem signature of the backward kernels.
+struct BwdConfig {
+  Type elementType;
+  int64_t hq, hk, d, dv;
+  /// Rows per workgroup of prep/dq (q rows) and dkdv (kv rows): one MMA row
+  /// block per warp.
+  int64_t blockRows, warps;
+  /// The q tile of the dkdv kernel's loop and the kv tile of the dq kernel's.
+  int64_t qStep, kvStep;
+  bool deterministic;
+  ::fmha::MaskSpec mask;
+  double scale;
+  std::optional<double> softcap;
+};
+
+/// A lane's C fragments of one MMA row block: [N-wide tile][C element].
+using CTiles = SmallVector<SmallVector<Value>>;
+
+/// Bytes of a [rows][cols + pad] buffer of 16-bit elements.
+int64_t bufferBytes(int64_t rows, int64_t cols) {
+  return rows * (cols + kRowPad) * 2;
+}
+
+/// Workgroup memory of the dkdv kernel: K and V of the kv tile; the Q and dO
+/// stages; the dS tile (atomic mode); each warp's P scratch (targets whose C
+/// fragments are not A fragments).
+struct DkDvLayout {
+  int64_t k, v, q, dO, dS, scratch, total;
+};
+DkDvLayout dkdvLayout(const GpuTarget &t, const BwdConfig &c) {
+  DkDvLayout l;
+  const int64_t stages = t.getNumCopyStages();
+  l.k = 0;
+  l.v = l.k + bufferBytes(c.blockRows, c.d);
+  l.q = l.v + bufferBytes(c.blockRows, c.dv);
+  l.dO = l.q + stages * bufferBytes(c.qStep, c.d);
+  l.dS = l.dO + stages * bufferBytes(c.qStep, c.dv);
+  l.scratch = l.dS + (c.deterministic ? 0 : bufferBytes(c.qStep, c.blockRows));
+  l.total = l.scratch +
+            (t.getAFromC(0) ? 0 : c.warps * bufferBytes(t.getMmaM(), c.qStep));
+  return l;
+}
+
+/// Workgroup memory of the deterministic dq kernel: K and V stages, scratch.
+struct DqLayout {
+  int64_t k, v, scratch, total;
+};
+DqLayout dqLayout(const GpuTarget &t, const BwdConfig &c) {
+  DqLayout l;
+  const int64_t stages = t.getNumCopyStages();
+  l.k = 0;
+  l.v = stages * bufferBytes(c.kvStep, c.d);
+  l.scratch = l.v + stages * bufferBytes(c.kvStep, c.dv);
+  l.total = l.scratch +
+            (t.getAFromC(0) ? 0 : c.warps * bufferBytes(t.getMmaM(), c.kvStep));
+  return l;
+}
+
+int64_t sharedBytes(const GpuTarget &t, const BwdConfig &c) {
+  int64_t bytes = dkdvLayout(t, c).total;
+  if (c.deterministic)
+    bytes = std::max(bytes, dqLayout(t, c).total);
+  return bytes;
+}
+
+/// The kernel parameters of gpu-bwd-v1, in order.
+enum Param {
+  kQ,
+  kK,
+  kV,
+  kO,
+  kDO,
+  kLse,
+  kDQ,
+  kDK,
+  kDV,
+  kDsum,
+  kDQAcc,
+  kBatch,
+  kSq,
+  kSk,
+  kNumParams
+};
+
+/// Builds the body of one of the three kernels.
+class BwdKernelBuilder {
+public:
+  BwdKernelBuilder(OpBuilder &b, Location loc, const GpuTarget &target,
+                   const BwdConfig &config)
+      : b(b), loc(loc), t(target), cfg(config) {}
+
+  void buildPrep(gpu::GPUFuncOp func);
+  void buildDkDv(gpu::GPUFuncOp func);
+  void buildDq(gpu::GPUFuncOp func);
+
+private:
+  void prologue(gpu::GPUFuncOp func);
+  Value arg(Param p) const { return args[p]; }
+
+  /// Two adjacent 16-bit elements at `index` (even) of a rank-1 or the
+  /// last dimension of a 2-d memref: one 4-byte load.
+  Value loadPair(OpBuilder &ob, Value mem, ValueRange index);
+  /// A fragments of the tile rows [row0, row0 + M) and columns [col0, col0 +
+  /// K) of a 2-d memref (workgroup or global), one pair per register.
+  SmallVector<Value> loadA(OpBuilder &ob, Value tile, Value row0, Value col0);
+  /// The A fragment of k-step kk (K columns) of the row block whose C tiles
+  /// (N columns each) are `c`, rounded to the element type: straight from
+  /// registers where the target allows, else through the warp's scratch
+  /// (all k-steps stored at once by `spill`).
+  SmallVector<Value> aFromC(OpBuilder &ob, const CTiles &c, int64_t kk,
+                            Value scratch);
+  void spill(OpBuilder &ob, const CTiles &c, Value scratch);
+  /// C tiles of A(frags over the reduction) x B^T, B from a [rows][cols]
+  /// workgroup tile read with emitLoadKFragments: `n` rows of B.
+  CTiles productBT(OpBuilder &ob, ArrayRef<SmallVector<Value>> aFrags,
+                   Value bTile, int64_t n, int64_t reduction);
+  /// acc[j] += A(kk) x B for B rows [kk K, kk K + K) of a workgroup tile read
+  /// with emitLoadVFragments, over `cols` columns.
+  void accumulateAB(OpBuilder &ob, ArrayRef<SmallVector<Value>> aFrags,
+                    Value bTile, int64_t cols, CTiles &acc);
+  /// Scores to probabilities and dS (in place): s -> P, dp -> dS (scaled),
+  /// given the per-element lse and dsum (f32, natural log) and a visibility
+  /// predicate for edge tiles (null: all visible).
+  void probsAndDs(OpBuilder &ob, CTiles &s, CTiles &dp,
+                  function_ref<Value(int64_t j, int64_t e)> lseOf,
+                  function_ref<Value(int64_t j, int64_t e)> dsumOf,
+                  Value full, function_ref<Value(OpBuilder &, int64_t, int64_t)>
+                                  visible);
+  void storeRows(OpBuilder &ob, const CTiles &acc, Value mem, Value base,
+                 Value row0, Value rowEnd, int64_t width);
+
+  OpBuilder &b;
+  Location loc;
+  const GpuTarget &t;
+  BwdConfig cfg;
+  SmallVector<Value> args;
+  Value tid, lane, warp, raw;
+  SmallVector<FragmentCoord> aCoords, cCoords;
+};
+
+void BwdKernelBuilder::prologue(gpu::GPUFuncOp func) {
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  IndexMath im{b, loc};
+  args.assign(entry.getArguments().begin(), entry.getArguments().end());
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = im.rem(tid, im.c(t.getWarpSize()));
+  warp = im.div(tid, im.c(t.getWarpSize()));
+  for (int64_t e = 0; e < t.getNumAElements(); ++e)
+    aCoords.push_back(t.getACoord(b, loc, lane, e));
+  for (int64_t e = 0; e < t.getNumCElements(); ++e)
+    cCoords.push_back(t.getCCoord(b, loc, lane, e));
+  auto workgroup = gpu::AddressSpaceAttr::get(
+      b.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace());
+  raw = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
+}
+
+Value BwdKernelBuilder::loadPair(OpBuilder &ob, Value mem, ValueRange index) {
+  return vector::LoadOp::create(ob, loc, VectorType::get({2}, cfg.elementType),
+                                mem, index, /*nontemporal=*/false,
+                                llvm::MaybeAlign(4));
+}
+
+SmallVector<Value> BwdKernelBuilder::loadA(OpBuilder &ob, Value tile,
+                                           Value row0, Value col0) {
+  IndexMath im{ob, loc};
+  SmallVector<Value> regs;
+  for (int64_t e = 0; e < t.getNumAElements(); e += 2)
+    regs.push_back(loadPair(ob, tile,
+                            ValueRange{im.add(row0, aCoords[e].row),
+                                       im.add(col0, aCoords[e].col)}));
+  return regs;
+}
+
+void BwdKernelBuilder::spill(OpBuilder &ob, const CTiles &c, Value scratch) {
+  IndexMath im{ob, loc};
+  for (size_t j = 0; j < c.size(); ++j)
+    for (int64_t e = 0; e < t.getNumCElements(); ++e)
+      memref::StoreOp::create(
+          ob, loc, arith::TruncFOp::create(ob, loc, cfg.elementType, c[j][e]),
+          scratch,
+          ValueRange{cCoords[e].row,
+                     im.add(im.c(j * t.getMmaN()), cCoords[e].col)});
+  t.emitBarrier(ob, loc);
+}
+
+SmallVector<Value> BwdKernelBuilder::aFromC(OpBuilder &ob, const CTiles &c,
+                                            int64_t kk, Value scratch) {
+  if (!t.getAFromC(0)) {
+    IndexMath im{ob, loc};
+    return loadA(ob, scratch, im.c(0), im.c(kk * t.getMmaK()));
+  }
+  auto pairType = VectorType::get({2}, cfg.elementType);
+  const int64_t tilesPerK = t.getMmaK() / t.getMmaN();
+  SmallVector<Value> regs;
+  for (int64_t e = 0; e < t.getNumAElements(); e += 2) {
+    SmallVector<Value> pair;
+    for (int64_t h = 0; h < 2; ++h) {
+      auto [tile, elem] = *t.getAFromC(e + h);
+      pair.push_back(arith::TruncFOp::create(ob, loc, cfg.elementType,
+                                             c[kk * tilesPerK + tile][elem]));
+    }
+    regs.push_back(vector::FromElementsOp::create(ob, loc, pairType, pair));
+  }
+  return regs;
+}
+
+CTiles BwdKernelBuilder::productBT(OpBuilder &ob,
+                                   ArrayRef<SmallVector<Value>> aFrags,
+                                   Value bTile, int64_t n, int64_t reduction) {
+  IndexMath im{ob, loc};
+  FloatMath fm{ob, loc, t};
+  const int64_t mmaN = t.getMmaN(), mmaK = t.getMmaK();
+  CTiles out;
+  for (int64_t j = 0; j < n / mmaN; ++j) {
+    SmallVector<Value> acc(t.getNumCElements(), fm.c(0.0));
+    for (int64_t kk = 0; kk < reduction / mmaK; kk += 2) {
+      SmallVector<SmallVector<Value>> frags = t.emitLoadKFragments(
+          ob, loc, bTile, lane, im.c(j * mmaN), im.c(kk * mmaK));
+      for (int64_t h = 0; h < 2; ++h)
+        acc = t.emitMma(ob, loc, cfg.elementType, aFrags[kk + h], frags[h],
+                        acc);
+    }
+    out.push_back(acc);
+  }
+  return out;
+}
+
+void BwdKernelBuilder::accumulateAB(OpBuilder &ob,
+                                    ArrayRef<SmallVector<Value>> aFrags,
+                                    Value bTile, int64_t cols, CTiles &acc) {
+  IndexMath im{ob, loc};
+  const int64_t mmaN = t.getMmaN(), mmaK = t.getMmaK();
+  for (size_t kk = 0; kk < aFrags.size(); ++kk)
+    for (int64_t j = 0; j < cols / mmaN; j += 2) {
+      SmallVector<SmallVector<Value>> frags = t.emitLoadVFragments(
+          ob, loc, bTile, lane, im.c(kk * mmaK), im.c(j * mmaN));
+      for (int64_t h = 0; h < 2; ++h)
+        acc[j + h] = t.emitMma(ob, loc, cfg.elementType, aFrags[kk], frags[h],
+                               acc[j + h]);
+    }
+}
+
+void BwdKernelBuilder::probsAndDs(
+    OpBuilder &ob, CTiles &s, CTiles &dp,
+    function_ref<Value(int64_t, int64_t)> lseOf,
+    function_ref<Value(int64_t, int64_t)> dsumOf, Value full,
+    function_ref<Value(OpBuilder &, int64_t, int64_t)> visible) {
+  FloatMath fm{ob, loc, t};
+  const int64_t numC = t.getNumCElements();
+  // P = exp(x - lse) with x = scale s (softcap: cap tanh(scale s / cap)), in
+  // base 2; without a softcap one FMA per score.
+  SmallVector<Value> flat;
+  SmallVector<Value> capped; // x / cap per element (softcap only)
+  for (size_t j = 0; j < s.size(); ++j)
+    for (int64_t e = 0; e < numC; ++e) {
+      Value negLse = fm.mul(lseOf(j, e), fm.c(-kLog2e));
+      Value p;
+      if (cfg.softcap) {
+        Value th = fm.tanh(fm.mul(s[j][e], fm.c(cfg.scale / *cfg.softcap)));
+        capped.push_back(th);
+        p = fm.exp2(fm.fma(th, fm.c(*cfg.softcap * kLog2e), negLse));
+      } else {
+        p = fm.exp2(fm.fma(s[j][e], fm.c(cfg.scale * kLog2e), negLse));
+      }
+      flat.push_back(p);
+    }
+  // Hidden elements (edge tiles only) get P = 0.
+  auto ifOp = scf::IfOp::create(
+      ob, loc, full,
+      [&](OpBuilder &then, Location) { scf::YieldOp::create(then, loc, flat); },
+      [&](OpBuilder &els, Location) {
+        FloatMath ef{els, loc, t};
+        SmallVector<Value> masked;
+        for (size_t j = 0; j < s.size(); ++j)
+          for (int64_t e = 0; e < numC; ++e)
+            masked.push_back(
+                ef.select(visible(els, j, e), flat[j * numC + e], ef.c(0.0)));
+        scf::YieldOp::create(els, loc, masked);
+      });
+  for (size_t j = 0; j < s.size(); ++j)
+    for (int64_t e = 0; e < numC; ++e) {
+      Value p = ifOp.getResult(j * numC + e);
+      s[j][e] = p;
+      // dS = P (dP - dsum) [(1 - tanh^2)] scale.
+      Value ds = fm.mul(p, fm.sub(dp[j][e], dsumOf(j, e)));
+      if (cfg.softcap) {
+        Value th = capped[j * numC + e];
+        ds = fm.mul(ds, fm.sub(fm.c(1.0), fm.mul(th, th)));
+      }
+      dp[j][e] = fm.mul(ds, fm.c(cfg.scale));
+    }
+}
+
+void BwdKernelBuilder::storeRows(OpBuilder &ob, const CTiles &acc, Value mem,
+                                 Value base, Value row0, Value rowEnd,
+                                 int64_t width) {
+  const int64_t slots = t.getNumCRowSlots();
+  for (int64_t slot = 0; slot < slots; ++slot) {
+    int64_t first = 0;
+    while (t.getCRowSlot(first) != slot)
+      ++first;
+    IndexMath im{ob, loc};
+    Value row = im.add(row0, cCoords[first].row);
+    auto inRange = scf::IfOp::create(ob, loc, im.lt(row, rowEnd),
+                                     /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(ob);
+    ob.setInsertionPointToStart(inRange.thenBlock());
+    IndexMath rm{ob, loc};
+    Value rowBase = rm.add(base, rm.mul(row, rm.c(width)));
+    for (size_t j = 0; j < acc.size(); ++j)
+      for (int64_t e = 0; e < t.getNumCElements(); ++e) {
+        if (t.getCRowSlot(e) != slot)
+          continue;
+        Value col = rm.add(rm.c(j * t.getMmaN()), cCoords[e].col);
+        memref::StoreOp::create(
+            ob, loc, arith::TruncFOp::create(ob, loc, cfg.elementType, acc[j][e]),
+            mem, ValueRange{rm.add(rowBase, col)});
+      }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// prep: dsum = rowsum(dO * o); zero the dQ accumulator.
+//===----------------------------------------------------------------------===//
+
+void BwdKernelBuilder::buildPrep(gpu::GPUFuncOp func) {
+  prologue(func);
+  IndexMath im{b, loc};
+  Value qt = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  Value sq = arg(kSq);
+  Value head = im.add(im.mul(batch, im.c(cfg.hq)), h);
+  Value q0 = im.mul(qt, im.c(cfg.blockRows));
+  const int64_t ws = t.getWarpSize();
+  scf::ForOp rows = scf::ForOp::create(b, loc, warp, im.c(cfg.blockRows),
+                                       im.c(cfg.warps));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(rows.getBody());
+    IndexMath rm{b, loc};
+    Value row = rm.add(q0, rows.getInductionVar());
+    auto inRange = scf::IfOp::create(b, loc, rm.lt(row, sq), false);
+    b.setInsertionPointToStart(inRange.thenBlock());
+    IndexMath lm{b, loc};
+    FloatMath fm{b, loc, t};
+    Value flatRow = lm.add(lm.mul(head, sq), row);
+    Value oBase = lm.mul(flatRow, lm.c(cfg.dv));
+    // Each lane: pairs at columns 2 lane + 2 ws i.
+    Value sum = fm.c(0.0);
+    for (int64_t c0 = 0; c0 < cfg.dv; c0 += 2 * ws) {
+      Value col = lm.add(lm.c(c0), lm.mul(lane, lm.c(2)));
+      Value inCols = lm.lt(col, lm.c(cfg.dv));
+      Value idx = lm.add(oBase, lm.min(col, lm.c(cfg.dv - 2)));
+      Value o = loadPair(b, arg(kO), idx);
+      Value dO = loadPair(b, arg(kDO), idx);
+      Value part = fm.c(0.0);
+      for (int64_t i = 0; i < 2; ++i) {
+        auto ext = [&](Value v) {
+          Value x = vector::ExtractOp::create(b, loc, v, i);
+          return arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult();
+        };
+        part = fm.fma(ext(o), ext(dO), part);
+      }
+      sum = fm.add(sum, fm.select(inCols, part, fm.c(0.0)));
+    }
+    for (int64_t mask = ws / 2; mask >= 1; mask /= 2)
+      sum = fm.add(sum, t.emitShuffleXor(b, loc, sum, mask));
+    auto first = scf::IfOp::create(b, loc, lm.cmp(arith::CmpIPredicate::eq, lane,
+                                                  lm.c(0)),
+                                   false);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(first.thenBlock());
+      memref::StoreOp::create(b, loc, sum, arg(kDsum), ValueRange{flatRow});
+    }
+    if (!cfg.deterministic) {
+      Value accBase = lm.mul(flatRow, lm.c(cfg.d));
+      for (int64_t c0 = 0; c0 < cfg.d; c0 += ws) {
+        Value col = lm.add(lm.c(c0), lane);
+        auto inCols = scf::IfOp::create(b, loc, lm.lt(col, lm.c(cfg.d)), false);
+        OpBuilder::InsertionGuard g3(b);
+        b.setInsertionPointToStart(inCols.thenBlock());
+        memref::StoreOp::create(b, loc, FloatMath{b, loc, t}.c(0.0),
+                                arg(kDQAcc),
+                                ValueRange{IndexMath{b, loc}.add(accBase, col)});
+      }
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// dkdv: per kv tile, over the group's q heads and the q tiles that see it.
+//===----------------------------------------------------------------------===//
+
+void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
+  prologue(func);
+  IndexMath im{b, loc};
+  FloatMath fm{b, loc, t};
+  const int64_t mmaM = t.getMmaM(), mmaN = t.getMmaN(), mmaK = t.getMmaK();
+  const int64_t numC = t.getNumCElements();
+  const int64_t group = cfg.hq / cfg.hk;
+  const int64_t threads = cfg.warps * t.getWarpSize();
+  const int64_t stages = t.getNumCopyStages();
+  Value sq = arg(kSq), sk = arg(kSk);
+  Value kt = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value hk = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  Value c0 = im.mul(kt, im.c(cfg.blockRows));
+  Value c1 = im.add(c0, im.c(cfg.blockRows));
+  Value kvHead = im.add(im.mul(batch, im.c(cfg.hk)), hk);
+  Value kBase = im.mul(im.mul(kvHead, sk), im.c(cfg.d));
+  Value vBase = im.mul(im.mul(kvHead, sk), im.c(cfg.dv));
+  Value skLast = im.sub(sk, im.c(1)), sqLast = im.sub(sq, im.c(1));
+
+  DkDvLayout layout = dkdvLayout(t, cfg);
+  // K and V as one-buffer stage sets, so that the row copies serve them.
+  Value kStage = workgroupView(b, loc, raw, layout.k,
+                               {1, cfg.blockRows, cfg.d + kRowPad},
+                               cfg.elementType);
+  Value vStage = workgroupView(b, loc, raw, layout.v,
+                               {1, cfg.blockRows, cfg.dv + kRowPad},
+                               cfg.elementType);
+  Value kTile = selectBuffer(b, loc, kStage, im.c(0));
+  Value vTile = selectBuffer(b, loc, vStage, im.c(0));
+  Value qBufs = workgroupView(b, loc, raw, layout.q,
+                              {stages, cfg.qStep, cfg.d + kRowPad},
+                              cfg.elementType);
+  Value dOBufs = workgroupView(b, loc, raw, layout.dO,
+                               {stages, cfg.qStep, cfg.dv + kRowPad},
+                               cfg.elementType);
+  Value dsTile;
+  if (!cfg.deterministic)
+    dsTile = workgroupView(b, loc, raw, layout.dS,
+                           {cfg.qStep, cfg.blockRows + kRowPad},
+                           cfg.elementType);
+  Value scratch;
+  if (!t.getAFromC(0))
+    scratch = selectBuffer(
+        b, loc,
+        workgroupView(b, loc, raw, layout.scratch,
+                      {cfg.warps, mmaM, cfg.qStep + kRowPad}, cfg.elementType),
+        warp);
+
+  // K and V of the kv tile, once.
+  {
+    SmallVector<Value> tokens;
+    emitCopyRows(b, loc, t, arg(kK), kBase, cfg.d, cfg.blockRows, c0, skLast,
+                 kStage, im.c(0), tid, threads, tokens);
+    emitCopyRows(b, loc, t, arg(kV), vBase, cfg.dv, cfg.blockRows, c0, skLast,
+                 vStage, im.c(0), tid, threads, tokens);
+    llvm::erase(tokens, Value());
+    t.emitAsyncWait(b, loc, t.emitAsyncCommit(b, loc, tokens), 0);
+    t.emitBarrier(b, loc);
+  }
+  Value warpRow0 = im.mul(warp, im.c(mmaM)); // within the kv tile
+
+  // The q tiles that see [c0, c1), for every head of the group: iteration
+  // it = g * nq + (qt - begin).
+  QLoopBounds qb = emitQLoopBounds(b, loc, cfg.mask, c0, c1, sq, sk, cfg.qStep);
+  Value nq = im.max(im.sub(qb.end, qb.begin), im.c(0));
+  Value total = im.mul(nq, im.c(group));
+  Value nqSafe = im.max(nq, im.c(1));
+  auto decode = [&](IndexMath &m, Value it) {
+    Value g = m.div(it, nqSafe);
+    Value qTile = m.add(qb.begin, m.rem(it, nqSafe));
+    Value head = m.add(m.mul(kvHead, m.c(group)), g); // b * Hq + hq
+    return std::pair(head, m.mul(qTile, m.c(cfg.qStep)));
+  };
+
+  CTiles dK(cfg.d / mmaN, SmallVector<Value>(numC, fm.c(0.0)));
+  CTiles dV(cfg.dv / mmaN, SmallVector<Value>(numC, fm.c(0.0)));
+  SmallVector<Value> init;
+  for (const CTiles *acc : {&dK, &dV})
+    for (const SmallVector<Value> &tile : *acc)
+      init.append(tile.begin(), tile.end());
+
+  auto issue = [&](OpBuilder &ob, Value it, Value buf) {
+    IndexMath m{ob, loc};
+    Value clamped = m.max(m.min(it, m.sub(total, m.c(1))), m.c(0));
+    auto [head, q0] = decode(m, clamped);
+    Value rowBase = m.mul(head, sq);
+    SmallVector<Value> tokens;
+    emitCopyRows(ob, loc, t, arg(kQ), m.mul(rowBase, m.c(cfg.d)), cfg.d,
+                 cfg.qStep, q0, sqLast, qBufs, buf, tid, threads, tokens);
+    emitCopyRows(ob, loc, t, arg(kDO), m.mul(rowBase, m.c(cfg.dv)), cfg.dv,
+                 cfg.qStep, q0, sqLast, dOBufs, buf, tid, threads, tokens);
+    llvm::erase(tokens, Value());
+    return t.emitAsyncCommit(ob, loc, tokens);
+  };
+
+  auto body = [&](OpBuilder &ob, Value it, Value buf,
+                  ValueRange carried) -> SmallVector<Value> {
+    IndexMath m{ob, loc};
+    std::pair<Value, Value> decoded = decode(m, it);
+    Value head = decoded.first, q0 = decoded.second;
+    Value qTile = selectBuffer(ob, loc, qBufs, buf);
+    Value dOTile = selectBuffer(ob, loc, dOBufs, buf);
+    CTiles accK, accV;
+    size_t pos = 0;
+    for (CTiles *acc : {&accK, &accV})
+      for (int64_t j = 0; j < (acc == &accK ? cfg.d : cfg.dv) / mmaN; ++j) {
+        acc->push_back({});
+        for (int64_t e = 0; e < numC; ++e)
+          acc->back().push_back(carried[pos++]);
+      }
+
+    // S^T = K Q^T and dP^T = V dO^T for the warp's kv rows.
+    SmallVector<SmallVector<Value>> kFrags, vFrags;
+    for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk)
+      kFrags.push_back(loadA(ob, kTile, warpRow0, m.c(kk * mmaK)));
+    CTiles s = productBT(ob, kFrags, qTile, cfg.qStep, cfg.d);
+    for (int64_t kk = 0; kk < cfg.dv / mmaK; ++kk)
+      vFrags.push_back(loadA(ob, vTile, warpRow0, m.c(kk * mmaK)));
+    CTiles dp = productBT(ob, vFrags, dOTile, cfg.qStep, cfg.dv);
+
+    // Per element: column = q row q0 + N j + col, row = kv row.
+    Value rowBase = m.mul(head, sq);
+    SmallVector<Value> lse, dsum;
+    for (int64_t j = 0; j < cfg.qStep / mmaN; ++j)
+      for (int64_t e = 0; e < numC; ++e) {
+        Value qRow = m.min(m.add(q0, m.add(m.c(j * mmaN), cCoords[e].col)),
+                           sqLast);
+        Value idx = m.add(rowBase, qRow);
+        lse.push_back(memref::LoadOp::create(ob, loc, arg(kLse), idx));
+        dsum.push_back(memref::LoadOp::create(ob, loc, arg(kDsum), idx));
+      }
+    Value q1 = m.add(q0, m.c(cfg.qStep));
+    Value full = emitKvTileIsFull(ob, loc, cfg.mask, q0, q1, c0, c1, sq, sk);
+    full = arith::AndIOp::create(ob, loc, full, m.le(q1, sq));
+    full = arith::AndIOp::create(ob, loc, full, m.le(c1, sk));
+    probsAndDs(
+        ob, s, dp, [&](int64_t j, int64_t e) { return lse[j * numC + e]; },
+        [&](int64_t j, int64_t e) { return dsum[j * numC + e]; }, full,
+        [&](OpBuilder &eb, int64_t j, int64_t e) {
+          IndexMath em{eb, loc};
+          Value qRow = em.add(q0, em.add(em.c(j * mmaN), cCoords[e].col));
+          Value kvRow = em.add(em.add(c0, warpRow0), cCoords[e].row);
+          Value vis = emitVisible(eb, loc, cfg.mask, qRow, kvRow, sq, sk);
+          vis = arith::AndIOp::create(eb, loc, vis, em.lt(qRow, sq));
+          return arith::AndIOp::create(eb, loc, vis, em.lt(kvRow, sk))
+              .getResult();
+        });
+
+    // dV += P^T dO, dK += dS^T Q (the reduction runs over the q tile).
+    SmallVector<SmallVector<Value>> pA, dsA;
+    if (scratch)
+      spill(ob, s, scratch);
+    for (int64_t kk = 0; kk < cfg.qStep / mmaK; ++kk)
+      pA.push_back(aFromC(ob, s, kk, scratch));
+    accumulateAB(ob, pA, dOTile, cfg.dv, accV);
+    if (scratch) {
+      t.emitBarrier(ob, loc);
+      spill(ob, dp, scratch);
+    }
+    for (int64_t kk = 0; kk < cfg.qStep / mmaK; ++kk)
+      dsA.push_back(aFromC(ob, dp, kk, scratch));
+    accumulateAB(ob, dsA, qTile, cfg.d, accK);
+    if (scratch)
+      t.emitBarrier(ob, loc);
+
+    if (!cfg.deterministic) {
+      // dS (q rows x kv rows) through workgroup memory; the warps split the
+      // q tile's dQ into (M rows x 2N columns) units, each a product over the
+      // kv tile, added atomically to the f32 accumulator.
+      for (size_t j = 0; j < dp.size(); ++j)
+        for (int64_t e = 0; e < numC; ++e)
+          memref::StoreOp::create(
+              ob, loc,
+              arith::TruncFOp::create(ob, loc, cfg.elementType, dp[j][e]),
+              dsTile,
+              ValueRange{m.add(m.c(j * mmaN), cCoords[e].col),
+                         m.add(warpRow0, cCoords[e].row)});
+      t.emitBarrier(ob, loc);
+      const int64_t colUnits = cfg.d / (2 * mmaN);
+      const int64_t units = (cfg.qStep / mmaM) * colUnits;
+      auto unitLoop =
+          scf::ForOp::create(ob, loc, warp, m.c(units), m.c(cfg.warps));
+      OpBuilder::InsertionGuard guard(ob);
+      ob.setInsertionPointToStart(unitLoop.getBody());
+      IndexMath um{ob, loc};
+      FloatMath uf{ob, loc, t};
+      Value u = unitLoop.getInductionVar();
+      Value rowBlock = um.mul(um.div(u, um.c(colUnits)), um.c(mmaM));
+      Value col0 = um.mul(um.rem(u, um.c(colUnits)), um.c(2 * mmaN));
+      SmallVector<SmallVector<Value>> acc(
+          2, SmallVector<Value>(numC, uf.c(0.0)));
+      for (int64_t kk = 0; kk < cfg.blockRows / mmaK; ++kk) {
+        SmallVector<Value> a = loadA(ob, dsTile, rowBlock, um.c(kk * mmaK));
+        SmallVector<SmallVector<Value>> frags =
+            t.emitLoadVFragments(ob, loc, kTile, lane, um.c(kk * mmaK), col0);
+        for (int64_t h = 0; h < 2; ++h)
+          acc[h] = t.emitMma(ob, loc, cfg.elementType, a, frags[h], acc[h]);
+      }
+      // Rows past Sq hold dS = 0: clamping them adds zeros.
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t e = 0; e < numC; ++e) {
+          Value qRow =
+              um.min(um.add(q0, um.add(rowBlock, cCoords[e].row)), sqLast);
+          Value col = um.add(col0, um.add(um.c(h * mmaN), cCoords[e].col));
+          Value idx = um.add(um.mul(um.add(rowBase, qRow), um.c(cfg.d)), col);
+          memref::AtomicRMWOp::create(ob, loc, arith::AtomicRMWKind::addf,
+                                      acc[h][e], arg(kDQAcc), ValueRange{idx});
+        }
+    }
+    SmallVector<Value> next;
+    for (const CTiles *acc : {&accK, &accV})
+      for (const SmallVector<Value> &tile : *acc)
+        next.append(tile.begin(), tile.end());
+    return next;
+  };
+  scf::ForOp loop = emitPipelinedTileLoop(b, loc, t, im.c(0), total, init,
+                                          issue, body);
+  loop->setAttr("fmha.q_loop", b.getStringAttr("group"));
+
+  // dK (scale already in dS) and dV, rows past Sk not written.
+  CTiles outK, outV;
+  size_t pos = 0;
+  for (CTiles *acc : {&outK, &outV})
+    for (int64_t j = 0; j < (acc == &outK ? cfg.d : cfg.dv) / mmaN; ++j) {
+      acc->push_back({});
+      for (int64_t e = 0; e < numC; ++e)
+        acc->back().push_back(loop.getResult(pos++));
+    }
+  Value kvRow0 = im.add(c0, warpRow0);
+  storeRows(b, outK, arg(kDK), kBase, kvRow0, sk, cfg.d);
+  storeRows(b, outV, arg(kDV), vBase, kvRow0, sk, cfg.dv);
+}
+
+//===----------------------------------------------------------------------===//
+// dq: deterministic recompute per q tile, or the accumulator rounded.
+//===----------------------------------------------------------------------===//
+
+void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
+  prologue(func);
+  IndexMath im{b, loc};
+  FloatMath fm{b, loc, t};
+  const int64_t mmaM = t.getMmaM(), mmaN = t.getMmaN(), mmaK = t.getMmaK();
+  const int64_t numC = t.getNumCElements();
+  const int64_t threads = cfg.warps * t.getWarpSize();
+  const int64_t stages = t.getNumCopyStages();
+  Value sq = arg(kSq), sk = arg(kSk);
+  Value qt = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  Value head = im.add(im.mul(batch, im.c(cfg.hq)), h);
+  Value r0 = im.mul(qt, im.c(cfg.blockRows));
+  Value r1 = im.add(r0, im.c(cfg.blockRows));
+  Value rowBase = im.mul(head, sq);
+  Value dqBase = im.mul(rowBase, im.c(cfg.d));
+
+  if (!cfg.deterministic) {
+    // dq = accumulator rounded, one element per thread and step.
+    const int64_t elements = cfg.blockRows * cfg.d;
+    auto loop = scf::ForOp::create(b, loc, tid, im.c(elements), im.c(threads));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    IndexMath lm{b, loc};
+    Value i = loop.getInductionVar();
+    Value row = lm.add(r0, lm.div(i, lm.c(cfg.d)));
+    auto inRange = scf::IfOp::create(b, loc, lm.lt(row, sq), false);
+    b.setInsertionPointToStart(inRange.thenBlock());
+    IndexMath rm{b, loc};
+    Value idx = rm.add(rm.add(dqBase, rm.mul(row, rm.c(cfg.d))),
+                       rm.rem(i, rm.c(cfg.d)));
+    Value acc = memref::LoadOp::create(b, loc, arg(kDQAcc), idx);
+    memref::StoreOp::create(
+        b, loc, arith::TruncFOp::create(b, loc, cfg.elementType, acc),
+        arg(kDQ), ValueRange{idx});
+    return;
+  }
+
+  DqLayout layout = dqLayout(t, cfg);
+  Value kBufs = workgroupView(b, loc, raw, layout.k,
+                              {stages, cfg.kvStep, cfg.d + kRowPad},
+                              cfg.elementType);
+  Value vBufs = workgroupView(b, loc, raw, layout.v,
+                              {stages, cfg.kvStep, cfg.dv + kRowPad},
+                              cfg.elementType);
+  Value scratch;
+  if (!t.getAFromC(0))
+    scratch = selectBuffer(
+        b, loc,
+        workgroupView(b, loc, raw, layout.scratch,
+                      {cfg.warps, mmaM, cfg.kvStep + kRowPad}, cfg.elementType),
+        warp);
+
+  Value warpRow0 = im.add(r0, im.mul(warp, im.c(mmaM)));
+  Value sqLast = im.sub(sq, im.c(1)), skLast = im.sub(sk, im.c(1));
+  // Q and dO of the warp's rows as A fragments; rows past Sq are clamped
+  // (their results are never stored).
+  SmallVector<SmallVector<Value>> qFrags, dOFrags;
+  auto loadRows = [&](Value mem, int64_t width, int64_t kk) {
+    SmallVector<Value> regs;
+    for (int64_t e = 0; e < t.getNumAElements(); e += 2) {
+      Value row = im.min(im.add(warpRow0, aCoords[e].row), sqLast);
+      Value idx = im.add(im.mul(im.add(rowBase, row), im.c(width)),
+                         im.add(im.c(kk * mmaK), aCoords[e].col));
+      regs.push_back(loadPair(b, mem, idx));
+    }
+    return regs;
+  };
+  for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk)
+    qFrags.push_back(loadRows(arg(kQ), cfg.d, kk));
+  for (int64_t kk = 0; kk < cfg.dv / mmaK; ++kk)
+    dOFrags.push_back(loadRows(arg(kDO), cfg.dv, kk));
+  SmallVector<Value> lse, dsum; // per C element
+  for (int64_t e = 0; e < numC; ++e) {
+    Value row = im.min(im.add(warpRow0, cCoords[e].row), sqLast);
+    Value idx = im.add(rowBase, row);
+    lse.push_back(memref::LoadOp::create(b, loc, arg(kLse), idx));
+    dsum.push_back(memref::LoadOp::create(b, loc, arg(kDsum), idx));
+  }
+  Value kvHead = im.add(im.mul(batch, im.c(cfg.hk)),
+                        im.div(h, im.c(cfg.hq / cfg.hk)));
+  Value kBase = im.mul(im.mul(kvHead, sk), im.c(cfg.d));
+  Value vBase = im.mul(im.mul(kvHead, sk), im.c(cfg.dv));
+
+  auto issue = [&](OpBuilder &ob, Value kt, Value buf) {
+    IndexMath m{ob, loc};
+    Value key0 = m.mul(kt, m.c(cfg.kvStep));
+    SmallVector<Value> tokens;
+    emitCopyRows(ob, loc, t, arg(kK), kBase, cfg.d, cfg.kvStep, key0, skLast,
+                 kBufs, buf, tid, threads, tokens);
+    emitCopyRows(ob, loc, t, arg(kV), vBase, cfg.dv, cfg.kvStep, key0, skLast,
+                 vBufs, buf, tid, threads, tokens);
+    llvm::erase(tokens, Value());
+    return t.emitAsyncCommit(ob, loc, tokens);
+  };
+  auto body = [&](OpBuilder &ob, Value kt, Value buf,
+                  ValueRange carried) -> SmallVector<Value> {
+    IndexMath m{ob, loc};
+    Value kTile = selectBuffer(ob, loc, kBufs, buf);
+    Value vTile = selectBuffer(ob, loc, vBufs, buf);
+    CTiles acc;
+    size_t pos = 0;
+    for (int64_t j = 0; j < cfg.d / mmaN; ++j) {
+      acc.push_back({});
+      for (int64_t e = 0; e < numC; ++e)
+        acc.back().push_back(carried[pos++]);
+    }
+    CTiles s = productBT(ob, qFrags, kTile, cfg.kvStep, cfg.d);
+    CTiles dp = productBT(ob, dOFrags, vTile, cfg.kvStep, cfg.dv);
+    Value k0 = m.mul(kt, m.c(cfg.kvStep));
+    Value k1 = m.add(k0, m.c(cfg.kvStep));
+    Value full = emitKvTileIsFull(ob, loc, cfg.mask, r0, r1, k0, k1, sq, sk);
+    full = arith::AndIOp::create(ob, loc, full, m.le(k1, sk));
+    probsAndDs(
+        ob, s, dp, [&](int64_t, int64_t e) { return lse[e]; },
+        [&](int64_t, int64_t e) { return dsum[e]; }, full,
+        [&](OpBuilder &eb, int64_t j, int64_t e) {
+          IndexMath em{eb, loc};
+          Value row = em.add(warpRow0, cCoords[e].row);
+          Value col = em.add(k0, em.add(em.c(j * mmaN), cCoords[e].col));
+          Value vis = emitVisible(eb, loc, cfg.mask, row, col, sq, sk);
+          return arith::AndIOp::create(eb, loc, vis, em.lt(col, sk))
+              .getResult();
+        });
+    if (scratch)
+      spill(ob, dp, scratch);
+    SmallVector<SmallVector<Value>> dsA;
+    for (int64_t kk = 0; kk < cfg.kvStep / mmaK; ++kk)
+      dsA.push_back(aFromC(ob, dp, kk, scratch));
+    accumulateAB(ob, dsA, kTile, cfg.d, acc);
+    SmallVector<Value> next;
+    for (const SmallVector<Value> &tile : acc)
+      next.append(tile.begin(), tile.end());
+    return next;
+  };
+
+  SmallVector<Value> init(cfg.d / mmaN * numC, fm.c(0.0));
+  KvLoopBounds bounds =
+      emitKvLoopBounds(b, loc, cfg.mask, r0, r1, sq, sk, cfg.kvStep);
+  ValueRange state = init;
+  scf::ForOp sinkLoop;
+  if (bounds.sinkEnd) {
+    sinkLoop = emitPipelinedTileLoop(b, loc, t, im.c(0), bounds.sinkEnd, init,
+                                     issue, body);
+    sinkLoop->setAttr("fmha.kv_loop", b.getStringAttr("sink"));
+    state = sinkLoop.getResults();
+  }
+  scf::ForOp window = emitPipelinedTileLoop(b, loc, t, bounds.begin,
+                                            bounds.end, state, issue, body);
+  window->setAttr("fmha.kv_loop", b.getStringAttr("window"));
+  CTiles out;
+  size_t pos = 0;
+  for (int64_t j = 0; j < cfg.d / mmaN; ++j) {
+    out.push_back({});
+    for (int64_t e = 0; e < numC; ++e)
+      out.back().push_back(window.getResult(pos++));
+  }
+  storeRows(b, out, arg(kDQ), dqBase, warpRow0, sq, cfg.d);
+}
+
+/// Checks what the kernels support; returns a message naming what is not.
+std::string checkSupported(AttentionBwdOp op, const GpuTarget &t,
+                           StringRef chip, const BwdConfig &c,
+                           int64_t blockM, int64_t blockN, int64_t warpRows) {
+  auto name = [](Type type) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << type;
+    return s;
+  };
+  Type elt = c.elementType;
+  if (!elt.isF16() && !elt.isBF16())
+    return "the " + t.getName().str() +
+           " backward kernels need f16 or bf16 inputs, got " + name(elt);
+  for (Value v : {op.getK(), op.getV(), op.getO(), op.getDout(), op.getDq(),
+                  op.getDk(), op.getDv()})
+    if (cast<ShapedType>(v.getType()).getElementType() != elt)
+      return "the GPU backward kernels take q, k, v, o, dO, dq, dk and dv of "
+             "one element type (" +
+             name(elt) + ")";
+  if (!cast<ShapedType>(op.getLse().getType()).getElementType().isF32())
+    return "the GPU backward kernels take lse in f32";
+  for (int64_t dim : {c.d, c.dv})
+    if (dim != 32 && dim != 64 && dim != 128)
+      return "head dims D=" + std::to_string(c.d) + ", Dv=" +
+             std::to_string(c.dv) +
+             " are not supported by the GPU backward kernels (supported: 32, "
+             "64, 128)";
+  if (std::max(c.d, c.dv) > t.getMaxHeadDim())
+    return "head dims D=" + std::to_string(c.d) + ", Dv=" +
+           std::to_string(c.dv) + " do not fit the registers of a lane on " +
+           chip.str() + " (at most " + std::to_string(t.getMaxHeadDim()) + ")";
+  const int64_t mmaM = t.getMmaM(), mmaN = t.getMmaN(), mmaK = t.getMmaK();
+  // Fragments are read two k-steps (two N columns) at a time, over D and Dv
+  // both as reduction and as output columns.
+  const int64_t unit = std::max(2 * mmaK, 2 * mmaN);
+  if (c.d % unit != 0 || c.dv % unit != 0)
+    return "head dims D=" + std::to_string(c.d) + ", Dv=" +
+           std::to_string(c.dv) + " are not supported with the " +
+           std::to_string(mmaM) + "x" + std::to_string(mmaN) + "x" +
+           std::to_string(mmaK) +
+           " matrix instruction in the backward kernels (multiples of " +
+           std::to_string(unit) + ")";
+  if (warpRows != mmaM)
+    return "the backward kernels give each warp one row block: warp-rows must "
+           "be " +
+           std::to_string(mmaM) + ", got " + std::to_string(warpRows);
+  if (blockM != blockN || blockM % mmaM != 0 ||
+      blockM / mmaM * t.getWarpSize() > 1024 || blockM % unit != 0)
+    return "the backward kernels need block-m = block-n, a multiple of " +
+           std::to_string(std::max(mmaM, unit)) + " with at most " +
+           std::to_string(1024 / t.getWarpSize()) + " warps of " +
+           std::to_string(mmaM) + " rows; got block-m=" +
+           std::to_string(blockM) + " block-n=" + std::to_string(blockN);
+  const int64_t bytes = sharedBytes(t, c);
+  if (bytes > t.getMaxSharedBytes(chip))
+    return "D=" + std::to_string(c.d) + ", Dv=" + std::to_string(c.dv) +
+           " with block-m=" + std::to_string(blockM) + " needs " +
+           std::to_string(bytes) + " bytes of workgroup memory in the "
+           "backward kernels, over the " +
+           std::to_string(t.getMaxSharedBytes(chip)) + " bytes of " +
+           chip.str();
+  if (!isa<MemRefType>(op.getQ().getType()))
+    return "the GPU lowering takes fmha.attention_bwd on memrefs (bufferize "
+           "first)";
+  for (Value v : op->getOperands())
+    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity())
+      return "the GPU lowering needs contiguous (identity-layout) memrefs";
+  return {};
+}
+
+} // namespace
+
 LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
                                                  const GpuTarget &target,
-                                                 StringRef, StringRef) {
-  return op.emitOpError() << "has no " << target.getName()
-                          << " lowering in this build";
+                                                 StringRef chip,
+                                                 StringRef kernelName,
+                                                 int64_t blockM, int64_t blockN,
+                                                 int64_t warpRows) {
+  auto qType = cast<ShapedType>(op.getQ().getType());
+  auto kType = cast<ShapedType>(op.getK().getType());
+  auto vType = cast<ShapedType>(op.getV().getType());
+  BwdConfig cfg;
+  cfg.elementType = qType.getElementType();
+  cfg.hq = qType.getDimSize(1);
+  cfg.hk = kType.getDimSize(1);
+  cfg.d = qType.getDimSize(3);
+  cfg.dv = vType.getDimSize(3);
+  cfg.blockRows = blockM;
+  cfg.warps = std::max<int64_t>(1, blockM / target.getMmaM());
+  // Inner tiles, at least what one pair of fragment loads covers: dkdv
+  // holds dK, dV, S^T and dP^T in registers, so 32 q rows per step (64
+  // spills at D = 64 on sm_90a); dq holds Q, dO and dQ, so 64 keys per step
+  // up to D = 64 and 32 at D = 128.
+  const int64_t unit =
+      std::max({2 * target.getMmaK(), 2 * target.getMmaN(), target.getMmaM()});
+  cfg.qStep = std::max<int64_t>(32, unit);
+  cfg.kvStep = std::max<int64_t>(std::max(cfg.d, cfg.dv) > 64 ? 32 : 64, unit);
+  cfg.deterministic = op.getDeterministic();
+  cfg.mask = op.getMaskSpec();
+  cfg.scale = op.getScaleOrDefault();
+  if (std::optional<APFloat> cap = op.getSoftcap())
+    cfg.softcap = cap->convertToDouble();
+  std::string error =
+      checkSupported(op, target, chip, cfg, blockM, blockN, warpRows);
+  if (!error.empty())
+    return op.emitOpError() << error;
+
+  auto module = op->getParentOfType<ModuleOp>();
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  gpu::GPUModuleOp gpuModule = getOrCreateKernelModule(module, loc);
+  OpBuilder b(ctx);
+  Type elt = cfg.elementType;
+  auto flat = MemRefType::get({ShapedType::kDynamic}, elt);
+  auto flatF32 = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+  Type index = b.getIndexType();
+  SmallVector<Type> params = {flat,    flat, flat, flat,    flat,    flatF32,
+                              flat,    flat, flat, flatF32, flatF32, index,
+                              index,   index};
+  auto funcType = b.getFunctionType(params, {});
+  std::string base = kernelName.str();
+  if (base.empty()) {
+    auto parent = op->getParentOfType<FunctionOpInterface>();
+    base = parent ? parent.getName().str() : std::string("attention_bwd");
+  }
+  const int32_t threads =
+      static_cast<int32_t>(cfg.warps * target.getWarpSize());
+  SymbolTable symbols(gpuModule);
+  auto makeKernel = [&](StringRef suffix) {
+    b.setInsertionPointToEnd(gpuModule.getBody());
+    auto func = gpu::GPUFuncOp::create(b, loc, base + suffix.str(), funcType);
+    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
+    symbols.insert(func);
+    return func;
+  };
+  gpu::GPUFuncOp prep = makeKernel("_prep");
+  gpu::GPUFuncOp dkdv = makeKernel("_dkdv");
+  gpu::GPUFuncOp dq = makeKernel("_dq");
+  for (auto [func, build] :
+       {std::pair(prep, &BwdKernelBuilder::buildPrep),
+        std::pair(dkdv, &BwdKernelBuilder::buildDkDv),
+        std::pair(dq, &BwdKernelBuilder::buildDq)}) {
+    OpBuilder kb(ctx);
+    BwdKernelBuilder builder(kb, loc, target, cfg);
+    (builder.*build)(func);
+    kb.setInsertionPointToEnd(&func.getBody().front());
+    gpu::ReturnOp::create(kb, loc);
+  }
+
+  // Host side: the workspace, flat views and the three launches.
+  b.setInsertionPoint(op);
+  IndexMath im{b, loc};
+  Value batch = im.dim(op.getQ(), 0), sq = im.dim(op.getQ(), 2),
+        sk = im.dim(op.getK(), 2);
+  Value rows = im.mul(im.mul(batch, im.c(cfg.hq)), sq);
+  Value dsum = memref::AllocOp::create(b, loc, flatF32, ValueRange{rows});
+  Value accElems = cfg.deterministic ? im.c(0) : im.mul(rows, im.c(cfg.d));
+  Value dqacc = memref::AllocOp::create(b, loc, flatF32, ValueRange{accElems});
+  SmallVector<Value> operands;
+  for (Value v : {op.getQ(), op.getK(), op.getV(), op.getO(), op.getDout(),
+                  op.getLse(), op.getDq(), op.getDk(), op.getDv()})
+    operands.push_back(collapseToRank1(b, loc, v));
+  operands.append({dsum, dqacc, batch, sq, sk});
+  Value shared = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                              sharedBytes(target, cfg));
+  gpu::KernelDim3 block{im.c(threads), im.c(1), im.c(1)};
+  gpu::KernelDim3 qGrid{im.ceilDiv(sq, im.c(blockM)), im.c(cfg.hq), batch};
+  gpu::KernelDim3 kvGrid{im.ceilDiv(sk, im.c(blockN)), im.c(cfg.hk), batch};
+  gpu::LaunchFuncOp::create(b, loc, prep, qGrid, block, shared, operands);
+  gpu::LaunchFuncOp::create(b, loc, dkdv, kvGrid, block, shared, operands);
+  gpu::LaunchFuncOp::create(b, loc, dq, qGrid, block, shared, operands);
+  memref::DeallocOp::create(b, loc, dsum);
+  memref::DeallocOp::create(b, loc, dqacc);
+  op.erase();
+  return success();
 }

@@ -656,7 +656,8 @@ struct FmhaLowerToGpuPass
           TypeSwitch<Operation *, LogicalResult>(op)
               .Case([&](AttentionOp a) { return lower(a, *gpuTarget); })
               .Case([&](AttentionBwdOp a) {
-                return lowerAttentionBwdToGpu(a, *gpuTarget, chip, kernelName);
+                return lowerAttentionBwdToGpu(a, *gpuTarget, chip, kernelName,
+                                              blockM, blockN, warpRows);
               })
               .Case([&](MergeOp m) {
                 return lowerMergeToGpu(m, *gpuTarget, chip, kernelName);

@@ -107,8 +107,12 @@ scf::ForOp emitPipelinedTileLoop(
 
 /// Lowers one fmha.attention_bwd on memrefs to its kernels and launches
 /// (GpuAttentionBwdKernel.cpp); emits the diagnostic on failure.
+/// `blockM`, `blockN`, `warpRows` are the pass options (the backward kernels
+/// take block-m = block-n and one MMA row block per warp).
 LogicalResult lowerAttentionBwdToGpu(AttentionBwdOp op, const GpuTarget &target,
-                                     StringRef chip, StringRef kernelName);
+                                     StringRef chip, StringRef kernelName,
+                                     int64_t blockM, int64_t blockN,
+                                     int64_t warpRows);
 
 /// Lowers one fmha.merge on memrefs to its kernel and launch
 /// (GpuMergeKernel.cpp); emits the diagnostic on failure.
