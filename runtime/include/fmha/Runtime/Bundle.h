@@ -28,8 +28,8 @@
 // kind=merge bundles hold the merge of two attention partials (fmha.merge,
 // DESIGN.md section 1) over [B, H, S, Dv]: hq is H and dv is Dv; the
 // attention-only keys are fixed (hk = hq, d = dv, mask = 0, scale = 0,
-// softcap = 0) and the reader rejects other values. Only target cpu has a
-// merge ABI (Runtime.h).
+// softcap = 0) and the reader rejects other values. Target cpu runs them
+// through memref-ciface-v1, cuda and hip through gpu-merge-v1 (Runtime.h).
 //
 // GPU launch (target cuda or hip, abi gpu-flat-v1), for a problem
 // B, Hq, Sq (Problem in Runtime.h):
@@ -105,7 +105,10 @@ inline constexpr const char *kAbiGpuFlatV1 = "gpu-flat-v1";
 /// then dqacc at the next 256-byte boundary.
 inline constexpr const char *kAbiGpuBwdV1 = "gpu-bwd-v1";
 
-/// The GPU merge ABI (kind=merge, targets cuda and hip); see Runtime.h.
+/// The GPU merge ABI (kind=merge, targets cuda and hip): one elementwise
+/// kernel over o1, lse1, o2, lse2, o, lse (flat memref descriptors) and
+/// rows = B*H*S, 32 threads a row, grid (ceil(rows / (block_threads / 32)),
+/// 1, 1); the parameters are listed in Runtime.h.
 inline constexpr const char *kAbiGpuMergeV1 = "gpu-merge-v1";
 
 /// The largest block_threads a bundle may state (CUDA's and HIP's limit of
