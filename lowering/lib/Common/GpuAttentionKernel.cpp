@@ -864,5 +864,11 @@ Value mlir::fmha::collapseToRank1(OpBuilder &b, Location loc, Value memref) {
   SmallVector<ReassociationIndices> all(1);
   for (int64_t i = 0; i < type.getRank(); ++i)
     all[0].push_back(i);
-  return memref::CollapseShapeOp::create(b, loc, memref, all);
+  Value flat = memref::CollapseShapeOp::create(b, loc, memref, all);
+  // Kernels take memref<?xT> whatever the static sizes.
+  auto dynamic =
+      MemRefType::get({ShapedType::kDynamic}, type.getElementType());
+  if (cast<MemRefType>(flat.getType()) == dynamic)
+    return flat;
+  return memref::CastOp::create(b, loc, dynamic, flat);
 }

@@ -71,7 +71,8 @@ struct FloatMath {
 /// a GPU container) on first use.
 gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module, Location loc);
 
-/// A rank-1 view of a contiguous memref (memref.collapse_shape).
+/// A rank-1 view of a contiguous memref (memref.collapse_shape), cast to
+/// memref<?xT> as the kernels take it.
 Value collapseToRank1(OpBuilder &b, Location loc, Value memref);
 
 /// A view of `shape` elements of `elementType` at `byteOffset` into the
