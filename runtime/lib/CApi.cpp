@@ -221,6 +221,7 @@ int fmhaKernelGetInfo(fmhaKernel kernel, fmhaKernelInfo *info) {
     info->shared_bytes = m.sharedBytes;
     info->abi = m.abi.c_str();
     info->binary_format = toString(m.binaryFormat);
+    info->deterministic = m.deterministic ? 1 : 0;
     return FMHA_SUCCESS;
   });
 }
@@ -283,6 +284,39 @@ int fmhaKernelRunBackwardDevice(fmhaKernel kernel, const fmhaProblem *problem,
     return report(kernel->kernel->runBackward(
         toProblem(*problem), toBackwardArgs(q, k, v, o, lse, dO, dq, dk, dv),
         stream));
+  });
+}
+
+int fmhaKernelBackwardWorkspaceBytes(fmhaKernel kernel,
+                                     const fmhaProblem *problem,
+                                     size_t *bytes) {
+  return guarded([&] {
+    if (!kernel || !problem || !bytes)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelBackwardWorkspaceBytes: null argument");
+    Expected<size_t> need =
+        kernel->kernel->backwardWorkspaceBytes(toProblem(*problem));
+    if (!need.ok())
+      return report(need.status());
+    *bytes = *need;
+    return FMHA_SUCCESS;
+  });
+}
+
+int fmhaKernelRunBackwardDeviceWorkspace(
+    fmhaKernel kernel, const fmhaProblem *problem, const void *q, const void *k,
+    const void *v, const void *o, const float *lse, const void *dO, void *dq,
+    void *dk, void *dv, void *workspace, size_t workspace_bytes, void *stream) {
+  return guarded([&] {
+    if (!kernel || !problem)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelRunBackwardDeviceWorkspace: null kernel or "
+                      "problem");
+    BackwardArgs args = toBackwardArgs(q, k, v, o, lse, dO, dq, dk, dv);
+    args.workspace = workspace;
+    args.workspaceBytes = workspace_bytes;
+    return report(
+        kernel->kernel->runBackward(toProblem(*problem), args, stream));
   });
 }
 

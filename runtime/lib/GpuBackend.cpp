@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <mutex>
 #include <new>
 #include <utility>
 #include <vector>
@@ -73,29 +74,45 @@ Status check(const GpuApi &api, const ApiCall &call, ErrorCode code,
 
 class GpuBackend;
 
+/// The suffixes of a gpu-bwd-v1 module's kernels, in launch order.
+constexpr const char *kBwdStages[] = {"_prep", "_dkdv", "_dq"};
+constexpr int kNumBwdStages = 3;
+
+/// A loaded module: the forward's one function (abi gpu-flat-v1), or the
+/// backward's three (gpu-bwd-v1: prep, dkdv, dq).
 class GpuKernel final : public LoadedKernel {
 public:
   GpuKernel(GpuBackend &backend, const BundleMeta &meta, void *module,
-            void *function)
-      : backend_(backend), meta_(meta), module_(module), function_(function) {}
+            const std::vector<void *> &functions)
+      : backend_(backend), meta_(meta), module_(module), functions_(functions) {
+  }
   ~GpuKernel() override;
   Status launchForward(const Problem &p, const ForwardArgs &args,
                        void *stream) override;
-  /// No GPU backward ABI exists yet (load() refuses kind=bwd bundles too).
-  Status launchBackward(const Problem &, const BackwardArgs &,
-                        void *) override {
-    return Status::error(ErrorCode::InvalidArgument,
-                         std::string("backward kernels are not available "
-                                     "for target ") +
-                             toString(meta_.target) + " yet");
-  }
-  Expected<LaunchDims> launchDims(const Problem &p) const override;
+  Status launchBackward(const Problem &p, const BackwardArgs &args,
+                        void *stream) override;
+  Status launchMerge(const MergeProblem &p, const MergeArgs &args,
+                     void *stream) override;
+  Expected<LaunchDims> launchDims(const Problem &p,
+                                  GpuGrid grid) const override;
 
 private:
+  /// Launches `function` (called `name` in messages) with `params`.
+  Status launch(void *function, const std::string &name, const LaunchDims &d,
+                void **params, void *stream);
+  /// The cached workspace, at least `bytes` long, for a launch on `stream`
+  /// (workspaceMutex_ held): grown, and the device waited for first, when
+  /// too small; the device waited for when last used on another stream.
+  Expected<void *> cachedWorkspace(size_t bytes, void *stream);
+
   GpuBackend &backend_;
   BundleMeta meta_;
   void *module_;
-  void *function_;
+  std::vector<void *> functions_;
+  std::mutex workspaceMutex_;
+  void *workspace_ = nullptr;
+  size_t workspaceBytes_ = 0;
+  void *workspaceStream_ = nullptr;
 };
 
 class GpuTimer final : public StreamTimer {
@@ -227,17 +244,19 @@ GpuBackend::load(const BundleMeta &meta, std::string_view binary,
   };
   auto failed = [&](const Status &s) { return fail(s.code(), s.message()); };
   const std::string backendName = toString(target());
-  if (meta.kind != KernelKind::Forward)
-    return fail(ErrorCode::BadBundle,
-                "the " + backendName + " backend has no " +
-                    (meta.kind == KernelKind::Merge ? "merge" : "backward") +
-                    " ABI yet");
-  if (meta.target != target() || meta.abi != kAbiGpuFlatV1 ||
+  const bool backward = meta.kind == KernelKind::Backward;
+  const char *abi = backward                           ? kAbiGpuBwdV1
+                    : meta.kind == KernelKind::Merge ? kAbiGpuMergeV1
+                                                     : kAbiGpuFlatV1;
+  if (meta.target != target() || meta.abi != abi ||
       !api_->runs(meta.binaryFormat))
     return fail(ErrorCode::BadBundle,
                 "the " + backendName + " backend runs target " + backendName +
                     ", binary_format " + api_->formats() +
-                    ", abi gpu-flat-v1 only");
+                    (meta.kind == KernelKind::Merge
+                         ? ", abi gpu-merge-v1 (kind=merge) only"
+                         : ", abi gpu-flat-v1 (kind=fwd) or gpu-bwd-v1 "
+                           "(kind=bwd) only"));
   if (meta.blockThreads > device_.maxThreads)
     return fail(ErrorCode::LoadFailed,
                 "block_threads=" + std::to_string(meta.blockThreads) +
@@ -270,66 +289,174 @@ GpuBackend::load(const BundleMeta &meta, std::string_view binary,
     api_->unloadModule(module);
     return failed(s);
   };
-  void *function = nullptr;
-  call = api_->calls.getFunction(&function, module, meta.kernel.c_str());
-  if (!call.ok())
-    return unloadAndFail(
-        api_->failure(ErrorCode::LoadFailed, call,
-                      "kernel '" + meta.kernel + "' not found in the module"));
-  GpuFunctionInfo info;
-  const auto &codes = api_->functionAttributes;
-  for (auto [value, attribute] :
-       {std::pair(&info.maxThreads, codes.maxThreads),
-        std::pair(&info.registers, codes.registers),
-        std::pair(&info.staticShared, codes.staticShared)}) {
-    call = api_->calls.functionAttribute(value, attribute, function);
+  // The forward's one kernel, or the backward's three; each is checked
+  // against the bundle's launch and opted in to its shared memory.
+  std::vector<std::string> names;
+  if (backward)
+    for (const char *stage : kBwdStages)
+      names.push_back(meta.kernel + stage);
+  else
+    names.push_back(meta.kernel);
+  std::vector<void *> functions;
+  for (const std::string &kernel : names) {
+    void *function = nullptr;
+    call = api_->calls.getFunction(&function, module, kernel.c_str());
     if (!call.ok())
-      return unloadAndFail(api_->failure(ErrorCode::LoadFailed, call));
-  }
-  if (info.maxThreads < meta.blockThreads)
-    return unloadAndFail(Status::error(
-        ErrorCode::LoadFailed,
-        "kernel '" + meta.kernel + "' runs at most " +
-            std::to_string(info.maxThreads) + " threads per block (" +
-            std::to_string(info.registers) +
-            " registers per thread), the bundle's block_threads is " +
-            std::to_string(meta.blockThreads)));
-  int64_t shared = info.staticShared + meta.sharedBytes;
-  if (shared > device_.sharedLimit)
-    return unloadAndFail(Status::error(
-        ErrorCode::LoadFailed,
-        "static shared memory (" + std::to_string(info.staticShared) +
-            " bytes) plus shared_bytes=" + std::to_string(meta.sharedBytes) +
-            " exceeds the device's " + device_.sharedLimitName + " of " +
-            std::to_string(device_.sharedLimit) + " bytes per block"));
-  if (shared > device_.sharedWithoutOptIn) {
-    call = api_->setMaxDynamicShared(function, meta.sharedBytes);
-    if (!call.ok())
-      return unloadAndFail(api_->failure(ErrorCode::LoadFailed, call));
+      return unloadAndFail(api_->failure(
+          ErrorCode::LoadFailed, call,
+          "kernel '" + kernel + "' not found in the module" +
+              (backward ? " (abi gpu-bwd-v1 needs " + names[0] + ", " +
+                              names[1] + " and " + names[2] + ")"
+                        : std::string())));
+    GpuFunctionInfo info;
+    const auto &codes = api_->functionAttributes;
+    for (auto [value, attribute] :
+         {std::pair(&info.maxThreads, codes.maxThreads),
+          std::pair(&info.registers, codes.registers),
+          std::pair(&info.staticShared, codes.staticShared)}) {
+      call = api_->calls.functionAttribute(value, attribute, function);
+      if (!call.ok())
+        return unloadAndFail(api_->failure(ErrorCode::LoadFailed, call,
+                                           "kernel '" + kernel + "'"));
+    }
+    if (info.maxThreads < meta.blockThreads)
+      return unloadAndFail(Status::error(
+          ErrorCode::LoadFailed,
+          "kernel '" + kernel + "' runs at most " +
+              std::to_string(info.maxThreads) + " threads per block (" +
+              std::to_string(info.registers) +
+              " registers per thread), the bundle's block_threads is " +
+              std::to_string(meta.blockThreads)));
+    int64_t shared = info.staticShared + meta.sharedBytes;
+    if (shared > device_.sharedLimit)
+      return unloadAndFail(Status::error(
+          ErrorCode::LoadFailed,
+          (backward ? "kernel '" + kernel + "': " : std::string()) +
+              "static shared memory (" + std::to_string(info.staticShared) +
+              " bytes) plus shared_bytes=" + std::to_string(meta.sharedBytes) +
+              " exceeds the device's " + device_.sharedLimitName + " of " +
+              std::to_string(device_.sharedLimit) + " bytes per block"));
+    if (shared > device_.sharedWithoutOptIn) {
+      call = api_->setMaxDynamicShared(function, meta.sharedBytes);
+      if (!call.ok())
+        return unloadAndFail(api_->failure(ErrorCode::LoadFailed, call,
+                                           "kernel '" + kernel + "'"));
+    }
+    functions.push_back(function);
   }
   return std::unique_ptr<LoadedKernel>(
-      new GpuKernel(*this, meta, module, function));
+      new GpuKernel(*this, meta, module, functions));
 }
 
 GpuKernel::~GpuKernel() {
-  ApiScope scope(backend_.api());
-  backend_.api().unloadModule(module_);
+  GpuApi &api = backend_.api();
+  ApiScope scope(api);
+  if (workspace_ && scope.status().ok()) {
+    // A backward queued with it may still run.
+    api.calls.synchronizeDevice();
+    api.free(workspace_);
+  }
+  api.unloadModule(module_);
 }
 
-Expected<LaunchDims> GpuKernel::launchDims(const Problem &p) const {
+Expected<LaunchDims> GpuKernel::launchDims(const Problem &p,
+                                           GpuGrid grid) const {
   const GpuDevice &device = backend_.device();
   int64_t maxGrid[3] = {device.maxGrid[0], device.maxGrid[1],
                         device.maxGrid[2]};
   if (device.maxGridThreadsX > 0 && meta_.blockThreads > 0)
     maxGrid[0] =
         std::min(maxGrid[0], device.maxGridThreadsX / meta_.blockThreads);
-  return gpuLaunchDims(meta_, p, maxGrid);
+  return gpuLaunchDims(meta_, p, maxGrid, grid);
+}
+
+Status GpuKernel::launch(void *function, const std::string &name,
+                         const LaunchDims &d, void **params, void *stream) {
+  GpuApi &api = backend_.api();
+  auto u = [](int64_t x) { return static_cast<unsigned>(x); };
+  FMHA_ENTER_API(scope, api);
+  return check(
+      api,
+      api.calls.launchKernel(function, u(d.grid[0]), u(d.grid[1]), u(d.grid[2]),
+                             u(d.block[0]), u(d.block[1]), u(d.block[2]),
+                             u(d.sharedBytes), stream, params, nullptr),
+      ErrorCode::LaunchFailed,
+      "kernel '" + name + "', grid (" + std::to_string(d.grid[0]) + "," +
+          std::to_string(d.grid[1]) + "," + std::to_string(d.grid[2]) +
+          "), block (" + std::to_string(d.block[0]) + ",1,1), shared " +
+          std::to_string(d.sharedBytes) + " bytes");
+}
+
+Expected<void *> GpuKernel::cachedWorkspace(size_t bytes, void *stream) {
+  GpuApi &api = backend_.api();
+  const bool grow = bytes > workspaceBytes_;
+  if (workspace_ && (grow || stream != workspaceStream_)) {
+    // The last backward may still use it on its stream.
+    FMHA_ENTER_API(scope, api);
+    Status s =
+        check(api, api.calls.synchronizeDevice(), ErrorCode::LaunchFailed,
+              "waiting for the device before reusing the backward "
+              "workspace");
+    if (!s.ok())
+      return s;
+  }
+  if (grow) {
+    if (workspace_)
+      backend_.deallocate(workspace_);
+    workspace_ = nullptr;
+    workspaceBytes_ = 0;
+    Expected<void *> allocated = backend_.allocate(bytes);
+    if (!allocated.ok())
+      return Status::error(allocated.status().code(),
+                           allocated.message() + " (the backward workspace)");
+    workspace_ = *allocated;
+    workspaceBytes_ = bytes;
+  }
+  workspaceStream_ = stream;
+  return workspace_;
+}
+
+Status GpuKernel::launchBackward(const Problem &p, const BackwardArgs &args,
+                                 void *stream) {
+  if (functions_.size() != kNumBwdStages)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "internal error: backward launch of a forward "
+                         "kernel");
+  // Every grid is checked before anything is launched.
+  Expected<LaunchDims> dims[kNumBwdStages] = {
+      launchDims(p, GpuGrid::QueryTiles), launchDims(p, GpuGrid::KeyTiles),
+      launchDims(p, GpuGrid::QueryTiles)};
+  for (const Expected<LaunchDims> &d : dims)
+    if (!d.ok())
+      return d.status();
+  std::unique_lock<std::mutex> lock(workspaceMutex_, std::defer_lock);
+  void *workspace = args.workspace;
+  if (!workspace) {
+    lock.lock();
+    Expected<void *> cached = cachedWorkspace(
+        gpuBwdV1Workspace(p, meta_.deterministic).totalBytes, stream);
+    if (!cached.ok())
+      return cached.status();
+    workspace = *cached;
+  }
+  // A caller's workspace: Kernel::runBackward checked its size.
+  uint64_t values[kGpuBwdV1NumParams];
+  packGpuBwdV1(p, args, workspace, meta_.deterministic, values);
+  void *params[kGpuBwdV1NumParams];
+  for (int i = 0; i < kGpuBwdV1NumParams; ++i)
+    params[i] = &values[i];
+  for (int stage = 0; stage < kNumBwdStages; ++stage) {
+    Status s = launch(functions_[stage], meta_.kernel + kBwdStages[stage],
+                      *dims[stage], params, stream);
+    if (!s.ok())
+      return s;
+  }
+  return Status::success();
 }
 
 Status GpuKernel::launchForward(const Problem &p, const ForwardArgs &args,
                                 void *stream) {
-  GpuApi &api = backend_.api();
-  Expected<LaunchDims> dims = launchDims(p);
+  Expected<LaunchDims> dims = launchDims(p, GpuGrid::QueryTiles);
   if (!dims.ok())
     return dims.status();
   if (!args.lse)
@@ -340,20 +467,53 @@ Status GpuKernel::launchForward(const Problem &p, const ForwardArgs &args,
   void *params[kGpuFlatV1NumParams];
   for (int i = 0; i < kGpuFlatV1NumParams; ++i)
     params[i] = &values[i];
-  const LaunchDims &d = *dims;
-  auto u = [](int64_t x) { return static_cast<unsigned>(x); };
-  FMHA_ENTER_API(scope, api);
-  return check(
-      api,
-      api.calls.launchKernel(function_, u(d.grid[0]), u(d.grid[1]),
-                             u(d.grid[2]), u(d.block[0]), u(d.block[1]),
-                             u(d.block[2]), u(d.sharedBytes), stream, params,
-                             nullptr),
-      ErrorCode::LaunchFailed,
-      "kernel '" + meta_.kernel + "', grid (" + std::to_string(d.grid[0]) +
-          "," + std::to_string(d.grid[1]) + "," + std::to_string(d.grid[2]) +
-          "), block (" + std::to_string(d.block[0]) + ",1,1), shared " +
-          std::to_string(d.sharedBytes) + " bytes");
+  return launch(functions_[0], meta_.kernel, *dims, params, stream);
+}
+
+/// gpu-merge-v1 (Runtime.h): 31 parameters, 32 threads a row.
+constexpr int kGpuMergeV1NumParams = 31;
+constexpr int64_t kGpuMergeLanesPerRow = 32;
+
+Status GpuKernel::launchMerge(const MergeProblem &p, const MergeArgs &args,
+                              void *stream) {
+  const GpuDevice &device = backend_.device();
+  const int64_t rowsPerBlock = meta_.blockThreads / kGpuMergeLanesPerRow;
+  if (rowsPerBlock <= 0 || meta_.blockThreads % kGpuMergeLanesPerRow != 0)
+    return Status::error(ErrorCode::BadBundle,
+                         "gpu-merge-v1 needs block_threads a multiple of 32, "
+                         "the bundle has " +
+                             std::to_string(meta_.blockThreads));
+  const int64_t rows = p.lseElements();
+  LaunchDims d;
+  d.grid[0] = (rows + rowsPerBlock - 1) / rowsPerBlock;
+  d.block[0] = meta_.blockThreads;
+  d.sharedBytes = meta_.sharedBytes;
+  int64_t maxGrid = device.maxGrid[0];
+  if (device.maxGridThreadsX > 0)
+    maxGrid = std::min(maxGrid, device.maxGridThreadsX / meta_.blockThreads);
+  if (d.grid[0] > maxGrid)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "merge of " + std::to_string(rows) +
+                             " rows needs grid.x=" + std::to_string(d.grid[0]) +
+                             ", over the device's limit of " +
+                             std::to_string(maxGrid));
+  uint64_t values[kGpuMergeV1NumParams];
+  const void *buffers[6] = {args.o1, args.lse1, args.o2,
+                            args.lse2, args.o, args.lse};
+  for (int i = 0; i < 6; ++i) {
+    uint64_t ptr = reinterpret_cast<uintptr_t>(buffers[i]);
+    values[5 * i + 0] = ptr; // allocated
+    values[5 * i + 1] = ptr; // aligned
+    values[5 * i + 2] = 0;   // offset
+    values[5 * i + 3] =
+        static_cast<uint64_t>(i % 2 == 0 ? p.oElements() : rows); // size
+    values[5 * i + 4] = 1;                                         // stride
+  }
+  values[30] = static_cast<uint64_t>(rows);
+  void *params[kGpuMergeV1NumParams];
+  for (int i = 0; i < kGpuMergeV1NumParams; ++i)
+    params[i] = &values[i];
+  return launch(functions_[0], meta_.kernel, d, params, stream);
 }
 
 std::string dlMessage() {

@@ -117,18 +117,22 @@ double backwardFlops(const Problem &p, const MaskSpec &mask) {
 // GPU launches
 //===----------------------------------------------------------------------===//
 
-void packGpuFlatV1(const Problem &p, const ForwardArgs &args,
-                   uint64_t (&values)[kGpuFlatV1NumParams]) {
-  struct Tensor {
-    const void *ptr;
-    int64_t elements;
-  } tensors[] = {{args.q, p.qElements()},
-                 {args.k, p.kElements()},
-                 {args.v, p.vElements()},
-                 {args.o, p.oElements()},
-                 {args.lse, p.lseElements()}};
-  int i = 0;
-  for (const Tensor &t : tensors) {
+namespace {
+
+/// One tensor passed as a flattened 1-d memref descriptor.
+struct FlatTensor {
+  const void *ptr;
+  int64_t elements;
+};
+
+/// The descriptors of `tensors` (allocated = aligned = ptr, offset 0, size
+/// = elements, stride 1), then B, Sq, Sk: the parameters of both GPU ABIs.
+template <size_t N, size_t M>
+void packFlat(const Problem &p, const FlatTensor (&tensors)[N],
+              uint64_t (&values)[M]) {
+  static_assert(M == 5 * N + 3, "five values a descriptor, then B, Sq, Sk");
+  size_t i = 0;
+  for (const FlatTensor &t : tensors) {
     uint64_t address = reinterpret_cast<uintptr_t>(t.ptr);
     values[i++] = address;                           // allocated
     values[i++] = address;                           // aligned
@@ -141,20 +145,68 @@ void packGpuFlatV1(const Problem &p, const ForwardArgs &args,
   values[i++] = static_cast<uint64_t>(p.sk);
 }
 
+} // namespace
+
+void packGpuFlatV1(const Problem &p, const ForwardArgs &args,
+                   uint64_t (&values)[kGpuFlatV1NumParams]) {
+  const FlatTensor tensors[] = {{args.q, p.qElements()},
+                                {args.k, p.kElements()},
+                                {args.v, p.vElements()},
+                                {args.o, p.oElements()},
+                                {args.lse, p.lseElements()}};
+  packFlat(p, tensors, values);
+}
+
+GpuBwdWorkspace gpuBwdV1Workspace(const Problem &p, bool deterministic) {
+  GpuBwdWorkspace w;
+  w.dsumBytes = static_cast<size_t>(p.lseElements()) * sizeof(float);
+  w.totalBytes = w.dsumBytes;
+  if (!deterministic) {
+    w.dqaccOffset = (w.dsumBytes + 255) / 256 * 256;
+    w.dqaccBytes = static_cast<size_t>(p.qElements()) * sizeof(float);
+    w.totalBytes = w.dqaccOffset + w.dqaccBytes;
+  }
+  return w;
+}
+
+void packGpuBwdV1(const Problem &p, const BackwardArgs &args, void *workspace,
+                  bool deterministic, uint64_t (&values)[kGpuBwdV1NumParams]) {
+  GpuBwdWorkspace w = gpuBwdV1Workspace(p, deterministic);
+  char *base = static_cast<char *>(workspace);
+  const FlatTensor tensors[] = {{args.q, p.qElements()},
+                                {args.k, p.kElements()},
+                                {args.v, p.vElements()},
+                                {args.o, p.oElements()},
+                                {args.dO, p.oElements()},
+                                {args.lse, p.lseElements()},
+                                {args.dq, p.qElements()},
+                                {args.dk, p.kElements()},
+                                {args.dv, p.vElements()},
+                                {base, p.lseElements()},
+                                {deterministic ? nullptr : base + w.dqaccOffset,
+                                 deterministic ? 0 : p.qElements()}};
+  packFlat(p, tensors, values);
+}
+
 Expected<LaunchDims> gpuLaunchDims(const BundleMeta &meta, const Problem &p,
-                                   const int64_t (&maxGrid)[3]) {
-  if (meta.blockM <= 0 || meta.blockThreads <= 0)
+                                   const int64_t (&maxGrid)[3], GpuGrid grid) {
+  const bool keys = grid == GpuGrid::KeyTiles;
+  const int64_t tile = keys ? meta.blockN : meta.blockM;
+  if (tile <= 0 || meta.blockThreads <= 0)
     return Status::error(ErrorCode::InvalidArgument,
-                         "the bundle states no GPU launch (block_m and "
-                         "block_threads must be positive)");
+                         std::string("the bundle states no GPU launch (") +
+                             (keys ? "block_n" : "block_m") +
+                             " and block_threads must be positive)");
+  const int64_t rows = keys ? p.sk : p.sq;
   LaunchDims dims;
-  dims.grid[0] = p.sq / meta.blockM + (p.sq % meta.blockM != 0);
-  dims.grid[1] = p.hq;
+  dims.grid[0] = rows / tile + (rows % tile != 0);
+  dims.grid[1] = keys ? p.hk : p.hq;
   dims.grid[2] = p.b;
   dims.block[0] = meta.blockThreads;
   dims.sharedBytes = meta.sharedBytes;
-  static const char *const what[] = {"x = ceil(Sq / block_m)", "y = Hq",
-                                     "z = B"};
+  const char *const what[] = {keys ? "x = ceil(Sk / block_n)"
+                                   : "x = ceil(Sq / block_m)",
+                              keys ? "y = Hk" : "y = Hq", "z = B"};
   for (int d = 0; d < 3; ++d)
     if (dims.grid[d] > maxGrid[d])
       return Status::error(
@@ -185,7 +237,7 @@ Status LoadedKernel::launchMerge(const MergeProblem &, const MergeArgs &,
                        "merge not supported by this backend");
 }
 
-Expected<LaunchDims> LoadedKernel::launchDims(const Problem &) const {
+Expected<LaunchDims> LoadedKernel::launchDims(const Problem &, GpuGrid) const {
   return Status::error(ErrorCode::InvalidArgument,
                        "a host kernel has no GPU launch");
 }
@@ -337,8 +389,17 @@ Status Kernel::checkProblem(const Problem &p) const {
   return Status::success();
 }
 
-Expected<LaunchDims> Kernel::launchDims(const Problem &p) const {
-  return loaded_->launchDims(p);
+Expected<LaunchDims> Kernel::launchDims(const Problem &p, GpuGrid grid) const {
+  return loaded_->launchDims(p, grid);
+}
+
+Expected<size_t> Kernel::backwardWorkspaceBytes(const Problem &p) const {
+  Status check = checkRun(KernelKind::Backward, p);
+  if (!check.ok())
+    return check;
+  if (meta_.abi != kAbiGpuBwdV1)
+    return size_t(0);
+  return gpuBwdV1Workspace(p, meta_.deterministic).totalBytes;
 }
 
 namespace {
@@ -423,6 +484,11 @@ Status checkBackwardPointers(const BackwardArgs &args) {
 
 } // namespace
 
+Status Kernel::checkRun(KernelKind kind, const Problem &p) const {
+  Status s = checkKind(kind);
+  return s.ok() ? checkProblem(p) : s;
+}
+
 Status Kernel::checkKind(KernelKind kind) const {
   if (meta_.kind == kind)
     return Status::success();
@@ -448,10 +514,7 @@ Status Kernel::checkKind(KernelKind kind) const {
 
 Status Kernel::run(const Problem &p, const ForwardArgs &args,
                    void *stream) const {
-  Status kind = checkKind(KernelKind::Forward);
-  if (!kind.ok())
-    return kind;
-  Status check = checkProblem(p);
+  Status check = checkRun(KernelKind::Forward, p);
   if (!check.ok())
     return check;
   Status pointers = checkForwardPointers(args);
@@ -476,10 +539,7 @@ Status Kernel::runHost(const Problem &p, const ForwardArgs &hostArgs,
                        void *stream) const {
   if (backend_->target() == Target::Cpu)
     return run(p, hostArgs, stream);
-  Status kind = checkKind(KernelKind::Forward);
-  if (!kind.ok())
-    return kind;
-  Status check = checkProblem(p);
+  Status check = checkRun(KernelKind::Forward, p);
   if (!check.ok())
     return check;
   Status pointers = checkForwardPointers(hostArgs);
@@ -508,15 +568,27 @@ Status Kernel::runHost(const Problem &p, const ForwardArgs &hostArgs,
 
 Status Kernel::runBackward(const Problem &p, const BackwardArgs &args,
                            void *stream) const {
-  Status kind = checkKind(KernelKind::Backward);
-  if (!kind.ok())
-    return kind;
-  Status check = checkProblem(p);
+  Status check = checkRun(KernelKind::Backward, p);
   if (!check.ok())
     return check;
   Status pointers = checkBackwardPointers(args);
   if (!pointers.ok())
     return pointers;
+  if (args.workspace && meta_.abi == kAbiGpuBwdV1) {
+    size_t need = gpuBwdV1Workspace(p, meta_.deterministic).totalBytes;
+    if (args.workspaceBytes < need)
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          "backward workspace of " + std::to_string(args.workspaceBytes) +
+              " bytes is too small: B=" + std::to_string(p.b) +
+              " Sq=" + std::to_string(p.sq) + " needs " + std::to_string(need) +
+              " bytes (backwardWorkspaceBytes; C API: "
+              "fmhaKernelBackwardWorkspaceBytes); nothing was launched");
+    if (reinterpret_cast<uintptr_t>(args.workspace) % 256 != 0)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "backward workspace must be 256-byte aligned; "
+                           "nothing was launched");
+  }
   return loaded_->launchBackward(p, args, stream);
 }
 
@@ -524,10 +596,7 @@ Status Kernel::runBackwardHost(const Problem &p, const BackwardArgs &hostArgs,
                                void *stream) const {
   if (backend_->target() == Target::Cpu)
     return runBackward(p, hostArgs, stream);
-  Status kind = checkKind(KernelKind::Backward);
-  if (!kind.ok())
-    return kind;
-  Status check = checkProblem(p);
+  Status check = checkRun(KernelKind::Backward, p);
   if (!check.ok())
     return check;
   Status pointers = checkBackwardPointers(hostArgs);

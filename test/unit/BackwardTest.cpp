@@ -153,6 +153,10 @@ TEST(Backward, HostAbiPlumbing) {
   Status s = kernel->runBackward(p, direct.args());
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(direct.outputsAll(1, 2, 3));
+  // A host kernel needs no workspace.
+  Expected<size_t> workspace = kernel->backwardWorkspaceBytes(p);
+  ASSERT_TRUE(workspace.ok()) << workspace.message();
+  EXPECT_EQ(*workspace, 0u);
 
   Buffers host(p);
   s = kernel->runBackwardHost(p, host.args());

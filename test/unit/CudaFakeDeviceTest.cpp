@@ -60,9 +60,12 @@ FakeTarget gTarget = {
      "per block",
      "bundle 'fake.fmha': kernel 'fmha_fwd' runs at most 64 threads per block "
      "(96 registers per thread), the bundle's block_threads is 128",
-     "bundle 'fake.fmha': the cuda backend has no backward ABI yet",
+     "bundle 'fake.fmha': cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND "
+     "(named symbol not found); kernel 'fmha_bwd_dkdv' not found in the "
+     "module (abi gpu-bwd-v1 needs fmha_bwd_prep, fmha_bwd_dkdv and "
+     "fmha_bwd_dq)",
      "bundle 'w.fmha': the cuda backend runs target cuda, binary_format cubin "
-     "or ptx, abi gpu-flat-v1 only"},
+     "or ptx, abi gpu-flat-v1 (kind=fwd) or gpu-bwd-v1 (kind=bwd) only"},
     {{"cuLaunchKernel=701",
       "cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many "
       "resources requested for launch); kernel 'fmha_fwd', grid (2,2,1), "
@@ -96,6 +99,38 @@ TEST(CudaFake, LargeSharedMemoryIsOptedIn) {
   Expected<std::unique_ptr<Kernel>> k = loadFake(m);
   ASSERT_TRUE(k.ok()) << k.message();
   EXPECT_FALSE(contains(readLog(), "set max dynamic shared")) << readLog();
+}
+
+TEST(CudaFake, BackwardKernelsAreEachOptedIn) {
+  BundleMeta m =
+      fakeGpuBwdMeta(Target::Cuda, DType::BF16, 2, 1, 8, 8, "t", true);
+  m.sharedBytes = 100000;
+  clearLog();
+  std::string bytes, err;
+  ASSERT_TRUE(serializeBundle(m, fakeModule(m), &bytes, &err)) << err;
+  Expected<std::unique_ptr<Kernel>> k = Kernel::loadBytes(bytes, "b.fmha");
+  ASSERT_TRUE(k.ok()) << k.message();
+  std::string log = readLog();
+  size_t count = 0;
+  for (size_t at = log.find("set max dynamic shared 100000");
+       at != std::string::npos;
+       at = log.find("set max dynamic shared 100000", at + 1))
+    ++count;
+  EXPECT_EQ(count, 3u) << log;
+  // The fake refuses a launch of a function not opted in: all three run.
+  Problem p = makeProblem(m, 1, 20, 20);
+  std::vector<uint16_t> in(p.qElements(), 0), dq(p.qElements()),
+      dk(p.kElements()), dv(p.vElements());
+  std::vector<float> lse(p.lseElements(), 0.0f);
+  BackwardArgs a;
+  a.q = a.k = a.v = a.o = a.dO = in.data();
+  a.lse = lse.data();
+  a.dq = dq.data();
+  a.dk = dk.data();
+  a.dv = dv.data();
+  Status s = (*k)->runBackwardHost(p, a);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(contains(readLog(), "kernel=fmha_bwd_dq")) << readLog();
 }
 
 } // namespace

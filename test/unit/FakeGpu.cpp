@@ -24,10 +24,17 @@ struct Module {
   std::string kernel;
   rt::ReferenceConfig cfg;
   std::string dtype;
-  int64_t blockM = 0, blockThreads = 0, sharedBytes = 0, staticShared = 0,
-          maxThreads = 1024, maxDynamicShared = 0;
+  int64_t blockM = 0, blockN = 0, blockThreads = 0, sharedBytes = 0,
+          staticShared = 0, maxThreads = 1024, maxDynamicShared = 0;
   bool perturb = false;
   int device = 0;
+  /// kind=bwd: the three functions (children), each with its stage; the
+  /// module counts the stages launched (0 none, 1 prep, 2 dkdv).
+  bool backward = false, deterministic = false;
+  std::vector<Module *> functions;
+  std::string stage;
+  Module *parent = nullptr;
+  int phase = 0;
 };
 
 namespace {
@@ -144,7 +151,207 @@ bool parseModule(const char *image, Module *m, std::string *why) {
   m->maxDynamicShared =
       (kVendor.sharedNeedsOptIn ? 48 * 1024 : sharedLimit()) - m->staticShared;
   m->perturb = m->keys["flaw"] == "perturb";
+  m->backward = m->keys["kind"] == "bwd";
+  m->deterministic = m->keys["deterministic"] == "1";
+  if (m->keys.count("block_n"))
+    m->blockN = num("block_n");
+  if (m->backward && m->blockN <= 0) {
+    *why = "a kind=bwd module needs block_n";
+    return false;
+  }
   return true;
+}
+
+/// The launch configuration a kernel was given.
+struct LaunchShape {
+  unsigned gx, gy, gz, bx, by, bz, shared;
+};
+
+/// Logs the launch and checks its grid (`x`, `y`, `z`), block and dynamic
+/// shared memory against the module.
+int checkShape(const Module &m, const LaunchShape &l, int64_t x, int64_t y,
+               int64_t z, int64_t b, int64_t sq, int64_t sk, int device) {
+  std::string name = m.kernel + (m.stage.empty() ? "" : "_" + m.stage);
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "launch kernel=%s grid=%u,%u,%u block=%u,%u,%u shared=%u "
+                "B=%lld Sq=%lld Sk=%lld device=%d",
+                name.c_str(), l.gx, l.gy, l.gz, l.bx, l.by, l.bz, l.shared,
+                static_cast<long long>(b), static_cast<long long>(sq),
+                static_cast<long long>(sk), device);
+  logLine(buf);
+  if (l.gx != x || l.gy != y || l.gz != z)
+    return reject(std::string("wrong grid: ") + buf);
+  if (l.bx != m.blockThreads || l.by != 1 || l.bz != 1)
+    return reject(std::string("wrong block: ") + buf);
+  if (l.shared != m.sharedBytes)
+    return reject(std::string("wrong dynamic shared memory: ") + buf);
+  if (l.shared > m.maxDynamicShared)
+    return reject(
+        "dynamic shared memory " + std::to_string(l.shared) +
+        " over the function's limit " + std::to_string(m.maxDynamicShared) +
+        (kVendor.sharedNeedsOptIn ? " (cuFuncSetAttribute missing)" : ""));
+  return kSuccess;
+}
+
+/// Reads the N 8-byte kernel parameters, of which the last three are B, Sq,
+/// Sk, and the module's problem with them.
+template <size_t N>
+int readParams(const Module &m, void **params, int64_t (&v)[N],
+               rt::ReferenceConfig *cfg) {
+  for (size_t i = 0; i < N; ++i)
+    std::memcpy(&v[i], params[i], 8);
+  *cfg = m.cfg;
+  cfg->b = v[N - 3];
+  cfg->sq = v[N - 2];
+  cfg->sk = v[N - 1];
+  if (cfg->b <= 0 || cfg->sq <= 0 || cfg->sk <= 0)
+    return reject("B, Sq, Sk must be positive");
+  return kSuccess;
+}
+
+/// A tensor argument as its flattened 1-d memref descriptor should be.
+struct FlatArg {
+  const char *name;
+  int64_t count;
+  size_t elemBytes;
+};
+
+/// Checks the descriptor `d` (allocated, aligned, offset, size, stride) of
+/// `want`; *ptr gets its address, which must lie in a live allocation of
+/// the device large enough (a descriptor of size 0 must be null).
+int checkDescriptor(const int64_t *d, const FlatArg &want, int device,
+                    void **ptr) {
+  if (d[0] != d[1] || d[2] != 0 || d[3] != want.count || d[4] != 1)
+    return reject(
+        std::string("bad descriptor for ") + want.name +
+        ": allocated=" + std::to_string(d[0]) +
+        " aligned=" + std::to_string(d[1]) + " offset=" + std::to_string(d[2]) +
+        " size=" + std::to_string(d[3]) + " (want " +
+        std::to_string(want.count) + ") stride=" + std::to_string(d[4]));
+  *ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(d[1]));
+  if (want.count == 0)
+    return *ptr ? reject(std::string(want.name) +
+                         " has size 0 but a non-null pointer")
+                : kSuccess;
+  size_t bytes = static_cast<size_t>(want.count) * want.elemBytes;
+  const Allocation *a = findAllocation(*ptr, bytes);
+  if (!a || a->device != device)
+    return reject(
+        std::string(want.name) + " does not point into a live allocation of " +
+        std::to_string(bytes) + " bytes on device " + std::to_string(device));
+  return kSuccess;
+}
+
+std::vector<double> loadAll(const void *base, int64_t count,
+                            const std::string &dtype) {
+  std::vector<double> out(count);
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = loadElem(base, i, dtype);
+  return out;
+}
+
+/// One stage of a gpu-bwd-v1 backward (Bundle.h, kAbiGpuBwdV1): checks the
+/// 58 parameters, the stage's grid and the order (prep, dkdv, dq), then
+/// computes with the float64 reference what the stage writes. prep: dsum =
+/// rowsum(dO * o), dqacc = 0. dkdv: checks dsum, writes dk, dv and (not
+/// deterministic) adds dq / scale into dqacc. dq: dq = dqacc * scale, or
+/// (deterministic) the reference's dq. flaw=perturb adds 0.5 to dq[0].
+int launchBackward(Module &f, const LaunchShape &l, void **params, int device) {
+  Module &m = *f.parent;
+  int64_t v[58];
+  rt::ReferenceConfig cfg;
+  if (int r = readParams(m, params, v, &cfg))
+    return r;
+  const int64_t b = cfg.b, sq = cfg.sq, sk = cfg.sk;
+  const bool keys = f.stage == "dkdv";
+  int64_t tile = keys ? m.blockN : m.blockM, rows = keys ? sk : sq;
+  if (int r = checkShape(f, l, (rows + tile - 1) / tile, keys ? cfg.hk : cfg.hq,
+                         b, b, sq, sk, device))
+    return r;
+  const int wantPhase = f.stage == "prep" ? -1 : keys ? 1 : 2;
+  if (wantPhase >= 0 && m.phase != wantPhase)
+    return reject(m.kernel + "_" + f.stage + " launched out of order (" +
+                  (m.phase == 0   ? "prep"
+                   : m.phase == 1 ? "dkdv"
+                                  : "dq") +
+                  " expected next)");
+  size_t elem = m.dtype == "f32" ? 4 : 2;
+  int64_t qn = b * cfg.hq * sq * cfg.d, kn = b * cfg.hk * sk * cfg.d,
+          vn = b * cfg.hk * sk * cfg.dv, on = b * cfg.hq * sq * cfg.dv,
+          rowsN = b * cfg.hq * sq;
+  const FlatArg args[11] = {{"q", qn, elem},
+                            {"k", kn, elem},
+                            {"v", vn, elem},
+                            {"o", on, elem},
+                            {"dO", on, elem},
+                            {"lse", rowsN, 4},
+                            {"dq", qn, elem},
+                            {"dk", kn, elem},
+                            {"dv", vn, elem},
+                            {"dsum", rowsN, 4},
+                            {"dqacc", m.deterministic ? 0 : qn, 4}};
+  enum { Q, K, V, O, DO, LSE, DQ, DK, DV, DSUM, DQACC };
+  void *ptrs[11];
+  for (int t = 0; t < 11; ++t)
+    if (int r = checkDescriptor(v + 5 * t, args[t], device, &ptrs[t]))
+      return r;
+  if (!m.deterministic) {
+    uintptr_t want =
+        reinterpret_cast<uintptr_t>(ptrs[DSUM]) + (rowsN * 4 + 255) / 256 * 256;
+    if (reinterpret_cast<uintptr_t>(ptrs[DQACC]) != want)
+      return reject("dqacc does not start at the first 256-byte boundary "
+                    "after dsum");
+  }
+  auto *dsum = static_cast<float *>(ptrs[DSUM]);
+  auto *dqacc = static_cast<float *>(ptrs[DQACC]);
+  std::vector<double> o = loadAll(ptrs[O], on, m.dtype),
+                      dO = loadAll(ptrs[DO], on, m.dtype);
+  std::vector<float> rowsum(rowsN, 0.0f);
+  for (int64_t r = 0; r < rowsN; ++r) {
+    double sum = 0;
+    for (int64_t j = 0; j < cfg.dv; ++j)
+      sum += o[r * cfg.dv + j] * dO[r * cfg.dv + j];
+    rowsum[r] = static_cast<float>(sum);
+  }
+  const double scale = cfg.effectiveScale();
+  if (f.stage == "prep") {
+    std::memcpy(dsum, rowsum.data(), rowsN * 4);
+    if (!m.deterministic)
+      std::memset(dqacc, 0, qn * 4);
+    m.phase = 1;
+    return kSuccess;
+  }
+  if (std::memcmp(dsum, rowsum.data(), rowsN * 4) != 0)
+    return reject(f.stage + ": dsum is not what prep wrote");
+  if (f.stage == "dq" && !m.deterministic) {
+    for (int64_t i = 0; i < qn; ++i)
+      storeElem(ptrs[DQ], i, m.dtype,
+                static_cast<double>(dqacc[i]) * scale + (i == 0 && m.perturb));
+    m.phase = 0;
+    return kSuccess;
+  }
+  rt::ReferenceBackward ref;
+  std::string err;
+  if (!rt::referenceBackward(cfg, loadAll(ptrs[Q], qn, m.dtype),
+                             loadAll(ptrs[K], kn, m.dtype),
+                             loadAll(ptrs[V], vn, m.dtype), dO, &ref, &err, &o))
+    return reject("reference: " + err);
+  if (keys) {
+    for (int64_t i = 0; i < kn; ++i)
+      storeElem(ptrs[DK], i, m.dtype, ref.dk[i]);
+    for (int64_t i = 0; i < vn; ++i)
+      storeElem(ptrs[DV], i, m.dtype, ref.dv[i]);
+    if (!m.deterministic)
+      for (int64_t i = 0; i < qn; ++i)
+        dqacc[i] += static_cast<float>(ref.dq[i] / scale);
+    m.phase = 2;
+    return kSuccess;
+  }
+  for (int64_t i = 0; i < qn; ++i)
+    storeElem(ptrs[DQ], i, m.dtype, ref.dq[i] + (i == 0 && m.perturb));
+  m.phase = 0;
+  return kSuccess;
 }
 
 } // namespace
@@ -198,11 +405,25 @@ int loadModule(const char *image, Module **module, std::string *why) {
     return kVendor.invalidImage;
   }
   m->device = device;
+  if (m->backward)
+    // Each function its own copy: attributes (the opt-in of shared memory)
+    // are per function. `omit=STAGE` leaves one out.
+    for (const char *stage : {"prep", "dkdv", "dq"}) {
+      if (m->keys["omit"] == stage)
+        continue;
+      auto *f = new Module(*m);
+      f->functions.clear();
+      f->stage = stage;
+      f->parent = m;
+      m->functions.push_back(f);
+    }
   *module = m;
   return kSuccess;
 }
 
 void unloadModule(Module *module) {
+  for (Module *f : module->functions)
+    delete f;
   delete module;
   logLine("module unloaded");
 }
@@ -210,6 +431,14 @@ void unloadModule(Module *module) {
 int getFunction(Module *module, const char *name, Module **function) {
   if (!module)
     return kInvalidHandle;
+  if (module->backward) {
+    for (Module *f : module->functions)
+      if (module->kernel + "_" + f->stage == name) {
+        *function = f;
+        return kSuccess;
+      }
+    return kNotFound;
+  }
   if (module->kernel != name)
     return kNotFound;
   *function = module;
@@ -261,74 +490,39 @@ int launch(Module *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
     return reject("extra must be null");
   if (!params)
     return reject("kernelParams is null");
+  if (m.parent)
+    return launchBackward(m, {gx, gy, gz, bx, by, bz, shared}, params, device);
   int64_t v[28];
-  for (int i = 0; i < 28; ++i)
-    std::memcpy(&v[i], params[i], 8);
-  int64_t b = v[25], sq = v[26], sk = v[27];
-  rt::ReferenceConfig cfg = m.cfg;
-  cfg.b = b;
-  cfg.sq = sq;
-  cfg.sk = sk;
-  if (b <= 0 || sq <= 0 || sk <= 0)
-    return reject("B, Sq, Sk must be positive");
-  int64_t gridX = (sq + m.blockM - 1) / m.blockM;
-  char buf[512];
-  std::snprintf(buf, sizeof(buf),
-                "launch kernel=%s grid=%u,%u,%u block=%u,%u,%u shared=%u "
-                "B=%lld Sq=%lld Sk=%lld device=%d",
-                m.kernel.c_str(), gx, gy, gz, bx, by, bz, shared,
-                static_cast<long long>(b), static_cast<long long>(sq),
-                static_cast<long long>(sk), device);
-  logLine(buf);
-  if (gx != gridX || gy != cfg.hq || gz != b)
-    return reject(std::string("wrong grid: ") + buf);
-  if (bx != m.blockThreads || by != 1 || bz != 1)
-    return reject(std::string("wrong block: ") + buf);
-  if (shared != m.sharedBytes)
-    return reject(std::string("wrong dynamic shared memory: ") + buf);
-  if (shared > m.maxDynamicShared)
-    return reject(
-        "dynamic shared memory " + std::to_string(shared) +
-        " over the function's limit " + std::to_string(m.maxDynamicShared) +
-        (kVendor.sharedNeedsOptIn ? " (cuFuncSetAttribute missing)" : ""));
+  rt::ReferenceConfig cfg;
+  if (int r = readParams(m, params, v, &cfg))
+    return r;
+  const int64_t b = cfg.b, sq = cfg.sq, sk = cfg.sk;
+  LaunchShape got{gx, gy, gz, bx, by, bz, shared};
+  if (int r = checkShape(m, got, (sq + m.blockM - 1) / m.blockM, cfg.hq, b, b,
+                         sq, sk, device))
+    return r;
   size_t elem = m.dtype == "f32" ? 4 : 2;
-  int64_t counts[5] = {b * cfg.hq * sq * cfg.d, b * cfg.hk * sk * cfg.d,
-                       b * cfg.hk * sk * cfg.dv, b * cfg.hq * sq * cfg.dv,
-                       b * cfg.hq * sq};
-  const char *names[5] = {"q", "k", "v", "o", "lse"};
+  const FlatArg args[5] = {{"q", b * cfg.hq * sq * cfg.d, elem},
+                           {"k", b * cfg.hk * sk * cfg.d, elem},
+                           {"v", b * cfg.hk * sk * cfg.dv, elem},
+                           {"o", b * cfg.hq * sq * cfg.dv, elem},
+                           {"lse", b * cfg.hq * sq, 4}};
   void *ptrs[5];
-  for (int t = 0; t < 5; ++t) {
-    const int64_t *d = v + 5 * t;
-    size_t bytes = static_cast<size_t>(counts[t]) * (t == 4 ? 4 : elem);
-    if (d[0] != d[1] || d[2] != 0 || d[3] != counts[t] || d[4] != 1)
-      return reject(std::string("bad descriptor for ") + names[t] +
-                    ": allocated=" + std::to_string(d[0]) + " aligned=" +
-                    std::to_string(d[1]) + " offset=" + std::to_string(d[2]) +
-                    " size=" + std::to_string(d[3]) + " (want " +
-                    std::to_string(counts[t]) +
-                    ") stride=" + std::to_string(d[4]));
-    ptrs[t] = reinterpret_cast<void *>(static_cast<uintptr_t>(d[1]));
-    const Allocation *a = findAllocation(ptrs[t], bytes);
-    if (!a || a->device != device)
-      return reject(
-          std::string(names[t]) + " does not point into a live allocation of " +
-          std::to_string(bytes) + " bytes on device " + std::to_string(device));
-  }
+  for (int t = 0; t < 5; ++t)
+    if (int r = checkDescriptor(v + 5 * t, args[t], device, &ptrs[t]))
+      return r;
   std::vector<double> in[3];
-  for (int t = 0; t < 3; ++t) {
-    in[t].resize(counts[t]);
-    for (int64_t i = 0; i < counts[t]; ++i)
-      in[t][i] = loadElem(ptrs[t], i, m.dtype);
-  }
+  for (int t = 0; t < 3; ++t)
+    in[t] = loadAll(ptrs[t], args[t].count, m.dtype);
   rt::ReferenceForward ref;
   std::string err;
   if (!rt::referenceForward(cfg, in[0], in[1], in[2], &ref, &err))
     return reject("reference: " + err);
   if (m.perturb && !ref.o.empty())
     ref.o[0] += 0.5;
-  for (int64_t i = 0; i < counts[3]; ++i)
+  for (int64_t i = 0; i < args[3].count; ++i)
     storeElem(ptrs[3], i, m.dtype, ref.o[i]);
-  for (int64_t i = 0; i < counts[4]; ++i) {
+  for (int64_t i = 0; i < args[4].count; ++i) {
     float f = static_cast<float>(ref.lse[i]);
     std::memcpy(static_cast<char *>(ptrs[4]) + 4 * i, &f, 4);
   }
@@ -344,7 +538,8 @@ int allocate(size_t bytes, void **ptr) {
   int64_t limit = envInt("_MEMORY", -1);
   if (limit >= 0 && gAllocated + bytes > static_cast<size_t>(limit))
     return kOutOfMemory;
-  void *p = std::malloc(bytes);
+  // 256-byte aligned, as cuMemAlloc and hipMalloc give.
+  void *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!p)
     return kOutOfMemory;
   *ptr = p;

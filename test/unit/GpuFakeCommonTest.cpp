@@ -144,11 +144,11 @@ TEST(GpuFake, LoadErrors) {
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.message(), want.maxThreads);
 
-  // A backward bundle; a binary format of the other vendor.
-  BundleMeta bwd = m;
-  bwd.kind = KernelKind::Backward;
-  bwd.abi = kAbiGpuBwdV1;
-  k = loadFake(bwd);
+  // A backward bundle without its dkdv kernel; a binary format of the
+  // other vendor.
+  BundleMeta bwd =
+      fakeGpuBwdMeta(fakeTarget().target, DType::BF16, 4, 2, 16, 16, "b");
+  k = loadFake(bwd, "omit=dkdv\n");
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.message(), want.backward);
   BundleMeta wrong = m;

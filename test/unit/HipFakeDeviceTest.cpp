@@ -59,9 +59,12 @@ FakeTarget gTarget = {
      "shared_bytes=33088 exceeds the device's limit of 65536 bytes per block",
      "bundle 'fake.fmha': kernel 'fmha_fwd' runs at most 64 threads per block "
      "(96 registers per thread), the bundle's block_threads is 256",
-     "bundle 'fake.fmha': the hip backend has no backward ABI yet",
+     "bundle 'fake.fmha': hipModuleGetFunction failed: hipErrorNotFound "
+     "(named symbol not found); kernel 'fmha_bwd_dkdv' not found in the "
+     "module (abi gpu-bwd-v1 needs fmha_bwd_prep, fmha_bwd_dkdv and "
+     "fmha_bwd_dq)",
      "bundle 'w.fmha': the hip backend runs target hip, binary_format hsaco, "
-     "abi gpu-flat-v1 only"},
+     "abi gpu-flat-v1 (kind=fwd) or gpu-bwd-v1 (kind=bwd) only"},
     {{"hipModuleLaunchKernel=701",
       "hipModuleLaunchKernel failed: hipErrorLaunchOutOfResources (too many "
       "resources requested for launch); kernel 'fmha_fwd', grid (2,2,1), "

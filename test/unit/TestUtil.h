@@ -120,6 +120,21 @@ inline rt::BundleMeta fakeGpuMeta(rt::Target target, rt::DType dtype,
   return m;
 }
 
+/// A gpu-bwd-v1 bundle of `target` (block_n 32, block_m 16: the dkdv grid
+/// differs from the others).
+inline rt::BundleMeta fakeGpuBwdMeta(rt::Target target, rt::DType dtype,
+                                     int64_t hq, int64_t hk, int64_t d,
+                                     int64_t dv, const char *mask = "0",
+                                     bool deterministic = false) {
+  rt::BundleMeta m = fakeGpuMeta(target, dtype, hq, hk, d, dv, mask);
+  m.kind = rt::KernelKind::Backward;
+  m.kernel = "fmha_bwd";
+  m.abi = rt::kAbiGpuBwdV1;
+  m.blockN = 32;
+  m.deterministic = deterministic;
+  return m;
+}
+
 inline rt::BundleMeta fakeCudaMeta(rt::DType dtype, int64_t hq, int64_t hk,
                                    int64_t d, int64_t dv,
                                    const char *mask = "0", float scale = 0,
@@ -145,6 +160,11 @@ inline std::string fakeModule(const rt::BundleMeta &meta,
     << "scale=" << meta.effectiveScale() << "\n"
     << "softcap=" << meta.softcap << "\n"
     << "block_m=" << meta.blockM << "\n"
+    << "block_n=" << meta.blockN << "\n"
+    << (meta.kind == rt::KernelKind::Backward
+            ? std::string("kind=bwd\ndeterministic=") +
+                  (meta.deterministic ? "1\n" : "0\n")
+            : std::string())
     << "block_threads=" << meta.blockThreads << "\n"
     << "shared_bytes=" << meta.sharedBytes << "\n"
     << extra;

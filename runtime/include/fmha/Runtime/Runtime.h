@@ -38,8 +38,19 @@
 // kernel overwrites every element of dq, dk and dv (callers need not zero
 // them). dk and dv are summed over the Hq/Hk query heads of each kv head
 // (DESIGN.md section 1). A bundle with deterministic=1 gives bit-identical
-// dq, dk, dv run to run. There is no GPU backward ABI yet: cuda and hip
-// backends refuse kind=bwd bundles.
+// dq, dk, dv run to run.
+//
+// GPU backward ABI (kind=bwd, abi=gpu-bwd-v1, targets cuda and hip; the
+// kernels, grids and parameters are listed at kAbiGpuBwdV1 in Bundle.h): the
+// runtime launches `<kernel>_prep`, `<kernel>_dkdv` and `<kernel>_dq` in that
+// order on the caller's stream, 58 parameters each (packGpuBwdV1 below), with
+// a workspace of gpuBwdV1Workspace(p, deterministic).totalBytes device bytes:
+// dsum (float32, B*Hq*Sq), then, unless deterministic, dqacc (float32,
+// B*Hq*Sq*D) at the next 256-byte boundary. The prep kernel zeroes dqacc; the
+// workspace needs no initialisation. Callers may pass their own
+// (BackwardArgs::workspace, 256-byte aligned, at least
+// Kernel::backwardWorkspaceBytes); otherwise the kernel object keeps one,
+// allocated on first use and grown when a problem needs more.
 //
 // Host merge ABI (kind=merge, target cpu, abi=memref-ciface-v1,
 // binary_format=elf-so): the shared object exports
@@ -54,7 +65,22 @@
 // section 1); a partial with lse -inf weighs 0 (its o is not read into the
 // sum) and two empty partials give o = 0, lse = -inf, never NaN. o may be
 // o1 or o2 and lse may be lse1 or lse2 (the same buffer, in place); other
-// overlaps are not allowed. cuda and hip have no merge ABI yet.
+// overlaps are not allowed.
+//
+// GPU merge ABI (kind=merge, abi=gpu-merge-v1, target cuda: cubin or ptx;
+// hip: hsaco): the same arithmetic and aliasing rules over device buffers.
+// The binary holds one kernel named by `kernel`, the lowering of
+//
+//   gpu.func @kernel(%o1: memref<?xT>, %lse1: memref<?xf32>, %o2, %lse2,
+//                    %o, %lse, %rows: index) kernel
+//
+// 31 kernel parameters of 8 bytes: for each of o1, lse1, o2, lse2, o, lse
+// the five values of a flat memref descriptor (as gpu-flat-v1: allocated =
+// aligned = device address, offset 0, size = element count, stride 1), then
+// rows = B*H*S. A row is handled by 32 consecutive threads; the launch is
+// grid (ceil(rows / (block_threads / 32)), 1, 1), block (block_threads, 1,
+// 1), shared_bytes of dynamic shared memory (0 for the kernels fmha-compile
+// writes: 256 threads, 8 rows a workgroup).
 //
 // GPU kernel ABI (abi=gpu-flat-v1, target cuda: binary_format cubin or ptx;
 // target hip: hsaco). The binary holds one kernel named by the bundle's
@@ -193,6 +219,17 @@ struct ForwardArgs {
 /// Backward arguments (host ABI above): inputs q, k, v, o (the forward's
 /// output in the bundle's dtype), lse (float32, the forward's) and dO;
 /// outputs dq, dk, dv, which the kernel overwrites. None may be null.
+///
+/// `workspace` (GPU bundles only; ignored on the host): device memory of at
+/// least Kernel::backwardWorkspaceBytes(p) bytes, 256-byte aligned, that the
+/// kernels use as scratch (dsum, dqacc), or null. With null, the kernel
+/// object uses a workspace of its own: allocated on first use, grown when a
+/// problem needs more, freed with the kernel. That cached workspace serves
+/// one launch sequence at a time: before growing it, and before using it on
+/// another stream than the last call's, the runtime waits for the whole
+/// device (cuCtxSynchronize / hipDeviceSynchronize); calls are serialised by
+/// a mutex. Callers that run on several streams, or that must not wait
+/// (PyTorch), pass their own workspace.
 struct BackwardArgs {
   const void *q = nullptr;
   const void *k = nullptr;
@@ -203,6 +240,8 @@ struct BackwardArgs {
   void *dq = nullptr;
   void *dk = nullptr;
   void *dv = nullptr;
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
 };
 
 /// The shape of a merge (kind=merge bundles): o1, o2, o [B,H,S,Dv] and
@@ -252,6 +291,34 @@ inline constexpr int kGpuFlatV1NumParams = 28;
 void packGpuFlatV1(const Problem &p, const ForwardArgs &args,
                    uint64_t (&values)[kGpuFlatV1NumParams]);
 
+/// Number of kernel parameters of abi gpu-bwd-v1: 11 memref descriptors of
+/// 5 values each, then B, Sq, Sk.
+inline constexpr int kGpuBwdV1NumParams = 58;
+
+/// Where the scratch of a gpu-bwd-v1 backward lies in its workspace.
+struct GpuBwdWorkspace {
+  size_t dsumBytes = 0;   ///< at offset 0: B*Hq*Sq floats
+  size_t dqaccOffset = 0; ///< the next 256-byte boundary; 0 if deterministic
+  size_t dqaccBytes = 0;  ///< B*Hq*Sq*D floats; 0 if deterministic
+  size_t totalBytes = 0;
+};
+
+/// The workspace layout for `p` (a problem that validates).
+GpuBwdWorkspace gpuBwdV1Workspace(const Problem &p, bool deterministic);
+
+/// The values of the 58 kernel parameters of abi gpu-bwd-v1 (Bundle.h,
+/// kAbiGpuBwdV1): q, k, v, o, dO, lse, dq, dk, dv, dsum, dqacc as flattened
+/// 1-d descriptors, then B, Sq, Sk. `workspace` is a device address with
+/// gpuBwdV1Workspace(p, deterministic) bytes; when deterministic, dqacc's
+/// descriptor is null with size 0.
+void packGpuBwdV1(const Problem &p, const BackwardArgs &args, void *workspace,
+                  bool deterministic, uint64_t (&values)[kGpuBwdV1NumParams]);
+
+/// Which grid of a GPU bundle: one workgroup per (q tile, Hq, B), the
+/// forward's and the backward's prep and dq kernels; or per (kv tile, Hk,
+/// B), the backward's dkdv kernel.
+enum class GpuGrid { QueryTiles, KeyTiles };
+
 /// Grid, block and dynamic shared memory of one launch.
 struct LaunchDims {
   int64_t grid[3] = {1, 1, 1};
@@ -264,9 +331,11 @@ struct LaunchDims {
 /// exceeds `maxGrid` (the device's maximum grid size; CUDA's is
 /// {2^31-1, 65535, 65535}, HIP's the same with grid.x * block_threads
 /// below 2^32). Kernel::launchDims applies the device's own limits.
+/// `grid` KeyTiles gives (ceil(Sk / block_n), Hk, B).
 Expected<LaunchDims> gpuLaunchDims(const BundleMeta &meta, const Problem &p,
-                                   const int64_t (&maxGrid)[3] = {
-                                       2147483647, 65535, 65535});
+                                   const int64_t (&maxGrid)[3] = {2147483647,
+                                                                  65535, 65535},
+                                   GpuGrid grid = GpuGrid::QueryTiles);
 
 //===----------------------------------------------------------------------===//
 // Backends
@@ -304,7 +373,7 @@ public:
   /// The launch of a GPU kernel for `p` within its device's limits
   /// (gpuLaunchDims with the device's maximum grid); InvalidArgument for a
   /// host kernel.
-  virtual Expected<LaunchDims> launchDims(const Problem &p) const;
+  virtual Expected<LaunchDims> launchDims(const Problem &p, GpuGrid grid) const;
 };
 
 /// One execution target: loads binaries, owns memory, synchronises. The host
@@ -390,7 +459,15 @@ public:
   /// The grid, block and dynamic shared memory a GPU bundle launches for
   /// `p` on its device; fails (nothing is launched) when the grid exceeds
   /// the device's limits, or for a cpu bundle.
-  Expected<LaunchDims> launchDims(const Problem &p) const;
+  /// `grid` KeyTiles: the grid of a backward bundle's dkdv kernel.
+  Expected<LaunchDims> launchDims(const Problem &p,
+                                  GpuGrid grid = GpuGrid::QueryTiles) const;
+
+  /// The device workspace a backward run of `p` needs (abi gpu-bwd-v1:
+  /// gpuBwdV1Workspace(p, deterministic).totalBytes; 0 for a cpu bundle).
+  /// Fails like runBackward on a bundle of another kind or a problem that
+  /// does not match.
+  Expected<size_t> backwardWorkspaceBytes(const Problem &p) const;
 
   /// Checks the problem and the pointers, then launches the forward kernel
   /// on `stream` (ignored by the host backend, which runs synchronously).
@@ -410,8 +487,11 @@ public:
   /// Checks the problem and the pointers (none may be null), then launches
   /// the backward kernel of a kind=bwd bundle on `stream` over the
   /// backend's memory (ignored by the host backend, which runs
-  /// synchronously). run() and runHost() fail with ProblemMismatch on a
-  /// kind=bwd bundle, runBackward() and runBackwardHost() on a kind=fwd one.
+  /// synchronously). A workspace given in `args` must hold
+  /// backwardWorkspaceBytes(p) and be 256-byte aligned (InvalidArgument,
+  /// nothing launched, otherwise). run() and runHost() fail with
+  /// ProblemMismatch on a kind=bwd bundle, runBackward() and runBackwardHost()
+  /// on a kind=fwd one.
   Status runBackward(const Problem &p, const BackwardArgs &args,
                      void *stream = nullptr) const;
 
@@ -427,7 +507,7 @@ public:
 
   /// Checks the kind (merge), the shape and the pointers (none null), then
   /// runs the merge kernel over the backend's memory (the host backend runs
-  /// synchronously; only cpu bundles have a merge ABI). run(), runHost(),
+  /// synchronously; GPU backends queue it on `stream`). run(), runHost(),
   /// runBackward() and runBackwardHost() fail with ProblemMismatch on a
   /// kind=merge bundle, runMerge() on the other kinds.
   Status runMerge(const MergeProblem &p, const MergeArgs &args,
@@ -439,6 +519,8 @@ private:
   Kernel() = default;
   /// ProblemMismatch unless the bundle's kind is `kind`.
   Status checkKind(KernelKind kind) const;
+  /// checkKind(kind), then checkProblem(p).
+  Status checkRun(KernelKind kind, const Problem &p) const;
   BundleMeta meta_;
   std::string name_;
   Backend *backend_ = nullptr;

@@ -114,8 +114,9 @@ typedef struct fmhaKernelInfo {
    * cpu); grid = (ceil(Sq / block_m), Hq, B), block = (block_threads, 1, 1).
    */
   int64_t block_threads, shared_bytes;
-  const char *abi;           /* "memref-ciface-v1" (cpu), "gpu-flat-v1" */
+  const char *abi; /* "memref-ciface-v1" (cpu), "gpu-flat-v1", "gpu-bwd-v1" */
   const char *binary_format; /* "elf-so", "cubin", "ptx", "hsaco" */
+  int deterministic;         /* kind=bwd: 1 for bit-identical runs, else 0 */
 } fmhaKernelInfo;
 
 /* The message of the last failed call on this thread ("" if none). */
@@ -180,9 +181,9 @@ FMHA_API int fmhaKernelRunForwardDevice(fmhaKernel kernel,
  * -inf for a row with no visible key). Outputs: dq (shaped like q), dk (like
  * k) and dv (like v), in the bundle's dtype, overwritten in full. No pointer
  * may be NULL. Running a kind=fwd bundle here, or a kind=bwd bundle through
- * fmhaKernelRunForward*, fails with FMHA_ERROR_PROBLEM_MISMATCH. cuda and
- * hip have no backward kernels yet (loading a kind=bwd bundle for them
- * fails). */
+ * fmhaKernelRunForward*, fails with FMHA_ERROR_PROBLEM_MISMATCH. A cuda or
+ * hip bundle (abi gpu-bwd-v1) runs its three kernels with a workspace the
+ * kernel object keeps (see fmhaKernelRunBackwardDeviceWorkspace). */
 FMHA_API int fmhaKernelRunBackward(fmhaKernel kernel,
                                    const fmhaProblem *problem, const void *q,
                                    const void *k, const void *v, const void *o,
@@ -190,12 +191,39 @@ FMHA_API int fmhaKernelRunBackward(fmhaKernel kernel,
                                    void *dk, void *dv, void *stream);
 
 /* The same on the backend's memory, with no copies (as
- * fmhaKernelRunForwardDevice; the host backend runs synchronously). */
+ * fmhaKernelRunForwardDevice; the host backend runs synchronously). GPU
+ * bundles use the kernel object's own workspace: allocated on first use and
+ * grown when needed, with a wait for the whole device before growing it or
+ * before using it on another stream than the last call's (Runtime.h,
+ * BackwardArgs). */
 FMHA_API int
 fmhaKernelRunBackwardDevice(fmhaKernel kernel, const fmhaProblem *problem,
                             const void *q, const void *k, const void *v,
                             const void *o, const float *lse, const void *dO,
                             void *dq, void *dk, void *dv, void *stream);
+
+/* Stores in *bytes the device workspace a backward run of `problem` needs:
+ * for a cuda or hip bundle (abi gpu-bwd-v1) 4*B*Hq*Sq bytes of dsum, then,
+ * unless the bundle is deterministic, 4*B*Hq*Sq*D bytes of dq accumulator
+ * at the next 256-byte boundary; 0 for a cpu bundle. Fails as
+ * fmhaKernelRunBackward does on a kind=fwd bundle or a problem that does not
+ * match. */
+FMHA_API int fmhaKernelBackwardWorkspaceBytes(fmhaKernel kernel,
+                                              const fmhaProblem *problem,
+                                              size_t *bytes);
+
+/* fmhaKernelRunBackwardDevice with the caller's workspace: `workspace` is
+ * device memory of `workspace_bytes` bytes (at least
+ * fmhaKernelBackwardWorkspaceBytes), 256-byte aligned, that no other work
+ * uses until the launches on `stream` are done (the kernels need no
+ * initialisation of it). The call never waits. NULL: the kernel object's
+ * own, as fmhaKernelRunBackwardDevice. A workspace too small or misaligned
+ * fails with FMHA_ERROR_INVALID_ARGUMENT before anything is launched.
+ * Ignored for cpu bundles. */
+FMHA_API int fmhaKernelRunBackwardDeviceWorkspace(
+    fmhaKernel kernel, const fmhaProblem *problem, const void *q, const void *k,
+    const void *v, const void *o, const float *lse, const void *dO, void *dq,
+    void *dk, void *dv, void *workspace, size_t workspace_bytes, void *stream);
 
 /* Runs the merge kernel of a kind=merge bundle (target cpu; Runtime.h, host
  * merge ABI) and returns when it is done: lse = logaddexp(lse1, lse2), o =
