@@ -75,6 +75,14 @@ expect_error 2 "ring: the causal forward bundle '$dir/fwd.fmha' has mask 0, expe
 expect_error 2 "ring: the merge bundle '$dir/merge2.fmha' has hq=2" --fwd "$dir/fwd.fmha" --merge "$dir/merge2.fmha" --seq 8
 "$bin/fmha-compile" --dtype bf16 --hq 4 --hk 2 -d 16 --bwd -o "$dir/bwd16.fmha"
 expect_error 2 "ring: the backward bundle '$dir/bwd16.fmha' has dtype bf16" "${F[@]}" --bwd "$dir/bwd16.fmha" --seq 8
+# --target cuda: bad options, and NCCL missing or not NCCL (this machine has
+# no GPU: the library check comes first, on every rank, exit 2).
+expect_error 2 "--target expects cpu or cuda, got 'gpu'" "${F[@]}" --seq 8 --target gpu
+expect_error 2 "--bench needs --target cuda" "${F[@]}" --seq 8 --bench 3
+expect_error 2 "--check single needs --target cuda" "${F[@]}" --seq 8 --check single
+expect_error 2 "--check expects reference, single or none, got 'x'" "${F[@]}" --seq 8 --check x
+FMHA_NCCL_LIBRARY=$dir/no-nccl.so expect_error 2 "NCCL not found: dlopen $dir/no-nccl.so failed: " "${F[@]}" --seq 8 --target cuda
+FMHA_NCCL_LIBRARY=libc.so.6 expect_error 2 "NCCL 'libc.so.6' lacks ncclGetUniqueId" "${F[@]}" --seq 8 --target cuda
 printf 'garbage' > "$dir/bad.fmha"
 expect_error 2 "bundle '$dir/bad.fmha'" --fwd "$dir/bad.fmha" --merge "$dir/merge.fmha" --seq 8
 [ "$fails" -eq 0 ] || { echo "ring_test: $fails error cases failed"; exit 1; }

@@ -17,6 +17,7 @@
 
 #include "Validation.h"
 
+#include "fmha/Ring/DeviceRing.h"
 #include "fmha/Ring/MpiTransport.h"
 #include "fmha/Ring/RingAttention.h"
 #include "fmha/Runtime/Half.h"
@@ -24,6 +25,7 @@
 #include "fmha/Runtime/Reference.h"
 #include "fmha/Runtime/Runtime.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,7 +48,8 @@ struct ToolError {
 [[noreturn]] void fail(const std::string &message) { throw ToolError{message}; }
 
 const char *const kValueFlags[] = {"fwd",        "fwd-causal", "merge", "bwd",
-                                   "bwd-causal", "b",          "seq",   "seed"};
+                                   "bwd-causal", "b",          "seq",   "seed",
+                                   "target",     "check",      "bench"};
 const char *const kBoolFlags[] = {"causal", "zigzag", "help"};
 
 void printHelp() {
@@ -70,7 +73,20 @@ void printHelp() {
       "  -b N             batch (default 1)\n"
       "  --causal         causal mask over the whole sequence\n"
       "  --zigzag         rank r holds chunks r and 2N-1-r\n"
-      "  --seed N         seed of the inputs (default 0)\n\n"
+      "  --seed N         seed of the inputs (default 0)\n"
+      "  --target T       cpu (default: cpu bundles, MPI) or cuda (cuda "
+      "bundles, one GPU a rank:\n"
+      "                   $FMHA_CUDA_DEVICE, else the local rank; NCCL "
+      "shifts, libnccl.so.2 or\n"
+      "                   $FMHA_NCCL_LIBRARY)\n"
+      "  --check C        reference (float64, default for cpu), single (the "
+      "same bundles on the\n"
+      "                   whole sequence on rank 0's device, default for "
+      "cuda) or none\n"
+      "  --bench N        cuda: after the check, time N rings, their kernels "
+      "alone and their\n"
+      "                   shifts alone (the fraction of communication "
+      "hidden)\n\n"
       "Exit status: 0 PASS, 1 FAIL, 2 error.\n");
 }
 
@@ -215,6 +231,24 @@ int run(Transport &t, int argc, char **argv) {
          "mask t)");
   if (!config.backward && flags.count("bwd-causal"))
     fail("--bwd-causal needs --bwd");
+  std::string target = flags.count("target") ? flags["target"] : "cpu";
+  if (target != "cpu" && target != "cuda")
+    fail("--target expects cpu or cuda, got '" + target + "'");
+  const bool cuda = target == "cuda";
+  config.target = cuda ? rt::Target::Cuda : rt::Target::Cpu;
+  std::string check = flags.count("check") ? flags["check"]
+                      : cuda               ? "single"
+                                           : "reference";
+  if (check != "reference" && check != "single" && check != "none")
+    fail("--check expects reference, single or none, got '" + check + "'");
+  if (check == "single" && !cuda)
+    fail("--check single needs --target cuda");
+  int64_t benchIters = integer(flags, "bench", 0, 1);
+  if (benchIters && !cuda)
+    fail("--bench needs --target cuda");
+  if (cuda && config.backward)
+    fail("--target cuda runs the forward only for now (no --bwd): the GPU "
+         "backward bundles are not wired into the device ring yet");
   config.b = integer(flags, "b", 1, 1);
   int64_t seq = integer(flags, "seq", 0, 1);
   uint64_t seed = static_cast<uint64_t>(integer(flags, "seed", 0, 0));
@@ -224,6 +258,44 @@ int run(Transport &t, int argc, char **argv) {
          std::to_string(chunks) + " chunks of " + std::to_string(t.size()) +
          " ranks" + (config.zigzag ? " (zigzag: 2 a rank)" : ""));
   config.chunk = seq / chunks;
+
+  // cuda: one device a rank, NCCL between them. Every rank learns whether
+  // every other got this far, so none waits for one that gave up.
+  std::unique_ptr<CudaRingDevice> device;
+  std::unique_ptr<Transport> nccl;
+  if (cuda) {
+    auto together = [&](const rt::Status &s, const char *what) {
+      rt::Expected<bool> all = t.allOk(s.ok());
+      if (!s.ok())
+        fail(s.message());
+      if (!all.ok())
+        fail(all.message());
+      if (!*all)
+        fail(std::string(what) + " failed on another rank");
+    };
+    together(loadNccl(), "loading NCCL");
+    int ordinal = t.rank();
+    for (const char *var :
+         {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+      if (const char *v = std::getenv(var)) {
+        ordinal = std::atoi(v);
+        break;
+      }
+    if (const char *v = std::getenv("FMHA_CUDA_DEVICE"); v && *v)
+      ordinal = std::atoi(v);
+    else
+      setenv("FMHA_CUDA_DEVICE", std::to_string(ordinal).c_str(), 1);
+    rt::Expected<std::unique_ptr<CudaRingDevice>> created =
+        CudaRingDevice::create(ordinal);
+    together(created.ok() ? rt::Status::success() : created.status(),
+             "opening the CUDA device");
+    device = created.take();
+    rt::Expected<std::unique_ptr<Transport>> made =
+        createNcclTransport(t, *device);
+    if (!made.ok())
+      fail(made.message());
+    nccl = made.take();
+  }
 
   std::map<std::string, std::unique_ptr<rt::Kernel>> loaded;
   for (const char *role : {"fwd", "fwd-causal", "merge", "bwd", "bwd-causal"})
@@ -265,7 +337,15 @@ int run(Transport &t, int argc, char **argv) {
   return [&]() -> int {
     RingOutputs out;
     RingTimes times;
-    rt::Status ran = runRing(t, kernels, config, in, &out, &times);
+    DeviceRingTimes deviceTimes;
+    rt::Status ran = cuda ? runRingDevice(*nccl, *device, kernels, config, in,
+                                          &out, &deviceTimes)
+                          : runRing(t, kernels, config, in, &out, &times);
+    if (cuda) {
+      times.forwardMs = deviceTimes.forwardMs;
+      times.kernelCalls = deviceTimes.kernelCalls;
+      times.skippedPairs = deviceTimes.skippedPairs;
+    }
     if (!ran.ok()) {
       std::fflush(stdout);
       std::fprintf(stderr, "fmha-ring: error: rank %d: %s\n", t.rank(),
@@ -294,6 +374,55 @@ int run(Transport &t, int argc, char **argv) {
         t.allGather(packed.data(), all.data(), packed.size() * sizeof(float));
     if (!gathered.ok())
       fail(gathered.message());
+    if (benchIters) {
+      // Time the ring, its kernels alone and its shifts alone; every rank
+      // reports, rank 0 prints the slowest rank's figures.
+      double figures[3];
+      std::vector<double> steps;
+      const RingMode modes[3] = {RingMode::Full, RingMode::ComputeOnly,
+                                 RingMode::CommOnly};
+      rt::Status warm = runRingDevice(*nccl, *device, kernels, config, in,
+                                      nullptr, nullptr, RingMode::Full, 1);
+      for (int i = 0; warm.ok() && i < 3; ++i) {
+        DeviceRingTimes bt;
+        warm = runRingDevice(*nccl, *device, kernels, config, in, nullptr, &bt,
+                             modes[i], static_cast<int>(benchIters));
+        figures[i] = bt.forwardMs;
+        if (i == 0)
+          steps = bt.stepMs;
+      }
+      if (!warm.ok()) {
+        std::fprintf(stderr, "fmha-ring: error: rank %d: %s\n", t.rank(),
+                     warm.message().c_str());
+        std::fflush(stderr);
+        mpiAbort(2);
+      }
+      std::vector<double> mineB(figures, figures + 3);
+      mineB.insert(mineB.end(), steps.begin(), steps.end());
+      std::vector<double> allB(mineB.size() * t.size());
+      rt::Status g =
+          t.allGather(mineB.data(), allB.data(), mineB.size() * sizeof(double));
+      if (!g.ok())
+        fail(g.message());
+      if (t.rank() == 0) {
+        std::vector<double> worst(mineB.size(), 0.0);
+        for (int r = 0; r < t.size(); ++r)
+          for (size_t i = 0; i < mineB.size(); ++i)
+            worst[i] = std::max(worst[i], allB[r * mineB.size() + i]);
+        double exposed = std::max(0.0, worst[0] - worst[1]);
+        double hidden =
+            worst[2] > 0 ? std::clamp(1.0 - exposed / worst[2], 0.0, 1.0) : 1.0;
+        std::printf("bench: ring %.3f ms, kernels alone %.3f ms, shifts "
+                    "alone %.3f ms, communication hidden %.3f (%lld "
+                    "iterations, slowest rank)\n",
+                    worst[0], worst[1], worst[2], hidden,
+                    static_cast<long long>(benchIters));
+        std::printf("bench: step ms");
+        for (size_t i = 3; i < worst.size(); ++i)
+          std::printf(" %.3f", worst[i]);
+        std::printf("\n");
+      }
+    }
     std::printf("rank %d: chunks", t.rank());
     for (int64_t g : mine)
       std::printf(" %lld", static_cast<long long>(g));
@@ -335,19 +464,59 @@ int run(Transport &t, int argc, char **argv) {
     cfg.mask = config.causal ? kernels.fwdCausal->meta().mask : MaskSpec{};
     cfg.scale = m.effectiveScale();
     cfg.softcap = m.softcap;
-    std::vector<double> qd(q.data.begin(), q.data.end()),
-        kd(k.data.begin(), k.data.end()), vd(v.data.begin(), v.data.end());
     rt::ReferenceForward ref;
     std::string err;
-    if (!rt::referenceForward(cfg, qd, kd, vd, &ref, &err))
+    std::vector<double> qd, kd, vd;
+    if (check == "reference") {
+      qd.assign(q.data.begin(), q.data.end());
+      kd.assign(k.data.begin(), k.data.end());
+      vd.assign(v.data.begin(), v.data.end());
+    }
+    if (check == "none") {
+      std::printf("ring: no check (--check none)\n");
+      return 0;
+    }
+    if (check == "single") {
+      // The same bundle on the whole sequence on this device.
+      const rt::Kernel *whole = config.causal ? kernels.fwdCausal : kernels.fwd;
+      rt::Problem wp{config.b, m.hq, m.hk, seq, seq, m.d, m.dv};
+      auto bytesOf = [&](const Full &f) {
+        std::vector<unsigned char> out(f.data.size() * rt::dtypeSize(dt));
+        for (size_t e = 0; e < f.data.size(); ++e)
+          store(f.data[e], &out[e * rt::dtypeSize(dt)], dt);
+        return out;
+      };
+      std::vector<unsigned char> qb = bytesOf(q), kb = bytesOf(k),
+                                 vb = bytesOf(v);
+      std::vector<unsigned char> ob(wp.oElements() * rt::dtypeSize(dt));
+      std::vector<float> lb(wp.lseElements());
+      rt::ForwardArgs wa;
+      wa.q = qb.data();
+      wa.k = kb.data();
+      wa.v = vb.data();
+      wa.o = ob.data();
+      wa.lse = lb.data();
+      rt::Status ran1 = whole->runHost(wp, wa);
+      if (!ran1.ok())
+        fail("single-device attention: " + ran1.message());
+      ref.o.resize(wp.oElements());
+      for (size_t e = 0; e < ref.o.size(); ++e)
+        ref.o[e] = toFloat(&ob[e * rt::dtypeSize(dt)], dt);
+      ref.lse.assign(lb.begin(), lb.end());
+      std::printf("ring: checked against bundle '%s' on the whole sequence "
+                  "on one device\n",
+                  whole->name().c_str());
+    } else if (!rt::referenceForward(cfg, qd, kd, vd, &ref, &err)) {
       fail(err);
+    }
     std::printf("ring: %d ranks (%s), %s, B=%lld Hq=%lld Hk=%lld S=%lld "
                 "D=%lld Dv=%lld, %s%s, chunk %lld\n",
-                t.size(), t.description().c_str(), rt::toString(dt),
-                static_cast<long long>(config.b), static_cast<long long>(m.hq),
-                static_cast<long long>(m.hk), static_cast<long long>(seq),
-                static_cast<long long>(m.d), static_cast<long long>(m.dv),
-                config.causal ? "causal" : "full",
+                t.size(),
+                (nccl ? nccl->description() : t.description()).c_str(),
+                rt::toString(dt), static_cast<long long>(config.b),
+                static_cast<long long>(m.hq), static_cast<long long>(m.hk),
+                static_cast<long long>(seq), static_cast<long long>(m.d),
+                static_cast<long long>(m.dv), config.causal ? "causal" : "full",
                 config.zigzag ? ", zigzag" : "", static_cast<long long>(c));
     std::vector<std::string> reasons;
     validation::judgeOutputs(m.hq, seq, dt, o, lse, ref, &reasons);

@@ -104,10 +104,12 @@ Status checkRingKernels(const RingKernels &k, const RingConfig &c) {
     const BundleMeta &m = r.kernel->meta();
     const std::string who = std::string("ring: the ") + r.name + " bundle '" +
                             r.kernel->name() + "'";
-    if (m.target != rt::Target::Cpu)
+    if (m.target != c.target)
       return bad(who + " has target " + rt::toString(m.target) +
-                 "; the ring runs cpu bundles (a GPU ring needs a device "
-                 "transport)");
+                 "; this ring runs " + rt::toString(c.target) + " bundles" +
+                 (c.target == rt::Target::Cpu ? " (fmha-ring --target cuda "
+                                                "runs cuda bundles)"
+                                              : ""));
     if (m.kind != r.kind)
       return bad(who + " has kind=" + rt::toString(m.kind) + ", expected " +
                  rt::toString(r.kind));
@@ -146,6 +148,10 @@ Status checkRingKernels(const RingKernels &k, const RingConfig &c) {
 
 Status runRing(Transport &t, const RingKernels &k, const RingConfig &c,
                const RingInputs &in, RingOutputs *out, RingTimes *times) {
+  if (c.target != rt::Target::Cpu)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "ring: runRing runs cpu bundles; device rings run "
+                         "through runRingDevice");
   Status checked = checkRingKernels(k, c);
   if (!checked.ok())
     return checked;

@@ -64,6 +64,9 @@ struct RingConfig {
   bool causal = false;
   bool zigzag = false;
   bool backward = false;
+  /// The bundles' target: cpu (runRing, host memory) or cuda
+  /// (runRingDevice, DeviceRing.h).
+  rt::Target target = rt::Target::Cpu;
 };
 
 /// The global chunk indices rank `rank` of `ranks` holds, in local order.
@@ -71,7 +74,8 @@ std::vector<int64_t> ringChunks(int rank, int ranks, bool zigzag);
 
 /// Checks the kernels against each other and the config: kinds, masks
 /// (0 and causal), one dtype, hq, hk, d, dv (the merge's H = hq, its Dv =
-/// dv), one scale and softcap, target cpu, and the bundles the config needs.
+/// dv), one scale and softcap, the config's target, and the bundles the
+/// config needs.
 /// The problem of a block pair is Problem{b, hq, hk, chunk, chunk, d, dv}.
 rt::Status checkRingKernels(const RingKernels &kernels,
                             const RingConfig &config);

@@ -1,0 +1,225 @@
+//===- DeviceRing.cpp - Ring attention on CUDA devices --------------------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Ring/DeviceRing.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace fmha::ring {
+
+using rt::BundleMeta;
+using rt::DeviceBuffer;
+using rt::ErrorCode;
+using rt::Kernel;
+using rt::Status;
+
+#define FMHA_TRY(expr)                                                         \
+  do {                                                                         \
+    Status status_ = (expr);                                                   \
+    if (!status_.ok())                                                         \
+      return status_;                                                          \
+  } while (false)
+
+Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
+                     const RingConfig &c, const RingInputs &in,
+                     RingOutputs *out, DeviceRingTimes *times, RingMode mode,
+                     int iterations) {
+  if (c.target != rt::Target::Cuda)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "ring: runRingDevice runs cuda bundles");
+  if (c.backward)
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        "ring: the backward of the device ring is not available yet (it "
+        "needs kind=bwd cuda bundles, abi gpu-bwd-v1, and a device "
+        "accumulation of dq, dk, dv); run the forward only");
+  FMHA_TRY(checkRingKernels(k, c));
+  if (iterations < 1)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "ring: iterations must be positive");
+  const BundleMeta &meta = k.fwd->meta();
+  rt::Backend &backend = k.fwd->backend();
+  if (backend.deviceOrdinal() != dev.ordinal())
+    return Status::error(ErrorCode::InvalidArgument,
+                         "ring: the bundles run on device " +
+                             std::to_string(backend.deviceOrdinal()) +
+                             ", the ring's streams are on device " +
+                             std::to_string(dev.ordinal()) +
+                             " (set FMHA_CUDA_DEVICE)");
+  const int rank = t.rank(), n = t.size();
+  const std::vector<int64_t> mine = ringChunks(rank, n, c.zigzag);
+  const size_t m = mine.size();
+  rt::Problem p;
+  p.b = c.b;
+  p.hq = meta.hq;
+  p.hk = meta.hk;
+  p.sq = p.sk = c.chunk;
+  p.d = meta.d;
+  p.dv = meta.dv;
+  const size_t elem = rt::dtypeSize(meta.dtype);
+  const size_t qBytes = p.qElements() * elem, kBytes = p.kElements() * elem,
+               vBytes = p.vElements() * elem, oBytes = p.oElements() * elem;
+  const size_t lseCount = p.lseElements();
+  if (in.q.size() != m || in.k.size() != m || in.v.size() != m)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "ring: rank " + std::to_string(rank) + " expects " +
+                             std::to_string(m) + " chunks of q, k, v");
+  for (size_t i = 0; i < m; ++i)
+    if (in.q[i].size() != qBytes || in.k[i].size() != kBytes ||
+        in.v[i].size() != vBytes)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "ring: a chunk of q, k or v has the wrong size");
+
+  // Device memory: q chunks, two K/V packets (current, next), and per local
+  // chunk the running (o, lse), plus one step partial.
+  auto alloc = [&](size_t bytes) {
+    return DeviceBuffer::allocate(backend, bytes);
+  };
+  const size_t kvChunk = kBytes + vBytes;
+  std::vector<DeviceBuffer> q, o, lse;
+  for (size_t i = 0; i < m; ++i) {
+    for (auto *list : {&q, &o}) {
+      rt::Expected<DeviceBuffer> b = alloc(list == &q ? qBytes : oBytes);
+      if (!b.ok())
+        return b.status();
+      list->push_back(b.take());
+    }
+    rt::Expected<DeviceBuffer> l = alloc(lseCount * sizeof(float));
+    if (!l.ok())
+      return l.status();
+    lse.push_back(l.take());
+    FMHA_TRY(backend.copyToDevice(q[i].get(), in.q[i].data(), qBytes));
+  }
+  rt::Expected<DeviceBuffer> kvOwnB = alloc(m * kvChunk),
+                             kvAB = alloc(m * kvChunk),
+                             kvBB = alloc(m * kvChunk), oTmpB = alloc(oBytes),
+                             lseTmpB = alloc(lseCount * sizeof(float));
+  for (auto *b : {&kvOwnB, &kvAB, &kvBB, &oTmpB, &lseTmpB})
+    if (!b->ok())
+      return b->status();
+  DeviceBuffer kvOwn = kvOwnB.take(), kvA = kvAB.take(), kvB = kvBB.take(),
+               oTmp = oTmpB.take(), lseTmp = lseTmpB.take();
+  {
+    std::vector<unsigned char> packet(m * kvChunk);
+    for (size_t j = 0; j < m; ++j) {
+      std::memcpy(&packet[j * kvChunk], in.k[j].data(), kBytes);
+      std::memcpy(&packet[j * kvChunk + kBytes], in.v[j].data(), vBytes);
+    }
+    FMHA_TRY(backend.copyToDevice(kvOwn.get(), packet.data(), packet.size()));
+  }
+  void *stream = dev.computeStream();
+  auto pick = [&](int64_t gi, int64_t gj) -> const Kernel * {
+    if (!c.causal)
+      return k.fwd;
+    if (gj > gi)
+      return nullptr;
+    return gj == gi ? k.fwdCausal : k.fwd;
+  };
+  const rt::MergeProblem mp{c.b, meta.hq, c.chunk, meta.dv};
+  DeviceRingTimes local;
+  local.stepMs.assign(n, 0.0);
+  const bool compute = mode != RingMode::CommOnly;
+  const bool comm = mode != RingMode::ComputeOnly && n > 1;
+  struct StepMarks {
+    int step;
+    void *from, *to;
+  };
+  std::vector<StepMarks> steps;
+  FMHA_TRY(dev.synchronize());
+  rt::Expected<void *> start = dev.mark(stream);
+  if (!start.ok())
+    return start.status();
+  for (int it = 0; it < iterations; ++it) {
+    // Step 0 reads this rank's own K/V packet in place; the packet that
+    // arrives for step s + 1 lands in the buffer step s - 1 read.
+    void *cur = kvOwn.get();
+    void *next = kvA.get(), *spare = kvB.get();
+    for (size_t i = 0; i < m; ++i) {
+      FMHA_TRY(backend.fill(o[i].get(), 0, oBytes, stream));
+      FMHA_TRY(dev.fill32(lse[i].get(), 0xFF800000u, lseCount)); // -inf
+    }
+    rt::Expected<void *> prev = dev.mark(stream);
+    if (!prev.ok())
+      return prev.status();
+    for (int s = 0; s < n; ++s) {
+      const int src = (rank - s + n) % n;
+      const std::vector<int64_t> theirs = ringChunks(src, n, c.zigzag);
+      const bool shift = comm && s + 1 < n;
+      if (shift)
+        FMHA_TRY(t.startShift(cur, next, m * kvChunk));
+      for (size_t i = 0; compute && i < m; ++i) {
+        for (size_t j = 0; j < theirs.size(); ++j) {
+          const Kernel *kern = pick(mine[i], theirs[j]);
+          if (!kern) {
+            ++local.skippedPairs;
+            continue;
+          }
+          const unsigned char *kv =
+              static_cast<const unsigned char *>(cur) + j * kvChunk;
+          rt::ForwardArgs fa;
+          fa.q = q[i].get();
+          fa.k = kv;
+          fa.v = kv + kBytes;
+          fa.o = oTmp.get();
+          fa.lse = static_cast<float *>(lseTmp.get());
+          FMHA_TRY(kern->run(p, fa, stream));
+          rt::MergeArgs ma;
+          ma.o1 = ma.o = o[i].get();
+          ma.lse1 = ma.lse = static_cast<float *>(lse[i].get());
+          ma.o2 = oTmp.get();
+          ma.lse2 = static_cast<const float *>(lseTmp.get());
+          FMHA_TRY(k.merge->runMerge(mp, ma, stream));
+          local.kernelCalls += 2;
+        }
+      }
+      if (shift) {
+        FMHA_TRY(t.waitShifts());
+        // The packet just read becomes the next receive buffer (the
+        // shift after this one starts after this step's kernels).
+        void *done = cur == kvOwn.get() ? spare : cur;
+        cur = next;
+        next = done;
+      }
+      rt::Expected<void *> end = dev.mark(stream);
+      if (!end.ok())
+        return end.status();
+      steps.push_back({s, *prev, *end}); // read after the run: no host wait
+      prev = end;
+    }
+  }
+  rt::Expected<void *> stop = dev.mark(stream);
+  if (!stop.ok())
+    return stop.status();
+  FMHA_TRY(dev.synchronize());
+  rt::Expected<double> total = dev.eventMs(*start, *stop);
+  if (!total.ok())
+    return total.status();
+  local.forwardMs = *total / iterations;
+  for (const StepMarks &sm : steps) {
+    rt::Expected<double> ms = dev.eventMs(sm.from, sm.to);
+    if (!ms.ok())
+      return ms.status();
+    local.stepMs[sm.step] += *ms / iterations;
+  }
+  local.kernelCalls /= iterations;
+  local.skippedPairs /= iterations;
+  if (out) {
+    out->o.assign(m, std::vector<unsigned char>(oBytes));
+    out->lse.assign(m, std::vector<float>(lseCount));
+    for (size_t i = 0; i < m; ++i) {
+      FMHA_TRY(backend.copyToHost(out->o[i].data(), o[i].get(), oBytes));
+      FMHA_TRY(backend.copyToHost(out->lse[i].data(), lse[i].get(),
+                                  lseCount * sizeof(float)));
+    }
+  }
+  if (times)
+    *times = local;
+  return Status::success();
+}
+
+} // namespace fmha::ring
