@@ -338,6 +338,19 @@ protected:
         << err;
     return path;
   }
+  /// A gpu-bwd-v1 bundle for the fake library.
+  std::string gpuBwdBundle(DType t, int64_t hq, int64_t hk, int64_t d,
+                           int64_t dv, const char *mask, bool deterministic,
+                           const std::string &extra = "") {
+    BundleMeta m = fmha::test::fakeGpuBwdMeta(GetParam().target, t, hq, hk, d,
+                                              dv, mask, deterministic);
+    std::string path = dir_.file(std::string(GetParam().name) + "-bwd" +
+                                 std::to_string(counter_++) + ".fmha");
+    std::string err;
+    EXPECT_TRUE(writeBundle(path, m, fmha::test::fakeModule(m, extra), &err))
+        << err;
+    return path;
+  }
   /// fmha-run with `env` ("VAR=x ...") in front.
   CommandResult runWith(const std::string &env, const std::string &args) {
     return fmha::test::runCommand("env " + env + " " + FMHA_RUN_PATH + " " +
@@ -454,6 +467,113 @@ TEST_P(FmhaRunGpu, FailuresThroughTheLibrary) {
                                               "_FAIL=" + GetParam().launchFail);
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_EQ(r.output, GetParam().launchMessage);
+}
+
+TEST_P(FmhaRunGpu, Backward) {
+  // Atomic and deterministic, GQA, MQA, Sq != Sk off the tile grid.
+  struct Case {
+    std::string bundle, args;
+    bool deterministic;
+  } cases[] = {
+      {gpuBwdBundle(DType::BF16, 8, 2, 32, 32, "b", false),
+       "-b 2 --sq 33 --sk 50", false},
+      {gpuBwdBundle(DType::F16, 4, 1, 16, 16, "t:7,0,3", true),
+       "-b 1 --sq 40 --sk 17", true},
+      {gpuBwdBundle(DType::BF16, 8, 1, 16, 16, "0", false),
+       "-b 1 --sq 1 --sk 70", false},
+  };
+  BundleMeta m = fmha::test::fakeGpuBwdMeta(GetParam().target, DType::BF16, 8,
+                                            2, 32, 32, "b");
+  for (const Case &c : cases) {
+    CommandResult r = runFake(c.bundle + " " + c.args + " --validate");
+    EXPECT_EQ(r.exitCode, 0) << c.args << "\n" << r.output;
+    for (const char *g :
+         {"\ndq: max_abs_err=", "\ndk: max_abs_err=", "\ndv: max_abs_err="})
+      EXPECT_TRUE(contains(r.output, g)) << r.output;
+    EXPECT_EQ(contains(r.output, "deterministic: a second run gave "
+                                 "bit-identical dq, dk, dv\n"),
+              c.deterministic)
+        << r.output;
+    EXPECT_TRUE(contains(r.output, "\nPASS")) << r.output;
+  }
+  // The launch lines: prep and dq per q tile, dkdv per kv tile (block_n
+  // 32), the workspace: dsum (2*8*33 floats = 2112 bytes), dqacc at 2304.
+  CommandResult r = runFake(cases[0].bundle + " " + cases[0].args);
+  EXPECT_TRUE(contains(
+      r.output, "launch grid=(3,8,2) block=(" + std::to_string(m.blockThreads) +
+                    ",1,1) shared_bytes=0 abi=gpu-bwd-v1\n"
+                    "launch dkdv grid=(2,2,2), prep and dq "
+                    "on the grid above; workspace " +
+                    std::to_string(2304 + 2 * 8 * 33 * 32 * 4) +
+                    " bytes (dsum, dqacc; atomic dq)\n"))
+      << r.output;
+
+  // --grad-check: the finite differences of the forward agree.
+  r = runFake(cases[1].bundle + " -b 1 --sq 9 --sk 12 --grad-check");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "\ngrad-check PASS\n")) << r.output;
+
+  // --bench: every run is the three kernels.
+  r = runFake(cases[0].bundle + " -b 1 --sq 20 --sk 20 --bench --iters 3 "
+                                "--warmup 1");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "bench: iters=3 warmup=1 median_ms="))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "backward = 2.5x forward FLOPs")) << r.output;
+
+  // --save then --load: the same gradients, bit for bit.
+  std::string out1 = dir_.file("bwd-save"), out2 = dir_.file("bwd-save2");
+  r = runFake(cases[1].bundle + " " + cases[1].args + " --validate --save " +
+              out1);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  r = runFake(cases[1].bundle + " --load " + out1 + " --validate --save " +
+              out2);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "problem B=1 Hq=4 Hk=1 Sq=40 Sk=17"))
+      << r.output;
+  for (const char *f : {"/dq.npy", "/dk.npy", "/dv.npy"}) {
+    NpyArray a, b;
+    std::string err;
+    ASSERT_TRUE(readNpy(out1 + f, &a, &err)) << err;
+    ASSERT_TRUE(readNpy(out2 + f, &b, &err)) << err;
+    EXPECT_EQ(a.data, b.data) << f;
+  }
+}
+
+TEST_P(FmhaRunGpu, BackwardFailures) {
+  // A wrong dq: FAIL naming it, exit 1.
+  std::string flawed =
+      gpuBwdBundle(DType::BF16, 2, 2, 16, 16, "t", false, "flaw=perturb\n");
+  CommandResult r = runFake(flawed + " -b 1 --sq 4 --sk 4 --validate");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "\nFAIL: dq error ")) << r.output;
+  r = runFake(flawed + " -b 1 --sq 4 --sk 4 --grad-check");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "\ngrad-check FAIL: dq off by ")) << r.output;
+
+  // A module without its dq kernel: exit 2, the kernel named.
+  std::string missing =
+      gpuBwdBundle(DType::BF16, 2, 2, 16, 16, "t", true, "omit=dq\n");
+  r = runFake(missing + " -b 1 --sq 4 --sk 4 --validate");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "kernel 'fmha_bwd_dq' not found in the "
+                                 "module (abi gpu-bwd-v1 needs fmha_bwd_prep, "
+                                 "fmha_bwd_dkdv and fmha_bwd_dq)"))
+      << r.output;
+
+  // The workspace does not fit in the device's memory: exit 2, no crash.
+  std::string ok = gpuBwdBundle(DType::F16, 2, 2, 8, 8, "0", false);
+  r = runFake(ok + " -b 1 --sq 64 --sk 4",
+              std::string(GetParam().fakeVar) + "_MEMORY=5000");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "fmha-run: error: ")) << r.output;
+
+  // A launch error names the failing kernel.
+  r = runFake(ok + " -b 1 --sq 4 --sk 4", std::string(GetParam().fakeVar) +
+                                              "_FAIL=" + GetParam().launchFail);
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "kernel 'fmha_bwd_prep', grid (1,2,1)"))
+      << r.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, FmhaRunGpu, ::testing::ValuesIn(kGpuCases),

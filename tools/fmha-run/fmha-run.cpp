@@ -98,7 +98,11 @@ void printHelp() {
       "same bits on a\nsecond run. --grad-check compares <dx, u> for random "
       "unit u with central\nfinite differences of sum(o * dO) (the float64 "
       "forward), within the bound\ntimes max(||dx||, 1).\n"
-      "--bench counts 2.5x the forward FLOPs.\n"
+      "--bench counts 2.5x the forward FLOPs. cuda and hip backward bundles "
+      "(abi\ngpu-bwd-v1) launch their prep, dkdv and dq kernels on one "
+      "stream with a\nworkspace the runtime keeps (dsum, and dqacc unless "
+      "deterministic); the launch\nlines show the grids and the workspace "
+      "size; every run (timed or not) is all\nthree kernels.\n"
       "Merge bundles (kind=merge): -b N --sq S; o1, o2 are drawn like q, lse1 "
       "and\nlse2 with standard deviation 4, and fixed rows are empty (lse "
       "-inf) in one or\nboth partials; --validate compares o and lse with "
@@ -469,9 +473,11 @@ double timeFirstRun(Backend &backend, const std::function<void()> &poison,
   return std::chrono::duration<double, std::milli>(t1 - t0).count();
 }
 
+/// `launchNote`: a line printed after the launch line (a GPU backward's
+/// other grid and workspace).
 void printRunHeader(const Kernel &kernel, const Signature &sig,
                     const std::optional<LaunchDims> &launch, const Problem &p,
-                    double firstMs) {
+                    double firstMs, const std::string &launchNote = "") {
   const BundleMeta &m = kernel.meta();
   std::string kind =
       m.kind == KernelKind::Backward
@@ -492,6 +498,8 @@ void printRunHeader(const Kernel &kernel, const Signature &sig,
                 static_cast<long long>(launch->grid[2]),
                 static_cast<long long>(launch->block[0]),
                 static_cast<long long>(launch->sharedBytes), m.abi.c_str());
+  if (!launchNote.empty())
+    std::printf("%s\n", launchNote.c_str());
   std::printf("problem B=%lld Hq=%lld Hk=%lld Sq=%lld Sk=%lld D=%lld "
               "Dv=%lld: first run %.3f ms\n",
               static_cast<long long>(p.b), static_cast<long long>(p.hq),
@@ -652,6 +660,22 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
   Backend &backend = kernel.backend();
   Device dev(backend);
   std::optional<LaunchDims> launch = launchFor(kernel, p);
+  // A GPU backward: the dkdv grid and the workspace, checked before any run.
+  std::string launchNote;
+  if (launch) {
+    Expected<LaunchDims> keys = kernel.launchDims(p, GpuGrid::KeyTiles);
+    check(keys.status());
+    Expected<size_t> bytes = kernel.backwardWorkspaceBytes(p);
+    check(bytes.status());
+    launchNote = "launch dkdv grid=(" + std::to_string(keys->grid[0]) + "," +
+                 std::to_string(keys->grid[1]) + "," +
+                 std::to_string(keys->grid[2]) +
+                 "), prep and dq on the grid above; workspace " +
+                 std::to_string(*bytes) + " bytes (" +
+                 (kernel.meta().deterministic ? "dsum; deterministic"
+                                              : "dsum, dqacc; atomic dq") +
+                 ")";
+  }
 
   // o and lse, the forward's: from --load DIR when it has both o.npy and
   // lse.npy, else the float64 reference forward (o rounded to the dtype,
@@ -736,7 +760,7 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
   std::vector<float> dk = fromStorage(dkBytes, sig.dtype);
   std::vector<float> dv = fromStorage(dvBytes, sig.dtype);
 
-  printRunHeader(kernel, sig, launch, p, firstMs);
+  printRunHeader(kernel, sig, launch, p, firstMs, launchNote);
 
   bool passed = true;
   if (cl.flag("validate")) {
