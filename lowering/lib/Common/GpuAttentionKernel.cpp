@@ -438,6 +438,13 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
     }
   }
   Value qt = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  if (cfg.mask.hasRight()) {
+    // Later q tiles see more keys under a right bound (causal): schedule
+    // them first so that the light tiles fill the tail of the grid.
+    // (The grid is ceil(Sq / block-m) wide.)
+    Value tiles = im.ceilDiv(sq, im.c(cfg.blockM));
+    qt = im.sub(im.sub(tiles, im.c(1)), qt);
+  }
   Value h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value batch = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   Value kvHead = cfg.hq == cfg.hk ? h : im.div(h, im.c(cfg.hq / cfg.hk));
