@@ -27,6 +27,8 @@ struct CudaDriver {
   int (*cuDevicePrimaryCtxRetain)(void **, int);
   int (*cuCtxSetCurrent)(void *);
   int (*cuStreamCreate)(void **, unsigned);
+  int (*cuStreamCreateWithPriority)(void **, unsigned, int);
+  int (*cuCtxGetStreamPriorityRange)(int *, int *);
   int (*cuStreamDestroy_v2)(void *);
   int (*cuStreamSynchronize)(void *);
   int (*cuStreamWaitEvent)(void *, void *, unsigned);

@@ -93,6 +93,8 @@ rt::Expected<const CudaDriver *> cudaDriver() {
   FMHA_CUDA_SYMBOL(cuDevicePrimaryCtxRetain)
   FMHA_CUDA_SYMBOL(cuCtxSetCurrent)
   FMHA_CUDA_SYMBOL(cuStreamCreate)
+  FMHA_CUDA_SYMBOL(cuStreamCreateWithPriority)
+  FMHA_CUDA_SYMBOL(cuCtxGetStreamPriorityRange)
   FMHA_CUDA_SYMBOL(cuStreamDestroy_v2)
   FMHA_CUDA_SYMBOL(cuStreamSynchronize)
   FMHA_CUDA_SYMBOL(cuStreamWaitEvent)
@@ -151,10 +153,18 @@ CudaRingDevice::create(int ordinal) {
     return Status::error(s.code(), s.message() + " (device " +
                                        std::to_string(ordinal) + ")");
   // Non-blocking streams (CU_STREAM_NON_BLOCKING = 1): no implicit order
-  // with the legacy default stream. Events without timing for the order.
-  if (!(s = cudaCheck(d, "cuStreamCreate", d.cuStreamCreate(&dev->compute_, 1)))
+  // with the legacy default stream. The communication stream has the
+  // highest priority, so that the shift's NCCL kernel gets SMs as soon as
+  // blocks of the step's attention kernel retire. Events without timing
+  // (CU_EVENT_DISABLE_TIMING = 2) order the streams.
+  int least = 0, greatest = 0;
+  if (!(s = cudaCheck(d, "cuCtxGetStreamPriorityRange",
+                      d.cuCtxGetStreamPriorityRange(&least, &greatest)))
            .ok() ||
-      !(s = cudaCheck(d, "cuStreamCreate", d.cuStreamCreate(&dev->comm_, 1)))
+      !(s = cudaCheck(d, "cuStreamCreate", d.cuStreamCreate(&dev->compute_, 1)))
+           .ok() ||
+      !(s = cudaCheck(d, "cuStreamCreateWithPriority",
+                      d.cuStreamCreateWithPriority(&dev->comm_, 1, greatest)))
            .ok() ||
       !(s = cudaCheck(d, "cuEventCreate",
                       d.cuEventCreate(&dev->computeDone_, 2)))
