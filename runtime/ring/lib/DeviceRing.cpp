@@ -32,12 +32,6 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
   if (c.target != rt::Target::Cuda)
     return Status::error(ErrorCode::InvalidArgument,
                          "ring: runRingDevice runs cuda bundles");
-  if (c.backward)
-    return Status::error(
-        ErrorCode::InvalidArgument,
-        "ring: the backward of the device ring is not available yet (it "
-        "needs kind=bwd cuda bundles, abi gpu-bwd-v1, and a device "
-        "accumulation of dq, dk, dv); run the forward only");
   FMHA_TRY(checkRingKernels(k, c));
   if (iterations < 1)
     return Status::error(ErrorCode::InvalidArgument,
@@ -65,13 +59,14 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
   const size_t qBytes = p.qElements() * elem, kBytes = p.kElements() * elem,
                vBytes = p.vElements() * elem, oBytes = p.oElements() * elem;
   const size_t lseCount = p.lseElements();
-  if (in.q.size() != m || in.k.size() != m || in.v.size() != m)
+  if (in.q.size() != m || in.k.size() != m || in.v.size() != m ||
+      (c.backward && in.dO.size() != m))
     return Status::error(ErrorCode::InvalidArgument,
                          "ring: rank " + std::to_string(rank) + " expects " +
                              std::to_string(m) + " chunks of q, k, v");
   for (size_t i = 0; i < m; ++i)
     if (in.q[i].size() != qBytes || in.k[i].size() != kBytes ||
-        in.v[i].size() != vBytes)
+        in.v[i].size() != vBytes || (c.backward && in.dO[i].size() != oBytes))
       return Status::error(ErrorCode::InvalidArgument,
                            "ring: a chunk of q, k or v has the wrong size");
 
@@ -208,6 +203,118 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
   }
   local.kernelCalls /= iterations;
   local.skippedPairs /= iterations;
+  if (c.backward) {
+    // The backward of the last forward's (o, lse): per step, each pair's
+    // backward bundle gives its share of dq, dk, dv (in the dtype), added
+    // in f32 on the device into dq (kept) and into the dK/dV packet that
+    // travels with its K/V and comes home after the last step.
+    const size_t dkCount = p.kElements(), dvCount = p.vElements();
+    const size_t dkvChunk = dkCount + dvCount;
+    std::vector<DeviceBuffer> dO, dq;
+    for (size_t i = 0; i < m; ++i) {
+      rt::Expected<DeviceBuffer> a = alloc(oBytes),
+                                 b = alloc(p.qElements() * sizeof(float));
+      if (!a.ok() || !b.ok())
+        return !a.ok() ? a.status() : b.status();
+      dO.push_back(a.take());
+      dq.push_back(b.take());
+      FMHA_TRY(backend.copyToDevice(dO[i].get(), in.dO[i].data(), oBytes));
+      FMHA_TRY(backend.fill(dq[i].get(), 0, dq[i].size(), stream));
+    }
+    rt::Expected<DeviceBuffer> dkvAB = alloc(m * dkvChunk * sizeof(float)),
+                               dkvBB = alloc(m * dkvChunk * sizeof(float)),
+                               dqTB = alloc(qBytes), dkTB = alloc(kBytes),
+                               dvTB = alloc(vBytes);
+    for (auto *b : {&dkvAB, &dkvBB, &dqTB, &dkTB, &dvTB})
+      if (!b->ok())
+        return b->status();
+    DeviceBuffer dkvA = dkvAB.take(), dkvB = dkvBB.take(), dqT = dqTB.take(),
+                 dkT = dkTB.take(), dvT = dvTB.take();
+    float *dkvCur = static_cast<float *>(dkvA.get());
+    float *dkvNext = static_cast<float *>(dkvB.get());
+    FMHA_TRY(backend.fill(dkvCur, 0, dkvA.size(), stream));
+    auto pickB = [&](int64_t gi, int64_t gj) -> const Kernel * {
+      if (!c.causal)
+        return k.bwd;
+      if (gj > gi)
+        return nullptr;
+      return gj == gi ? k.bwdCausal : k.bwd;
+    };
+    rt::Expected<void *> b0 = dev.mark(stream);
+    if (!b0.ok())
+      return b0.status();
+    void *cur = kvOwn.get(), *next = kvA.get(), *spare = kvB.get();
+    for (int s = 0; s < n; ++s) {
+      const int src = (rank - s + n) % n;
+      const std::vector<int64_t> theirs = ringChunks(src, n, c.zigzag);
+      const bool shift = s + 1 < n;
+      if (shift)
+        FMHA_TRY(t.startShift(cur, next, m * kvChunk));
+      for (size_t i = 0; i < m; ++i) {
+        for (size_t j = 0; j < theirs.size(); ++j) {
+          const Kernel *kern = pickB(mine[i], theirs[j]);
+          if (!kern)
+            continue;
+          const unsigned char *kv =
+              static_cast<const unsigned char *>(cur) + j * kvChunk;
+          rt::BackwardArgs ba;
+          ba.q = q[i].get();
+          ba.k = kv;
+          ba.v = kv + kBytes;
+          ba.o = o[i].get();
+          ba.lse = static_cast<const float *>(lse[i].get());
+          ba.dO = dO[i].get();
+          ba.dq = dqT.get();
+          ba.dk = dkT.get();
+          ba.dv = dvT.get();
+          FMHA_TRY(kern->runBackward(p, ba, stream));
+          float *dkv = dkvCur + j * dkvChunk;
+          FMHA_TRY(dev.accumulate(static_cast<float *>(dq[i].get()), dqT.get(),
+                                  meta.dtype, p.qElements()));
+          FMHA_TRY(dev.accumulate(dkv, dkT.get(), meta.dtype, dkCount));
+          FMHA_TRY(
+              dev.accumulate(dkv + dkCount, dvT.get(), meta.dtype, dvCount));
+          ++local.kernelCalls;
+        }
+      }
+      // dK/dV move on after this step's sums; after the last step the
+      // shift brings them home.
+      if (n > 1)
+        FMHA_TRY(t.startShift(dkvCur, dkvNext, m * dkvChunk * sizeof(float)));
+      FMHA_TRY(t.waitShifts());
+      if (shift) {
+        void *done = cur == kvOwn.get() ? spare : cur;
+        cur = next;
+        next = done;
+      }
+      if (n > 1)
+        std::swap(dkvCur, dkvNext);
+    }
+    rt::Expected<void *> b1 = dev.mark(stream);
+    if (!b1.ok())
+      return b1.status();
+    FMHA_TRY(dev.synchronize());
+    rt::Expected<double> bms = dev.eventMs(*b0, *b1);
+    if (!bms.ok())
+      return bms.status();
+    local.backwardMs = *bms;
+    if (out) {
+      out->dq.assign(m, std::vector<float>(p.qElements()));
+      out->dk.assign(m, std::vector<float>(dkCount));
+      out->dv.assign(m, std::vector<float>(dvCount));
+      std::vector<float> home(m * dkvChunk);
+      FMHA_TRY(
+          backend.copyToHost(home.data(), dkvCur, home.size() * sizeof(float)));
+      for (size_t i = 0; i < m; ++i) {
+        FMHA_TRY(backend.copyToHost(out->dq[i].data(), dq[i].get(),
+                                    out->dq[i].size() * sizeof(float)));
+        std::copy(home.begin() + i * dkvChunk,
+                  home.begin() + i * dkvChunk + dkCount, out->dk[i].begin());
+        std::copy(home.begin() + i * dkvChunk + dkCount,
+                  home.begin() + (i + 1) * dkvChunk, out->dv[i].begin());
+      }
+    }
+  }
   if (out) {
     out->o.assign(m, std::vector<unsigned char>(oBytes));
     out->lse.assign(m, std::vector<float>(lseCount));

@@ -25,10 +25,11 @@
 //
 // runRingDevice: the forward of RingAttention.h (causal skip, zigzag, GQA):
 // per step, the step's pair kernels and merges on the compute stream, the
-// next K/V packet on the communication stream. The backward is the same
-// loop with the backward bundles and dK/dV travelling with their K/V; it
-// needs kind=bwd cuda bundles (abi gpu-bwd-v1) and a device accumulation of
-// the pair gradients, and fails with a message until both are wired.
+// next K/V packet on the communication stream. The backward (kind=bwd cuda
+// bundles, abi gpu-bwd-v1) is the same loop with the final o and lse: each
+// pair's dq, dk, dv are added in f32 on the device (a small PTX kernel the
+// driver compiles) into dq and into the dK/dV packet that travels with its
+// K/V, shifted after the step's sums and home after the last step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +64,10 @@ public:
   /// Fills `count` 32-bit words at device address `ptr` with `value` on the
   /// compute stream.
   rt::Status fill32(void *ptr, unsigned value, size_t count);
+  /// acc[i] += src[i] for i < count on the compute stream: f32 `acc`,
+  /// `src` in `type` (device addresses; a PTX kernel loaded on first use).
+  rt::Status accumulate(float *acc, const void *src, rt::DType type,
+                        size_t count);
   rt::Status synchronize();
 
 private:
@@ -70,6 +75,7 @@ private:
   int ordinal_ = 0;
   void *context_ = nullptr, *compute_ = nullptr, *comm_ = nullptr;
   void *computeDone_ = nullptr, *commDone_ = nullptr;
+  void *addModule_ = nullptr, *addKernel_ = nullptr;
   std::vector<void *> marks_;
 };
 
@@ -90,13 +96,18 @@ struct DeviceRingTimes {
   /// Device time of the forward (events on the compute stream, from before
   /// the first step to after the last).
   double forwardMs = 0;
+  /// Device time of the backward (config.backward; run once, after the
+  /// forward iterations, from the last forward's o and lse).
+  double backwardMs = 0;
   /// Per step: from the end of the previous step to the end of this one.
   std::vector<double> stepMs;
   int64_t kernelCalls = 0, skippedPairs = 0;
 };
 
-/// The forward ring on this rank's device. `in` is host memory (uploaded
-/// once); `out` gets o and lse back in host memory (unless `out` is null).
+/// The ring on this rank's device: `iterations` forwards, then (with
+/// config.backward) one backward. `in` is host memory (uploaded once);
+/// `out` gets o, lse (and dq, dk, dv as f32) back in host memory (unless
+/// `out` is null).
 /// The kernels must be cuda bundles loaded on the device's ordinal.
 rt::Status runRingDevice(Transport &transport, CudaRingDevice &device,
                          const RingKernels &kernels, const RingConfig &config,
