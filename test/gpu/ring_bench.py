@@ -44,7 +44,8 @@ SEQS = (32768, 131072)
 NCCL_DEFAULT = ("/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/"
                 "lib/libnccl.so.2")
 BUNDLES = {"fwd.fmha": ["--mask=0"], "fwdc.fmha": ["--mask=t"],
-           "merge.fmha": ["--merge"]}
+           "merge.fmha": ["--merge"], "bwd.fmha": ["--bwd", "--mask=0"],
+           "bwdc.fmha": ["--bwd", "--mask=t"]}
 
 
 def die(message):
@@ -226,6 +227,36 @@ def parse(pattern, text, what):
     return m
 
 
+def run_fmha_backward(args, seq, causal, env):
+    """The backward ring, checked against the backward bundle on the whole
+    sequence on one GPU (dq, dk, dv), then its time against one GPU."""
+    b = args.bundles
+    bwd = os.path.join(b, "bwdc.fmha" if causal else "bwd.fmha")
+    out = run([os.path.join(args.bin, "fmha-run"), bwd, "-b", "1", "--sq",
+               str(seq), "--sk", str(seq), "--bench", "--iters",
+               str(args.iters), "--warmup", "2"],
+              env=dict(env, FMHA_CUDA_DEVICE="0"))
+    single_ms = float(parse(r"median_ms=([0-9.]+)", out, "median_ms").group(1))
+    ring = [args.mpirun, "-np", "2", "--allow-run-as-root", "-x",
+            "FMHA_NCCL_LIBRARY", "-x", "LD_LIBRARY_PATH",
+            os.path.join(args.bin, "fmha-ring"), "--target", "cuda",
+            "--fwd", os.path.join(b, "fwd.fmha"),
+            "--merge", os.path.join(b, "merge.fmha"),
+            "--bwd", os.path.join(b, "bwd.fmha"), "--seq", str(seq),
+            "--check", "single", "--bench", "1"]
+    if causal:
+        ring += ["--causal", "--zigzag",
+                 "--fwd-causal", os.path.join(b, "fwdc.fmha"),
+                 "--bwd-causal", os.path.join(b, "bwdc.fmha")]
+    out = run(ring, env=env)
+    if not re.search(r"^PASS", out, re.M):
+        die("fmha-ring --bwd did not PASS")
+    ring_ms = float(parse(r"bench: backward ring ([0-9.]+) ms", out,
+                          "backward time").group(1))
+    return {"fmha_bwd_single_ms": single_ms, "fmha_bwd_ring_ms": ring_ms,
+            "fmha_bwd_speedup": single_ms / ring_ms}
+
+
 def run_fmha(args, seq, causal, env):
     b = args.bundles
     fwd = os.path.join(b, "fwd.fmha")
@@ -272,6 +303,9 @@ def main():
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--out", default="ring-out")
     ap.add_argument("--skip-peer", action="store_true")
+    ap.add_argument("--bwd-seqs", default="32768",
+                    help="sizes whose backward ring is checked and timed "
+                         "(comma list; empty: none)")
     args = ap.parse_args()
     if args.make_bundles:
         make_bundles(args.make_bundles, args.compiler, args.chip)
@@ -292,10 +326,11 @@ def main():
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     env.setdefault("LD_LIBRARY_PATH", "")
     # FMHA's bundle against the float64 reference, before any timing.
-    for name, causal in (("fwd.fmha", False), ("fwdc.fmha", True)):
+    for name in ("fwd.fmha", "fwdc.fmha", "bwd.fmha", "bwdc.fmha"):
         out = run([os.path.join(args.bin, "fmha-run"),
                    os.path.join(args.bundles, name), "-b", "1", "--sq", "2048",
-                   "--sk", "2048", "--validate"], env=dict(env, FMHA_CUDA_DEVICE="0"))
+                   "--sk", "2048", "--validate"],
+                  env=dict(env, FMHA_CUDA_DEVICE="0"))
         if not re.search(r"^PASS", out, re.M):
             die(f"{name} does not PASS against the reference")
     rows = []
@@ -303,6 +338,8 @@ def main():
         for causal in (False, True):
             row = {"seq": seq, "mask": "causal" if causal else "full"}
             row.update(run_fmha(args, seq, causal, env))
+            if str(seq) in args.bwd_seqs.split(","):
+                row.update(run_fmha_backward(args, seq, causal, env))
             if not args.skip_peer:
                 row.update(run_peer(seq, causal, args.iters))
             row["fmha_speedup"] = row["fmha_single_ms"] / row["fmha_ring_ms"]
@@ -325,6 +362,15 @@ def main():
             f"{r['fmha_ring_ms']:.2f} | {r['fmha_speedup']:.2f} | "
             f"{' / '.join(f'{x:.2f}' for x in r['fmha_step_ms'])} | "
             f"{r['fmha_hidden']:.2f} | " + " | ".join(peer) + " |")
+    bwd = [r for r in rows if "fmha_bwd_ring_ms" in r]
+    if bwd:
+        lines += ["", "| S | mask | FMHA backward 1 GPU ms | ring ms | "
+                  "speedup |", "|---|---|---|---|---|"]
+        for r in bwd:
+            lines.append(f"| {r['seq']} | {r['mask']} | "
+                         f"{r['fmha_bwd_single_ms']:.2f} | "
+                         f"{r['fmha_bwd_ring_ms']:.2f} | "
+                         f"{r['fmha_bwd_speedup']:.2f} |")
     table = "\n".join(lines) + "\n"
     with open(os.path.join(args.out, "ring.md"), "w") as f:
         f.write(table)

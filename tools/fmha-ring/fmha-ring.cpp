@@ -375,7 +375,7 @@ int run(Transport &t, int argc, char **argv) {
     if (benchIters) {
       // Time the ring, its kernels alone and its shifts alone; every rank
       // reports, rank 0 prints the slowest rank's figures.
-      double figures[3];
+      double figures[4] = {0, 0, 0, 0};
       std::vector<double> steps;
       const RingMode modes[3] = {RingMode::Full, RingMode::ComputeOnly,
                                  RingMode::CommOnly};
@@ -391,13 +391,21 @@ int run(Transport &t, int argc, char **argv) {
         if (i == 0)
           steps = bt.stepMs;
       }
+      if (warm.ok() && config.backward) {
+        // One more forward and backward, warm (the check's run loaded the
+        // backward's workspace and the accumulation kernel).
+        DeviceRingTimes bt;
+        warm = runRingDevice(*nccl, *device, kernels, config, in, nullptr, &bt,
+                             RingMode::Full, 1);
+        figures[3] = bt.backwardMs;
+      }
       if (!warm.ok()) {
         std::fprintf(stderr, "fmha-ring: error: rank %d: %s\n", t.rank(),
                      warm.message().c_str());
         std::fflush(stderr);
         mpiAbort(2);
       }
-      std::vector<double> mineB(figures, figures + 3);
+      std::vector<double> mineB(figures, figures + 4);
       mineB.insert(mineB.end(), steps.begin(), steps.end());
       std::vector<double> allB(mineB.size() * t.size());
       rt::Status g =
@@ -417,8 +425,12 @@ int run(Transport &t, int argc, char **argv) {
                     "iterations, slowest rank)\n",
                     worst[0], worst[1], worst[2], hidden,
                     static_cast<long long>(benchIters));
+        if (config.backward)
+          std::printf("bench: backward ring %.3f ms (one run, slowest "
+                      "rank)\n",
+                      worst[3]);
         std::printf("bench: step ms");
-        for (size_t i = 3; i < worst.size(); ++i)
+        for (size_t i = 4; i < worst.size(); ++i)
           std::printf(" %.3f", worst[i]);
         std::printf("\n");
       }
