@@ -17,8 +17,9 @@ On the 2-GPU machine (build-rt/bin carried with the bundles):
 Problems: bf16, hdim 128, 16 heads (Hq = Hk), batch 1, total sequence 32k
 and 128k, full and causal (FMHA's ring uses zigzag placement for causal).
 
-Everything is validated before it is timed: FMHA's forward bundle against
-the float64 reference at S = 2048 (fmha-run --validate); FMHA's ring
+Everything is validated before it is timed: FMHA's forward and backward
+bundles against the float64 reference at S = 2048 and the merge bundle
+against the float64 merge (fmha-run --validate); FMHA's ring
 against the same bundles run on the whole sequence on one GPU (fmha-ring
 --check single: o and lse); the peer's ring against SDPA flash on the whole
 sequence on one GPU. Any failure ends the script with a non-zero status.
@@ -333,6 +334,12 @@ def main():
                   env=dict(env, FMHA_CUDA_DEVICE="0"))
         if not re.search(r"^PASS", out, re.M):
             die(f"{name} does not PASS against the reference")
+    # The GPU merge kernel against the float64 merge (empty partials too).
+    out = run([os.path.join(args.bin, "fmha-run"),
+               os.path.join(args.bundles, "merge.fmha"), "-b", "2", "--sq",
+               "3001", "--validate"], env=dict(env, FMHA_CUDA_DEVICE="0"))
+    if not re.search(r"^PASS", out, re.M):
+        die("merge.fmha does not PASS against the reference")
     rows = []
     for seq in seqs:
         for causal in (False, True):
