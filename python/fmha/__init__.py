@@ -10,12 +10,18 @@ another machine.
     o, lse = kernel.forward(q, k, v)            # q, k, v: CUDA tensors, BHSD
 
     o = fmha.attention(q, k, v, mask="b")       # finds or compiles the bundle
+    o.sum().backward()                          # gradients through the bwd bundle
+
+    dq, dk, dv = fmha.Kernel("attn-bwd.fmha").backward(q, k, v, o, lse, do)
 
 Tensors are contiguous BHSD: q [B, Hq, Sq, D], k [B, Hk, Sk, D],
 v [B, Hk, Sk, Dv], o [B, Hq, Sq, Dv] in the bundle's dtype, lse [B, Hq, Sq]
 float32 (DESIGN.md section 1). A cuda bundle runs on CUDA tensors of the
 device the runtime binds to, on torch's current stream; a cpu bundle on CPU
-tensors.
+tensors. fmha.attention is differentiable: when q, k or v requires grad,
+the forward saves o and lse and loss.backward() runs the backward bundle of
+the same signature (kind=bwd; `deterministic=True` picks the bit-identical
+one), with its workspace allocated as a torch tensor on the current stream.
 
 Environment: FMHA_RUNTIME_LIB (the library), FMHA_CACHE (bundle cache,
 default ~/.cache/fmha), FMHA_COMPILE (the fmha-compile binary, default from
@@ -61,6 +67,7 @@ _STATUS_NAMES = {
 TARGET_CPU, TARGET_CUDA, TARGET_HIP = 0, 1, 2
 _TARGET_NAMES = {TARGET_CPU: "cpu", TARGET_CUDA: "cuda", TARGET_HIP: "hip"}
 _DTYPE_NAMES = {0: "f32", 1: "f16", 2: "bf16"}
+_KIND_NAMES = {0: "fwd", 1: "bwd", 2: "merge"}
 # Bundle dtype -> the torch dtype's str().
 _TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16",
                  "bf16": "torch.bfloat16"}
@@ -102,6 +109,7 @@ class _KernelInfo(ctypes.Structure):
         ("shared_bytes", ctypes.c_int64),
         ("abi", ctypes.c_char_p),
         ("binary_format", ctypes.c_char_p),
+        ("deterministic", ctypes.c_int),
     ]
 
 
@@ -144,6 +152,10 @@ def _declare(lib):
         "fmhaKernelCheckProblem": (i, [vp, c.POINTER(_Problem)]),
         "fmhaKernelRunForward": (i, [vp, c.POINTER(_Problem), vp, vp, vp, vp, vp, vp]),
         "fmhaKernelRunForwardDevice": (i, [vp, c.POINTER(_Problem), vp, vp, vp, vp, vp, vp]),
+        "fmhaKernelBackwardWorkspaceBytes": (i, [vp, c.POINTER(_Problem),
+                                                 c.POINTER(c.c_size_t)]),
+        "fmhaKernelRunBackwardDeviceWorkspace": (i, [vp, c.POINTER(_Problem)] + [vp] * 10 +
+                                                 [c.c_size_t, vp]),
         "fmhaKernelGetDevice": (i, [vp, c.POINTER(i)]),
         "fmhaBackendDescription": (i, [i, c.POINTER(c.c_char_p)]),
         "fmhaDeviceMalloc": (i, [i, c.c_size_t, c.POINTER(vp)]),
@@ -331,7 +343,8 @@ class Kernel:
         self.device_index = device.value
         self.info = {
             "target": _TARGET_NAMES.get(raw.target, str(raw.target)),
-            "kind": "fwd" if raw.kind == 0 else "bwd",
+            "kind": _KIND_NAMES.get(raw.kind, str(raw.kind)),
+            "deterministic": bool(raw.deterministic),
             "dtype": _DTYPE_NAMES.get(raw.dtype, str(raw.dtype)),
             "hq": raw.hq, "hk": raw.hk, "d": raw.d, "dv": raw.dv,
             "block_m": raw.block_m, "block_n": raw.block_n,
@@ -350,9 +363,9 @@ class Kernel:
 
     def __repr__(self):
         i = self.info
-        return ("fmha.Kernel(%r: %s %s hq=%d hk=%d d=%d dv=%d mask=%s)"
-                % (self.path, i["target"], i["dtype"], i["hq"], i["hk"], i["d"],
-                   i["dv"], i["mask"]))
+        return ("fmha.Kernel(%r: %s %s %s hq=%d hk=%d d=%d dv=%d mask=%s%s)"
+                % (self.path, i["kind"], i["target"], i["dtype"], i["hq"], i["hk"], i["d"],
+                   i["dv"], i["mask"], " deterministic" if i["deterministic"] else ""))
 
     def close(self):
         if self._handle is not None:
@@ -403,6 +416,91 @@ class Kernel:
                           o.data_ptr(), lse.data_ptr(), stream)
         return o, lse
 
+    def backward_workspace_bytes(self, b, sq, sk):
+        """Bytes of device workspace a backward of (b, sq, sk) needs (0 for
+        a cpu bundle): fmhaKernelBackwardWorkspaceBytes."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        out = ctypes.c_size_t()
+        _check(self._lib.fmhaKernelBackwardWorkspaceBytes(
+            self._handle, ctypes.byref(self._problem(b, sq, sk)), ctypes.byref(out)))
+        return out.value
+
+    def backward_ptrs(self, b, sq, sk, q, k, v, o, lse, do, dq, dk, dv, workspace=0,
+                      workspace_bytes=0, stream=0):
+        """Launches a backward bundle on raw addresses (ints), on `stream`
+        (a CUstream int), without waiting. `workspace` 0: the kernel
+        object's own (Runtime.h, BackwardArgs)."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        p = self._problem(b, sq, sk)
+        _check(self._lib.fmhaKernelRunBackwardDeviceWorkspace(
+            self._handle, ctypes.byref(p), q, k, v, o, lse, do, dq, dk, dv,
+            workspace or None, workspace_bytes if workspace else 0, stream or None))
+
+    def backward(self, q, k, v, o, lse, do, dq=None, dk=None, dv=None, workspace=None,
+                 stream=None):
+        """dq, dk, dv = kernel.backward(q, k, v, o, lse, do) for a kind=bwd
+        bundle: o and lse are the forward's, do the gradient of o (shaped
+        and typed like o); all contiguous. dq, dk, dv (shaped like q, k, v)
+        are allocated when not given. A cuda bundle runs on torch's current
+        stream (or `stream`, a CUstream int) with `workspace`, a uint8 tensor
+        of at least backward_workspace_bytes(B, Sq, Sk) bytes, allocated on
+        that stream when not given. Returns (dq, dk, dv)."""
+        if self.info["kind"] != "bwd":
+            raise ValueError("%s is a %s bundle; backward needs a kind=bwd one"
+                             % (self.path, self.info["kind"]))
+        cuda = self.info["target"] == "cuda"
+        device_index = self.device_index if cuda else None
+        b, sq, sk = check_forward_args(self.info, q, k, v, o, lse, device_index)
+        _check_like("do", do, "o", o)
+        for name, t, like_name, like in (("dq", dq, "q", q), ("dk", dk, "k", k),
+                                         ("dv", dv, "v", v)):
+            if t is not None:
+                _check_like(name, t, like_name, like)
+        if dq is None or dk is None or dv is None:
+            torch = _torch()
+            dq = torch.empty_like(q) if dq is None else dq
+            dk = torch.empty_like(k) if dk is None else dk
+            dv = torch.empty_like(v) if dv is None else dv
+        if stream is None:
+            stream = _current_stream(q) if cuda else 0
+        need = self.backward_workspace_bytes(b, sq, sk)
+        if workspace is None and need:
+            # On the current stream: torch's allocator keeps it until the
+            # launches on that stream are done.
+            workspace = _torch().empty(need, dtype=_torch().uint8, device=q.device)
+        ws_ptr, ws_bytes = 0, 0
+        if workspace is not None and need:
+            if _dtype_name(workspace) != "torch.uint8":
+                raise ValueError("workspace: expected a torch.uint8 tensor, got %s"
+                                 % _dtype_name(workspace))
+            ws_ptr = workspace.data_ptr()
+            ws_bytes = 1
+            for n in workspace.shape:
+                ws_bytes *= int(n)
+        self.backward_ptrs(b, sq, sk, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+                           lse.data_ptr(), do.data_ptr(), dq.data_ptr(), dk.data_ptr(),
+                           dv.data_ptr(), ws_ptr, ws_bytes, stream)
+        return dq, dk, dv
+
+
+def _check_like(name, t, like_name, like):
+    """Raises ValueError unless `t` has the shape, dtype and device of
+    `like` and is contiguous."""
+    shape = tuple(int(x) for x in t.shape)
+    want = tuple(int(x) for x in like.shape)
+    if shape != want:
+        raise ValueError("%s: expected the shape of %s %s, got %s" % (name, like_name, want, shape))
+    if _dtype_name(t) != _dtype_name(like):
+        raise ValueError("%s: expected dtype %s (as %s), got %s"
+                         % (name, _dtype_name(like), like_name, _dtype_name(t)))
+    if _device_name(t) != _device_name(like):
+        raise ValueError("%s is on %s, %s on %s" % (name, _device_name(t), like_name,
+                                                     _device_name(like)))
+    if not t.is_contiguous():
+        raise ValueError("%s: expected a contiguous tensor" % name)
+
 
 def _torch():
     try:
@@ -451,17 +549,26 @@ def _number_token(x):
     return ("%.9g" % float(x)).replace("-", "m").replace("+", "")
 
 
+def _check_kind(kind, deterministic):
+    if kind not in ("fwd", "bwd"):
+        raise ValueError("kind %r is not fwd or bwd" % (kind,))
+    if deterministic and kind != "bwd":
+        raise ValueError("deterministic applies to kind='bwd' bundles only")
+
+
 def bundle_name(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
-                softcap=None, block_m=None, block_n=None):
-    """The file name of a forward bundle for a signature, e.g.
-    'fwd-cuda-sm_90a-bf16-hq16-hk4-d128-dv128-mask_b.fmha'. Shared by
-    fmha.attention's cache and test/gpu/make_bundles.py."""
+                softcap=None, block_m=None, block_n=None, kind="fwd", deterministic=False):
+    """The file name of a bundle for a signature, e.g.
+    'fwd-cuda-sm_90a-bf16-hq16-hk4-d128-dv128-mask_b.fmha', or for a
+    backward 'bwd-...-mask_b.fmha' ('bwd-...-det.fmha' when deterministic).
+    Shared by fmha.attention's cache and test/gpu/make_bundles.py."""
     dv = d if dv is None else dv
+    _check_kind(kind, deterministic)
     if dtype not in _TORCH_DTYPES:
         raise ValueError("dtype %r is not one of f32, f16, bf16" % (dtype,))
     if not re.fullmatch(r"[A-Za-z0-9_.]*", chip or ""):
         raise ValueError("chip %r has characters other than [A-Za-z0-9_.]" % (chip,))
-    parts = ["fwd", target, chip or "host", dtype, "hq%d" % hq, "hk%d" % hk,
+    parts = [kind, target, chip or "host", dtype, "hq%d" % hq, "hk%d" % hk,
              "d%d" % d, "dv%d" % dv, "mask_" + _mask_token(mask)]
     if scale:
         parts.append("scale" + _number_token(scale))
@@ -471,6 +578,8 @@ def bundle_name(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
         parts.append("bm%d" % block_m)
     if block_n:
         parts.append("bn%d" % block_n)
+    if deterministic:
+        parts.append("det")
     return "-".join(parts) + ".fmha"
 
 
@@ -492,9 +601,10 @@ def _compiler():
 
 
 def compile_args(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
-                 softcap=None, block_m=None, block_n=None):
+                 softcap=None, block_m=None, block_n=None, kind="fwd", deterministic=False):
     """The fmha-compile arguments (without -o) for a signature."""
     dv = d if dv is None else dv
+    _check_kind(kind, deterministic)
     args = ["--target=%s" % target]
     if chip:
         args.append("--chip=%s" % chip)
@@ -508,6 +618,10 @@ def compile_args(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
         args.append("--block-m=%d" % block_m)
     if block_n:
         args.append("--block-n=%d" % block_n)
+    if kind == "bwd":
+        args.append("--bwd")
+    if deterministic:
+        args.append("--deterministic")
     return args
 
 
@@ -577,9 +691,49 @@ def _kernel_for(path):
         return k
 
 
+_autograd_function = None
+
+
+def _attention_function():
+    """The torch.autograd.Function of fmha.attention (made on first use, so
+    that this module imports without torch)."""
+    global _autograd_function
+    if _autograd_function is None:
+        torch = _torch()
+
+        class AttentionFunction(torch.autograd.Function):
+            """o, lse = forward bundle(q, k, v); the backward bundle gives
+            dq, dk, dv from q, k, v, o, lse and dO. lse has no gradient."""
+
+            @staticmethod
+            def forward(ctx, q, k, v, fwd, bwd):
+                o, lse = fwd.forward(q, k, v)
+                ctx.save_for_backward(q, k, v, o, lse)
+                ctx.bwd = bwd
+                ctx.mark_non_differentiable(lse)
+                return o, lse
+
+            @staticmethod
+            def backward(ctx, do, _dlse):
+                q, k, v, o, lse = ctx.saved_tensors
+                do = torch.zeros_like(o) if do is None else do.contiguous()
+                dq, dk, dv = ctx.bwd.backward(q, k, v, o, lse, do)
+                return dq, dk, dv, None, None
+
+        _autograd_function = AttentionFunction
+    return _autograd_function
+
+
+def _needs_grad(*tensors):
+    if not any(getattr(t, "requires_grad", False) for t in tensors):
+        return False
+    torch = sys.modules.get("torch")
+    return torch is None or torch.is_grad_enabled()
+
+
 def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
               bundle_dir=None, block_m=None, block_n=None, out=None, lse=None,
-              return_lse=False):
+              return_lse=False, deterministic=False):
     """Attention of q, k, v (DESIGN.md section 1) through a compiled bundle.
 
     layout 'bhsd': q [B, Hq, Sq, D], k/v [B, Hk, Sk, D/Dv]; 'bshd': q
@@ -587,7 +741,12 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
     a spec string (0, t, b, t:L,R[,S], b:L,R[,S], xt:W, xb:W). The bundle is
     looked up by signature in bundle_dir or the cache and compiled when
     missing (needs fmha-compile). Returns o in q's layout, and lse
-    [B, Hq, Sq] too when return_lse."""
+    [B, Hq, Sq] too when return_lse.
+
+    Differentiable: when q, k or v requires grad (and grad mode is on), the
+    backward bundle of the same signature is looked up (or compiled) too,
+    and loss.backward() runs it (`deterministic` picks the bit-identical
+    one); out= and lse= are not taken then."""
     if layout not in ("bhsd", "bshd"):
         raise ValueError("layout must be 'bhsd' or 'bshd', got %r" % (layout,))
     if layout == "bshd":
@@ -606,7 +765,14 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
                      dv=int(v.shape[3]), mask=mask, scale=scale, softcap=softcap,
                      block_m=block_m, block_n=block_n)
     kernel = _kernel_for(find_bundle(signature, bundle_dir))
-    o, l = kernel.forward(q, k, v, out, lse)
+    if _needs_grad(q, k, v):
+        if out is not None or lse is not None:
+            raise ValueError("out= and lse= are not taken when q, k or v requires grad")
+        bwd = _kernel_for(find_bundle(dict(signature, kind="bwd", deterministic=deterministic),
+                                      bundle_dir))
+        o, l = _attention_function().apply(q, k, v, kernel, bwd)
+    else:
+        o, l = kernel.forward(q, k, v, out, lse)
     if layout == "bshd":
         o = o.transpose(1, 2)
     return (o, l) if return_lse else o

@@ -100,13 +100,20 @@ def fake_module(kernel, dtype, hq, hk, d, dv, mask, block_m=16, block_threads=12
                                    shared_bytes))
 
 
-def fake_bundle(dtype, hq, hk, d, dv, mask, block_m=16):
-    binary = fake_module("fmha_fwd", dtype, hq, hk, d, dv, mask, block_m).encode()
-    header = ("FMHA-BUNDLE 1\ntarget=cuda\nchip=sm_90a\nkind=fwd\ndtype=%s\n"
+def fake_bundle(dtype, hq, hk, d, dv, mask, block_m=16, backward=None):
+    """A forward bundle, or with backward="0" (atomic) or "1"
+    (deterministic) a gpu-bwd-v1 one, for the fake driver."""
+    kernel = "fmha_bwd" if backward else "fmha_fwd"
+    kind = "bwd\ndeterministic=%s" % backward if backward else "fwd"
+    binary = (fake_module(kernel, dtype, hq, hk, d, dv, mask, block_m) +
+              ("block_n=16\nkind=%s\n" % kind if backward else "")).encode()
+    header = ("FMHA-BUNDLE 1\ntarget=cuda\nchip=sm_90a\nkind=%s\ndtype=%s\n"
               "hq=%d\nhk=%d\nd=%d\ndv=%d\nmask=%s\nscale=0\nsoftcap=0\n"
               "block_m=%d\nblock_n=16\nblock_threads=128\nshared_bytes=0\n"
-              "kernel=fmha_fwd\nabi=gpu-flat-v1\nbinary_format=ptx\n"
-              "binary_size=%d\n\n" % (dtype, hq, hk, d, dv, mask, block_m, len(binary)))
+              "kernel=%s\nabi=%s\nbinary_format=ptx\n"
+              "binary_size=%d\n\n" % (kind, dtype, hq, hk, d, dv, mask, block_m, kernel,
+                                         "gpu-bwd-v1" if backward else "gpu-flat-v1",
+                                         len(binary)))
     return header.encode() + binary
 
 
@@ -184,6 +191,17 @@ class Names(unittest.TestCase):
             fmha.bundle_name("cuda", "sm_90a", "f16", 1, 1, 8, mask="causal!")
         with self.assertRaises(ValueError):
             fmha.bundle_name("cuda", "sm 90", "f16", 1, 1, 8)
+        self.assertEqual(fmha.bundle_name("cuda", "sm_90a", "bf16", 16, 4, 128, mask="b",
+                                          kind="bwd"),
+                         "bwd-cuda-sm_90a-bf16-hq16-hk4-d128-dv128-mask_b.fmha")
+        self.assertEqual(fmha.bundle_name("cuda", "sm_90a", "bf16", 16, 4, 128, mask="b",
+                                          kind="bwd", deterministic=True),
+                         "bwd-cuda-sm_90a-bf16-hq16-hk4-d128-dv128-mask_b-det.fmha")
+        with self.assertRaises(ValueError) as cm:
+            fmha.bundle_name("cuda", "sm_90a", "f16", 1, 1, 8, deterministic=True)
+        self.assertEqual(str(cm.exception), "deterministic applies to kind='bwd' bundles only")
+        with self.assertRaises(ValueError):
+            fmha.bundle_name("cuda", "sm_90a", "f16", 1, 1, 8, kind="merge")
 
     def test_compile_args(self):
         import fmha
@@ -191,6 +209,10 @@ class Names(unittest.TestCase):
             fmha.compile_args("cuda", "sm_90a", "bf16", 16, 4, 64, mask="xb:7", softcap=50),
             ["--target=cuda", "--chip=sm_90a", "--dtype=bf16", "--hq=16", "--hk=4", "-d=64",
              "--dv=64", "--mask=xb:7", "--softcap=50"])
+        self.assertEqual(
+            fmha.compile_args("cuda", "sm_90a", "f16", 4, 1, 64, mask="t", kind="bwd",
+                              deterministic=True)[-3:],
+            ["--mask=t", "--bwd", "--deterministic"])
 
 
 def run_python(code, **env):
@@ -331,6 +353,92 @@ class FakeDevice(unittest.TestCase):
         kernel.close()
         with self.assertRaises(ValueError):
             kernel.forward_ptrs(b, sq, sk, 1, 1, 1, 1, 1)
+
+    def test_kernel_backward(self):
+        """Kernel.backward on the fake driver: the gradients of a float64
+        reference written here (mask b:3,0,1, GQA 2:1), the workspace the
+        runtime asks for, and the errors."""
+        fmha = self.fmha
+        b, hq, hk, sq, sk, d, dv = 1, 4, 2, 6, 9, 8, 4
+        left, right, sink = 3, 0, 1
+        data = self.make_problem(b, hq, hk, sq, sk, d, dv, 8)
+        rnd = random.Random(3)
+        do = list(array.array("f", [rnd.gauss(0, 1) for _ in range(b * hq * sq * dv)]))
+        o, lse = reference(data["q"], data["k"], data["v"], b, hq, hk, sq, sk, d, dv,
+                           left, right, sink)
+        o = list(array.array("f", o))
+        lse = list(array.array("f", lse))
+        # The gradients (DESIGN.md section 1) in float64.
+        scale = 1 / math.sqrt(d)
+        q, k, v = data["q"], data["k"], data["v"]
+        dq = [0.0] * len(q)
+        dk = [0.0] * len(k)
+        dvv = [0.0] * len(v)
+        for h in range(hq):
+            kh = h // (hq // hk)
+            for i in range(sq):
+                r = h * sq + i
+                dsum = sum(do[r * dv + c] * o[r * dv + c] for c in range(dv))
+                for j in range(sk):
+                    if not visible_b(i, j, sq, sk, left, right, sink):
+                        continue
+                    s = scale * sum(q[r * d + c] * k[(kh * sk + j) * d + c] for c in range(d))
+                    p = math.exp(s - lse[r])
+                    dp = sum(do[r * dv + c] * v[(kh * sk + j) * dv + c] for c in range(dv))
+                    ds = p * (dp - dsum)
+                    for c in range(d):
+                        dq[r * d + c] += scale * ds * k[(kh * sk + j) * d + c]
+                        dk[(kh * sk + j) * d + c] += scale * ds * q[r * d + c]
+                    for c in range(dv):
+                        dvv[(kh * sk + j) * dv + c] += p * do[r * dv + c]
+
+        f32 = "torch.float32"
+        tensors = {}
+        for name, values, shape in (("q", q, (b, hq, sq, d)), ("k", k, (b, hk, sk, d)),
+                                    ("v", v, (b, hk, sk, dv)), ("o", o, (b, hq, sq, dv)),
+                                    ("lse", lse, (b, hq, sq)), ("do", do, (b, hq, sq, dv)),
+                                    ("dq", [float("nan")] * len(q), (b, hq, sq, d)),
+                                    ("dk", [float("nan")] * len(k), (b, hk, sk, d)),
+                                    ("dv", [float("nan")] * len(v), (b, hk, sk, dv))):
+            tensors[name] = FakeTensor(shape, f32, ptr=self.device_array(values))
+        t = tensors
+        for det in ("0", "1"):
+            path = os.path.join(self.tmp.name, "bwd%s.fmha" % det)
+            with open(path, "wb") as f:
+                f.write(fake_bundle("f32", hq, hk, d, dv, "b:3,0,1", backward=det))
+            kernel = fmha.Kernel(path)
+            self.assertEqual(kernel.kind, "bwd")
+            self.assertEqual(kernel.deterministic, det == "1")
+            self.assertEqual(kernel.abi, "gpu-bwd-v1")
+            need = kernel.backward_workspace_bytes(b, sq, sk)
+            self.assertEqual(need, 4 * b * hq * sq if det == "1" else 256 + 4 * b * hq * sq * d)
+            ws = FakeTensor((need,), "torch.uint8", ptr=self.device_array([0.0] * (need // 4)))
+            got = kernel.backward(t["q"], t["k"], t["v"], t["o"], t["lse"], t["do"], t["dq"],
+                                  t["dk"], t["dv"], workspace=ws, stream=0)
+            self.assertEqual(got, (t["dq"], t["dk"], t["dv"]))
+            self.assertEqual(self.lib.fmhaDeviceSynchronize(1, None), 0)
+            for name, want in (("dq", dq), ("dk", dk), ("dv", dvv)):
+                for x, y in zip(self.read(t[name].data_ptr(), len(want)), want):
+                    self.assertAlmostEqual(x, y, delta=1e-4 * (1 + abs(y)), msg=name)
+            # Errors: do shaped unlike o; a workspace too small; a forward
+            # bundle.
+            with self.assertRaises(ValueError) as cm:
+                kernel.backward(t["q"], t["k"], t["v"], t["o"], t["lse"], t["q"])
+            self.assertEqual(str(cm.exception), "do: expected the shape of o (1, 4, 6, 4), "
+                             "got (1, 4, 6, 8)")
+            small = FakeTensor((need - 4,), "torch.uint8", ptr=ws.data_ptr())
+            with self.assertRaises(fmha.FmhaError) as cm:
+                kernel.backward(t["q"], t["k"], t["v"], t["o"], t["lse"], t["do"], t["dq"],
+                                t["dk"], t["dv"], workspace=small, stream=0)
+            self.assertIn("FMHA_ERROR_INVALID_ARGUMENT: backward workspace of %d bytes is too "
+                          "small" % (need - 4), str(cm.exception))
+            kernel.close()
+        path = os.path.join(self.tmp.name, "fwd-for-bwd.fmha")
+        with open(path, "wb") as f:
+            f.write(fake_bundle("f32", hq, hk, d, dv, "b:3,0,1"))
+        with self.assertRaises(ValueError) as cm:
+            fmha.Kernel(path).backward(t["q"], t["k"], t["v"], t["o"], t["lse"], t["do"])
+        self.assertIn("is a fwd bundle; backward needs a kind=bwd one", str(cm.exception))
 
     def test_attention_finds_and_compiles_bundles(self):
         fmha = self.fmha
