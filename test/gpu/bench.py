@@ -23,6 +23,19 @@ Writes OUT/bench.md, OUT/bench.csv, OUT/bench.json and, when matplotlib is
 there, OUT/bench.png (TFLOP/s against seqlen, one line per system, one panel
 per configuration and hdim). A system that does not support a case prints
 n/a with the reason.
+
+--bwd times the backward instead (OUT/bench-bwd.*): FMHA's backward bundles,
+atomic dQ ("fmha") and deterministic ("fmha-det"), on the o and lse of
+FMHA's forward, against SDPA flash and cuDNN, whose backward is
+torch.autograd.grad(o, (q, k, v), dO) of F.scaled_dot_product_attention
+under the sdpa_kernel context (only the backward is timed; the forward
+graph is kept). Configurations full, causal and GQA 4:1 causal (cases.py,
+BWD_BENCH_CONFIGS). Every system's dq, dk, dv are checked before timing
+against a float32 reference of batch 0 and the query heads of the first and
+last kv heads (relative error ||x - ref|| / ||ref|| per tensor, --bwd-tol;
+NaN fails) and against FMHA's. FLOPs = 2.5x the forward's. The table has
+fmha / sdpa-flash, fmha / sdpa-cudnn and the deterministic cost (fmha-det
+time / fmha time).
 """
 
 import argparse
@@ -39,6 +52,8 @@ import cases
 import fmha
 
 SYSTEMS = ["fmha", "sdpa-flash", "sdpa-cudnn", "flex"]
+BWD_SYSTEMS = ["fmha", "fmha-det", "sdpa-flash", "sdpa-cudnn"]
+ALL_SYSTEMS = SYSTEMS + ["fmha-det"]
 
 
 class NotSupported(Exception):
@@ -65,7 +80,17 @@ def main():
     ap.add_argument("--budget-s", type=float, default=420,
                     help="after this many seconds FlexAttention (slow to compile) is skipped, "
                          "and after 90 s more every remaining case")
+    ap.add_argument("--bwd", action="store_true",
+                    help="time the backward (systems %s)" % BWD_SYSTEMS)
+    ap.add_argument("--bwd-tol", type=float, default=3e-2,
+                    help="max relative error of dq, dk, dv against the float32 reference")
     args = ap.parse_args()
+    known = BWD_SYSTEMS if args.bwd else SYSTEMS
+    if args.bwd:
+        if args.systems == ",".join(SYSTEMS):
+            args.systems = ",".join(BWD_SYSTEMS)
+        if args.configs == ",".join(cases.BENCH_CONFIGS):
+            args.configs = ",".join(cases.BWD_BENCH_CONFIGS)
 
     import torch
     import torch.nn.functional as F
@@ -74,9 +99,12 @@ def main():
         sys.exit("bench: no CUDA device visible to torch")
     systems = [s for s in args.systems.split(",") if s]
     for s in systems:
-        if s not in SYSTEMS:
-            sys.exit("bench: unknown system %r (of %s)" % (s, SYSTEMS))
+        if s not in known:
+            sys.exit("bench: unknown system %r (of %s)" % (s, known))
     configs = [c for c in args.configs.split(",") if c]
+    for c in configs:
+        if c not in cases.BENCH_CONFIGS:
+            sys.exit("bench: unknown config %r (of %s)" % (c, list(cases.BENCH_CONFIGS)))
     hdims = [int(x) for x in args.hdims.split(",") if x]
     seqlens = [int(x) for x in args.seqlens.split(",") if x]
     os.makedirs(args.out, exist_ok=True)
@@ -129,6 +157,28 @@ def main():
     rows = []
     t_start = time.time()
 
+    def kernel_for(sig):
+        """The loaded bundle of `sig`, or NotSupported saying why not."""
+        name = fmha.bundle_name(**sig)
+        entry = manifest.get(name)
+        if entry is None:
+            raise NotSupported("no bundle %s (run make_bundles)" % name)
+        if entry.get("error"):
+            raise NotSupported("%s did not compile: %s" % (name, entry["error"]))
+        path = os.path.join(args.bundles, name)
+        if path not in kernels:
+            kernels[path] = fmha.Kernel(path)
+        return kernels[path]
+
+    if args.bwd:
+        rows = bench_backward(args, torch, F, systems, configs, hdims, seqlens, time_ms,
+                              kernel_for, sdpa_kernel, SDPBackend)
+        write_outputs(args.out, rows, systems, timer_name, props.name, torch.__version__,
+                      backward=True)
+        print("bench: %.0f s; wrote %s" % (time.time() - t_start,
+                                            ", ".join(sorted(os.listdir(args.out)))))
+        return report_failures(rows, systems)
+
     for config in configs:
         mask, group = cases.BENCH_CONFIGS[config]
         spec = cases.parse_mask(mask)
@@ -161,17 +211,7 @@ def main():
                 mask_mod = flex_mask_mod(spec)
 
                 def run_fmha():
-                    sig = cases.bench_signature(config, hdim)
-                    name = fmha.bundle_name(**sig)
-                    entry = manifest.get(name)
-                    if entry is None:
-                        raise NotSupported("no bundle %s (run make_bundles)" % name)
-                    if entry.get("error"):
-                        raise NotSupported("did not compile: " + entry["error"])
-                    path = os.path.join(args.bundles, name)
-                    if path not in kernels:
-                        kernels[path] = fmha.Kernel(path)
-                    kernel = kernels[path]
+                    kernel = kernel_for(cases.bench_signature(config, hdim))
                     o = torch.empty(b, hq, seqlen, hdim, device=dev, dtype=torch.bfloat16)
                     lse = torch.empty(b, hq, seqlen, device=dev, dtype=torch.float32)
                     return (lambda: kernel.forward(q, k, v, o, lse)[0]), None, ""
@@ -226,35 +266,23 @@ def main():
 
                 makers = {"fmha": run_fmha, "sdpa-flash": lambda: run_sdpa("FLASH_ATTENTION"),
                           "sdpa-cudnn": lambda: run_sdpa("CUDNN_ATTENTION"), "flex": run_flex}
-                fmha_out = None
+                fmha_out = {}
+
+                def check(s, res, out):
+                    torch.cuda.synchronize()
+                    if torch.isnan(out).any():
+                        raise WrongOutput("NaN in the output")
+                    err = (out[0, heads].float() - ref).abs().max().item()
+                    res["ref_err"] = err
+                    if fmha_out:
+                        res["diff_vs_fmha"] = (out.float() - fmha_out["o"].float()).abs().max().item()
+                    if not err <= args.tol:
+                        raise WrongOutput("max |o - ref| = %.3g > %.3g" % (err, args.tol))
+                    if s == "fmha":
+                        fmha_out["o"] = out.clone()
+
                 for s in systems:
-                    res = row["results"][s] = {"status": "n/a"}
-                    try:
-                        fn, ctx, note = makers[s]()
-                        res["note"] = note
-                        with (ctx() if ctx else _Null()):
-                            out = fn()
-                            torch.cuda.synchronize()
-                            if torch.isnan(out).any():
-                                raise WrongOutput("NaN in the output")
-                            err = (out[0, heads].float() - ref).abs().max().item()
-                            res["ref_err"] = err
-                            if fmha_out is not None:
-                                res["diff_vs_fmha"] = (out.float() - fmha_out.float()).abs().max().item()
-                            if not err <= args.tol:
-                                raise WrongOutput("max |o - ref| = %.3g > %.3g" % (err, args.tol))
-                            if s == "fmha":
-                                fmha_out = out.clone()
-                            ms = time_ms(fn)
-                        res.update(status="ok", ms=ms, tflops=flops / (ms * 1e-3) / 1e12)
-                    except NotSupported as e:
-                        res["reason"] = str(e)
-                    except WrongOutput as e:
-                        res.update(status="wrong", reason=str(e))
-                    except Exception as e:
-                        res["reason"] = first_line(e)
-                        if os.environ.get("FMHA_BENCH_TRACEBACK"):
-                            traceback.print_exc()
+                    row["results"][s] = run_system(s, makers[s], check, time_ms, flops)
                 print_row(row, systems)
                 del q, k, v, ref, fmha_out
                 torch.cuda.empty_cache()
@@ -262,7 +290,209 @@ def main():
     write_outputs(args.out, rows, systems, timer_name, props.name, torch.__version__)
     print("bench: %.0f s; wrote %s" % (time.time() - t_start,
                                         ", ".join(sorted(os.listdir(args.out)))))
+    return report_failures(rows, systems)
+
+
+def run_system(name, make, check, time_ms, flops):
+    """One system on one row: make() gives (fn, context or None, note);
+    check(name, result, fn()) raises WrongOutput when the output is off;
+    then fn is timed. Returns the result: status ok (ms, tflops), wrong or
+    n/a, with the reason."""
+    res = {"status": "n/a"}
+    try:
+        fn, ctx, note = make()
+        res["note"] = note
+        with (ctx() if ctx else _Null()):
+            check(name, res, fn())
+            ms = time_ms(fn)
+        res.update(status="ok", ms=ms, tflops=flops / (ms * 1e-3) / 1e12)
+    except NotSupported as e:
+        res["reason"] = str(e)
+    except WrongOutput as e:
+        res.update(status="wrong", reason=str(e))
+    except Exception as e:
+        res["reason"] = first_line(e)
+        if os.environ.get("FMHA_BENCH_TRACEBACK"):
+            traceback.print_exc()
+    return res
+
+
+def report_failures(rows, systems):
+    """Exit status: 1 when FMHA's output was wrong or FMHA failed to run in
+    any case (n/a for a missing bundle counts too), else 0. Peers that are
+    n/a do not count; a peer that is WRONG is reported but does not fail."""
+    bad = []
+    for r in rows:
+        for s in systems:
+            res = r["results"].get(s, {})
+            if s.startswith("fmha") and res.get("status") != "ok" and \
+                    res.get("reason") != "time budget":
+                bad.append("%s %s d=%d S=%d: %s" % (s, r["config"], r["hdim"], r["seqlen"],
+                                                    res.get("reason", res.get("status"))))
+    for line in bad:
+        print("bench: FAIL " + line)
+    if bad:
+        print("bench: %d FMHA case(s) failed or did not run" % len(bad))
+        return 1
     return 0
+
+
+def bench_backward(args, torch, F, systems, configs, hdims, seqlens, time_ms, kernel_for,
+                   sdpa_kernel, SDPBackend):
+    """The --bwd rows: each system's dq, dk, dv checked, then its backward
+    timed."""
+    rows = []
+    t_start = time.time()
+    dev = torch.device("cuda")
+    for config in configs:
+        mask, group = cases.BENCH_CONFIGS[config]
+        spec = cases.parse_mask(mask)
+        causal = spec is not None and spec[1] is None and spec[2] == 0 and spec[3] == 0
+        for hdim in hdims:
+            for seqlen in seqlens:
+                b = cases.BENCH_TOKENS // seqlen
+                hq = cases.BENCH_HIDDEN // hdim
+                hk = hq // group
+                row = {"config": config, "mask": mask, "hdim": hdim, "seqlen": seqlen,
+                       "batch": b, "hq": hq, "hk": hk, "results": {}, "notes": []}
+                rows.append(row)
+                if time.time() - t_start > args.budget_s + 90:
+                    for s in systems:
+                        row["results"][s] = {"status": "n/a", "reason": "time budget"}
+                    print_row(row, systems)
+                    continue
+                flops = 2.5 * 4.0 * b * hq * cases.visible_pairs(mask, seqlen, seqlen) * hdim
+                row["tflop"] = flops / 1e12
+                torch.manual_seed(seqlen * 131 + hdim + 7)
+                shape_q, shape_k = (b, hq, seqlen, hdim), (b, hk, seqlen, hdim)
+                q = torch.randn(shape_q, device=dev, dtype=torch.bfloat16)
+                k = torch.randn(shape_k, device=dev, dtype=torch.bfloat16)
+                v = torch.randn(shape_k, device=dev, dtype=torch.bfloat16)
+                do = torch.randn(shape_q, device=dev, dtype=torch.bfloat16)
+                scale = 1.0 / math.sqrt(hdim)
+                kv_heads = sorted({0, hk - 1})
+                heads = [h for kh in kv_heads for h in range(kh * group, (kh + 1) * group)]
+                ref = reference_grads_slice(torch, q, k, v, do, spec, kv_heads, group, scale)
+
+                fwd_state = {}
+
+                def fmha_forward():
+                    """o, lse of FMHA's forward (computed once per row)."""
+                    if "o" not in fwd_state:
+                        kernel = kernel_for(cases.bench_signature(config, hdim))
+                        o, lse = kernel.forward(q, k, v)
+                        torch.cuda.synchronize()
+                        fwd_state["o"], fwd_state["lse"] = o, lse
+                    return fwd_state["o"], fwd_state["lse"]
+
+                def run_fmha(deterministic):
+                    bwd = kernel_for(cases.bwd_bench_signature(config, hdim, deterministic))
+                    o, lse = fmha_forward()
+                    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+                    ws = torch.empty(bwd.backward_workspace_bytes(b, seqlen, seqlen),
+                                     dtype=torch.uint8, device=dev)
+
+                    def fn():
+                        return bwd.backward(q, k, v, o, lse, do, dq, dk, dv, workspace=ws)
+                    note = "deterministic dQ" if deterministic else "atomic dQ"
+                    return fn, None, note
+
+                def run_sdpa(backend_name):
+                    if sdpa_kernel is None:
+                        raise NotSupported("torch.nn.attention.sdpa_kernel is missing")
+                    backend = getattr(SDPBackend, backend_name)
+                    if spec is not None and not causal:
+                        raise NotSupported("a mask other than causal is not benchmarked here")
+                    qq, kk, vv = (t.detach().clone().requires_grad_() for t in (q, k, v))
+                    kwargs = dict(is_causal=causal)
+                    note = ""
+                    with sdpa_kernel(backend):
+                        if group > 1:
+                            try:
+                                out = F.scaled_dot_product_attention(qq, kk, vv, enable_gqa=True,
+                                                                     **kwargs)
+                                torch.autograd.grad(out, (qq, kk, vv), do)
+                                kwargs["enable_gqa"] = True
+                                note = "GQA via enable_gqa"
+                            except Exception:
+                                note = "GQA via repeat_interleave (its backward is timed too)"
+
+                        def forward():
+                            k2, v2 = kk, vv
+                            if group > 1 and "enable_gqa" not in kwargs:
+                                k2 = kk.repeat_interleave(group, dim=1)
+                                v2 = vv.repeat_interleave(group, dim=1)
+                            return F.scaled_dot_product_attention(qq, k2, v2, **kwargs)
+                        out = forward()
+
+                    def fn():
+                        return torch.autograd.grad(out, (qq, kk, vv), do, retain_graph=True)
+                    return fn, lambda: sdpa_kernel(backend), note
+
+                makers = {"fmha": lambda: run_fmha(False), "fmha-det": lambda: run_fmha(True),
+                          "sdpa-flash": lambda: run_sdpa("FLASH_ATTENTION"),
+                          "sdpa-cudnn": lambda: run_sdpa("CUDNN_ATTENTION")}
+                fmha_grads = []
+
+                def check(s, res, grads):
+                    torch.cuda.synchronize()
+                    errs = {}
+                    for name, g, want, sel in zip(("dq", "dk", "dv"), grads, ref,
+                                                  (heads, kv_heads, kv_heads)):
+                        if torch.isnan(g).any():
+                            raise WrongOutput("NaN in " + name)
+                        got = g[0, sel].float()
+                        errs[name] = ((got - want).norm() / want.norm().clamp_min(1e-30)).item()
+                    res["grad_err"] = errs
+                    if fmha_grads:
+                        res["diff_vs_fmha"] = max((g.float() - f.float()).abs().max().item()
+                                                  for g, f in zip(grads, fmha_grads))
+                    worst = max(errs, key=errs.get)
+                    if not errs[worst] <= args.bwd_tol:
+                        raise WrongOutput("%s relative error %.3g > %.3g"
+                                          % (worst, errs[worst], args.bwd_tol))
+                    if s == "fmha":
+                        fmha_grads.extend(g.clone() for g in grads)
+
+                for s in systems:
+                    row["results"][s] = run_system(s, makers[s], check, time_ms, flops)
+                print_row(row, systems)
+                del q, k, v, do, ref, fmha_grads, fwd_state
+                torch.cuda.empty_cache()
+    return rows
+
+
+def reference_grads_slice(torch, q, k, v, do, spec, kv_heads, group, scale, chunk=2048):
+    """float32 dq, dk, dv of batch 0 for the kv heads `kv_heads` and their
+    query heads (kv head kh: query heads kh*group .. (kh+1)*group - 1), Sq ==
+    Sk, mask `spec` (cases.parse_mask). Returns (dq [len(kv_heads)*group, S,
+    D], dk [len(kv_heads), S, D], dv [len(kv_heads), S, Dv]), chunked over
+    query rows: lse first, then P, dP = dO v^T, Dsum = rowsum(dO * o),
+    dS = P (dP - Dsum)."""
+    s = q.shape[2]
+    dqs, dks, dvs = [], [], []
+    for kh in kv_heads:
+        kf, vf = k[0, kh].float(), v[0, kh].float()
+        dk = torch.zeros_like(kf)
+        dv = torch.zeros_like(vf)
+        for h in range(kh * group, (kh + 1) * group):
+            qh, doh = q[0, h].float(), do[0, h].float()
+            dq = torch.empty_like(qh)
+            for start in range(0, s, chunk):
+                n = min(chunk, s - start)
+                sc = masked_scores(torch, qh[start:start + n], kf, scale, spec, start)
+                lse = torch.logsumexp(sc, dim=-1, keepdim=True)
+                p = torch.exp(sc - lse).nan_to_num(0.0)
+                o = p @ vf
+                dsum = (doh[start:start + n] * o).sum(-1, keepdim=True)
+                ds = p * (doh[start:start + n] @ vf.T - dsum)
+                dq[start:start + n] = scale * (ds @ kf)
+                dk += scale * (ds.T @ qh[start:start + n])
+                dv += p.T @ doh[start:start + n]
+            dqs.append(dq)
+        dks.append(dk)
+        dvs.append(dv)
+    return torch.stack(dqs), torch.stack(dks), torch.stack(dvs)
 
 
 _mask_mods = {}
@@ -313,26 +543,34 @@ def reference_slice(torch, q, k, v, spec, heads, scale, chunk=4096):
     hq, hk = q.shape[1], k.shape[1]
     s = q.shape[2]
     out = torch.empty(len(heads), s, v.shape[3], device=q.device, dtype=torch.float32)
-    j = torch.arange(s, device=q.device)
     for n, h in enumerate(heads):
         kh = h // (hq // hk)
         kf, vf = k[0, kh].float(), v[0, kh].float()
         for start in range(0, s, chunk):
-            i = torch.arange(start, min(s, start + chunk), device=q.device)
-            scores = (q[0, h, start:start + len(i)].float() @ kf.T) * scale
-            if spec is not None:
-                _, left, right, sink = spec
-                ok = torch.ones(len(i), s, dtype=torch.bool, device=q.device)
-                if left is not None:
-                    ok &= (i[:, None] - j[None, :]) <= left
-                if right is not None:
-                    ok &= (j[None, :] - i[:, None]) <= right
-                if sink:
-                    ok |= j[None, :] < sink
-                scores = scores.masked_fill(~ok, float("-inf"))
+            rows = q[0, h, start:start + chunk].float()
+            scores = masked_scores(torch, rows, kf, scale, spec, start)
             p = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-            out[n, start:start + len(i)] = p @ vf
+            out[n, start:start + len(rows)] = p @ vf
     return out
+
+
+def masked_scores(torch, rows, kf, scale, spec, start):
+    """scale * rows @ kf^T for the query rows start.. (float32), -inf where
+    the mask `spec` (cases.parse_mask; Sq == Sk) hides a key."""
+    scores = (rows @ kf.T) * scale
+    if spec is None:
+        return scores
+    _, left, right, sink = spec
+    i = torch.arange(start, start + rows.shape[0], device=rows.device)
+    j = torch.arange(kf.shape[0], device=rows.device)
+    ok = torch.ones(scores.shape, dtype=torch.bool, device=rows.device)
+    if left is not None:
+        ok &= (i[:, None] - j[None, :]) <= left
+    if right is not None:
+        ok &= (j[None, :] - i[:, None]) <= right
+    if sink:
+        ok |= j[None, :] < sink
+    return scores.masked_fill(~ok, float("-inf"))
 
 
 def fmt_cell(res):
@@ -356,8 +594,11 @@ def print_row(row, systems):
             extra.append("%.3f ms" % res["ms"])
         if "ref_err" in res:
             extra.append("max|o-ref| %.2e" % res["ref_err"])
+        if "grad_err" in res:
+            extra.append("rel err vs ref " + " ".join(
+                "%s %.1e" % (n, e) for n, e in res["grad_err"].items()))
         if "diff_vs_fmha" in res:
-            extra.append("max|o-fmha| %.2e" % res["diff_vs_fmha"])
+            extra.append("max|diff vs fmha| %.2e" % res["diff_vs_fmha"])
         if res.get("note"):
             extra.append(res["note"])
         if res.get("reason"):
@@ -365,54 +606,80 @@ def print_row(row, systems):
         print("      %-11s %s" % (s, "; ".join(extra)), flush=True)
 
 
-def ratio(row):
-    a, b = row["results"].get("fmha", {}), row["results"].get("sdpa-flash", {})
-    if a.get("status") == "ok" and b.get("status") == "ok":
-        return a["tflops"] / b["tflops"]
+def ratio(row, a="fmha", b="sdpa-flash"):
+    """TFLOP/s of `a` over `b` (time of b over time of a), or None."""
+    ra, rb = row["results"].get(a, {}), row["results"].get(b, {})
+    if ra.get("status") == "ok" and rb.get("status") == "ok":
+        return ra["tflops"] / rb["tflops"]
     return None
 
 
-def write_outputs(out, rows, systems, timer_name, device, torch_version):
-    with open(os.path.join(out, "bench.json"), "w") as f:
-        json.dump({"device": device, "torch": torch_version, "timer": timer_name, "rows": rows},
-                  f, indent=1)
-    with open(os.path.join(out, "bench.csv"), "w", newline="") as f:
+def ratio_columns(systems, backward):
+    """(header, a, b) of the ratio columns: a's TFLOP/s over b's (b's time
+    over a's)."""
+    cols = []
+    peers = ["sdpa-flash", "sdpa-cudnn"] if backward else ["sdpa-flash"]
+    for peer in peers:
+        if "fmha" in systems and peer in systems:
+            cols.append(("fmha / %s" % peer, "fmha", peer))
+    if backward and "fmha" in systems and "fmha-det" in systems:
+        cols.append(("det cost (fmha-det ms / fmha ms)", "fmha", "fmha-det"))
+    return cols
+
+
+def write_outputs(out, rows, systems, timer_name, device, torch_version, backward=False):
+    stem = "bench-bwd" if backward else "bench"
+    cols = ratio_columns(systems, backward)
+    with open(os.path.join(out, stem + ".json"), "w") as f:
+        json.dump({"device": device, "torch": torch_version, "timer": timer_name,
+                   "backward": backward, "rows": rows}, f, indent=1)
+    with open(os.path.join(out, stem + ".csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["config", "mask", "hdim", "seqlen", "batch", "hq", "hk", "tflop"] +
                    ["%s_tflops" % s for s in systems] + ["%s_ms" % s for s in systems] +
-                   ["fmha_over_sdpa_flash"] + ["%s_note" % s for s in systems])
+                   ["%s_over_%s" % (a, b) for _, a, b in cols] +
+                   ["%s_note" % s for s in systems])
         for r in rows:
             res = r["results"]
-            rat = ratio(r)
+            rats = [ratio(r, a, b) for _, a, b in cols]
             w.writerow([r["config"], r["mask"], r["hdim"], r["seqlen"], r["batch"], r["hq"], r["hk"],
                         "%.4f" % r.get("tflop", 0)] +
                        ["%.2f" % res[s]["tflops"] if res[s].get("status") == "ok" else res[s]["status"]
                         for s in systems] +
                        ["%.4f" % res[s]["ms"] if res[s].get("status") == "ok" else "" for s in systems] +
-                       ["%.3f" % rat if rat else ""] +
+                       ["%.3f" % x if x else "" for x in rats] +
                        ["; ".join(x for x in (res[s].get("note"), res[s].get("reason")) if x)
                         for s in systems])
-    lines = ["# Forward attention, %s" % device, "",
-             "bf16, %d tokens per batch, hidden %d; TFLOP/s = 4*B*Hq*visible_pairs*D / time "
-             "(%s; torch %s). `WRONG`: output off the float32 reference, not timed."
-             % (cases.BENCH_TOKENS, cases.BENCH_HIDDEN, timer_name, torch_version), "",
+    if backward:
+        title = "Backward attention"
+        what = ("TFLOP/s = 2.5 * 4*B*Hq*visible_pairs*D / time of the backward alone; `WRONG`: "
+                "dq, dk or dv off the float32 reference, not timed")
+    else:
+        title = "Forward attention"
+        what = ("TFLOP/s = 4*B*Hq*visible_pairs*D / time; `WRONG`: output off the float32 "
+                "reference, not timed")
+    lines = ["# %s, %s" % (title, device), "",
+             "bf16, %d tokens per batch, hidden %d; %s (%s; torch %s)."
+             % (cases.BENCH_TOKENS, cases.BENCH_HIDDEN, what, timer_name, torch_version), "",
              "| config | hdim | seqlen | B | Hq | Hk | " + " | ".join(systems) +
-             " | fmha / sdpa-flash | notes |",
-             "|" + "---|" * (8 + len(systems))]
+             "".join(" | %s" % h for h, _, _ in cols) + " | notes |",
+             "|" + "---|" * (7 + len(systems) + len(cols))]
     for r in rows:
         res = r["results"]
-        rat = ratio(r)
+        rats = [ratio(r, a, b) for _, a, b in cols]
         notes = []
         for s in systems:
             why = "; ".join(x for x in (res[s].get("note"), res[s].get("reason")) if x)
             if why:
                 notes.append("%s: %s" % (s, why))
-        lines.append("| %s | %d | %d | %d | %d | %d | %s | %s | %s |" % (
+        lines.append("| %s | %d | %d | %d | %d | %d | %s |%s %s |" % (
             r["config"], r["hdim"], r["seqlen"], r["batch"], r["hq"], r["hk"],
             " | ".join(fmt_cell(res[s]) for s in systems),
-            "%.2f" % rat if rat else "-", "<br>".join(notes).replace("|", "\\|")))
-    with open(os.path.join(out, "bench.md"), "w") as f:
+            "".join(" %s |" % ("%.2f" % x if x else "-") for x in rats),
+            "<br>".join(notes).replace("|", "\\|")))
+    with open(os.path.join(out, stem + ".md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    print("\n".join(lines[4:]))
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -436,7 +703,7 @@ def write_outputs(out, rows, systems, timer_name, device, torch_version):
                    if r["results"][s].get("status") == "ok"]
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s,
-                        color="C%d" % SYSTEMS.index(s))
+                        color="C%d" % ALL_SYSTEMS.index(s))
         ax.set_xscale("log", base=2)
         ax.set_title("%s, hdim %d" % (config, hdim))
         ax.set_xlabel("seqlen")
@@ -445,9 +712,9 @@ def write_outputs(out, rows, systems, timer_name, device, torch_version):
         ax.legend(fontsize=8)
     for n in range(len(panels), nrows * cols):
         axes[n // cols][n % cols].axis("off")
-    fig.suptitle("Forward attention, bf16, %s" % device)
+    fig.suptitle("%s, bf16, %s" % (title, device))
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "bench.png"), dpi=110)
+    fig.savefig(os.path.join(out, stem + ".png"), dpi=110)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,52 @@ ROUND_TRIP = [(dict(target="cuda", chip=CHIP, dtype="bf16", hq=16, hk=2, d=128, 
               (dict(target="cuda", chip=CHIP, dtype="f16", hq=4, hk=1, d=64, dv=64,
                     mask="t"), (1, 1, 64))]
 
+# --- The backward sweep ----------------------------------------------------
+
+# Masks of the backward (DESIGN.md section 1): none, causal top-left and
+# bottom-right, windows with sink tokens, a two-sided window.
+BWD_MASKS = ["0", "t", "b", "b:100,0,4", "t:33,0,5", "t:17,9"]
+
+# (Hq, Hk): 1:1, 4:1 and 8:1 GQA, MQA (dK/dV summed over the group).
+BWD_HEADS = [(4, 4), (8, 2), (16, 2), (4, 1)]
+
+# (B, Sq, Sk): one element, decode rows, tile multiples and sizes off the
+# tile grid, Sq < Sk and Sq > Sk.
+BWD_SIZES = [(1, 1, 1), (2, 1, 130), (1, 64, 64), (2, 100, 100), (1, 77, 300), (1, 300, 77),
+             (1, 200, 513)]
+
+
+def bwd_signature(dtype, hq, hk, d, mask, deterministic, **extra):
+    sig = dict(target="cuda", chip=CHIP, dtype=dtype, hq=hq, hk=hk, d=d, dv=d, mask=mask,
+               kind="bwd", deterministic=deterministic)
+    sig.update(extra)
+    return sig
+
+
+def bwd_sweep_signatures():
+    """Each mask with each (dtype, D), atomic and deterministic; the head
+    layout rotates so that every (dtype, D) meets every head layout across
+    the masks. Plus one softcap signature."""
+    sigs = []
+    for m, mask in enumerate(BWD_MASKS):
+        for t, (dtype, d) in enumerate(SWEEP_TYPES):
+            hq, hk = BWD_HEADS[(m + t) % len(BWD_HEADS)]
+            for det in (False, True):
+                sigs.append(bwd_signature(dtype, hq, hk, d, mask, det))
+    sigs.append(bwd_signature("bf16", 8, 2, 128, "b", False, softcap=30.0))
+    return sigs
+
+
+def bwd_sweep_cases():
+    """(signature, (B, Sq, Sk)) pairs of the backward sweep."""
+    return [(sig, size) for sig, size in itertools.product(bwd_sweep_signatures(), BWD_SIZES)]
+
+
+# Backward problems that also do a --save/--load round trip (the
+# deterministic one compares dq, dk, dv bit for bit, the atomic one dk, dv).
+BWD_ROUND_TRIP = [(bwd_signature("bf16", 16, 2, 128, "b:100,0,4", True), (2, 150, 333)),
+                  (bwd_signature("f16", 8, 2, 64, "t", False), (1, 130, 130))]
+
 # --- The benchmark ---------------------------------------------------------
 
 BENCH_TOKENS = 16384  # per batch: batch = BENCH_TOKENS // seqlen
@@ -91,10 +137,33 @@ def bench_signatures():
     return [bench_signature(c, d) for c in BENCH_CONFIGS for d in BENCH_HDIMS]
 
 
-def all_signatures():
+# The backward benchmark (bench.py --bwd): full, causal and GQA 4:1 causal.
+BWD_BENCH_CONFIGS = ["full", "causal", "gqa4-causal"]
+
+
+def bwd_bench_signature(config, hdim, deterministic):
+    return dict(bench_signature(config, hdim), kind="bwd", deterministic=deterministic)
+
+
+def bwd_bench_signatures():
+    return [bwd_bench_signature(c, d, det) for c in BWD_BENCH_CONFIGS for d in BENCH_HDIMS
+            for det in (False, True)]
+
+
+def all_signatures(kinds=("fwd", "bwd")):
+    """Every signature to compile, once each; `kinds` selects fwd and/or bwd
+    (the forward bundles of the backward benchmark count as bwd's too)."""
+    sigs = []
+    if "fwd" in kinds:
+        sigs += sweep_signatures() + [s for s, _ in ROUND_TRIP] + bench_signatures()
+    if "bwd" in kinds:
+        sigs += (bwd_sweep_signatures() + [s for s, _ in BWD_ROUND_TRIP] +
+                 bwd_bench_signatures() +
+                 [bench_signature(c, d) for c in BWD_BENCH_CONFIGS for d in BENCH_HDIMS])
+    import fmha
     seen, out = set(), []
-    for sig in sweep_signatures() + [s for s, _ in ROUND_TRIP] + bench_signatures():
-        key = tuple(sorted((k, str(v)) for k, v in sig.items()))
+    for sig in sigs:
+        key = fmha.bundle_name(**sig)
         if key not in seen:
             seen.add(key)
             out.append(sig)

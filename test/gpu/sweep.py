@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """GPU conformance sweep: fmha-run --validate on every (signature, size) of
-cases.py, plus --save/--load round trips, on pre-compiled cuda bundles.
+cases.py, forward and backward, plus --save/--load round trips, on
+pre-compiled cuda bundles.
 
     test/gpu/sweep.py --bin BUILD/bin --bundles gpu-bundles [--jobs 16]
 
@@ -8,7 +9,10 @@ The bundles come from make_bundles.py (manifest.json). Every failure is
 printed with its command and fmha-run's verdict; the last line is the
 summary. Exit status 1 when anything failed (a case, a round trip, a
 signature that did not compile or is missing), 0 otherwise. Needs python3
-and fmha-run only (no torch).
+and fmha-run only (no torch). Backward bundles (bwd-*.fmha) validate dq, dk,
+dv against the float64 reference; deterministic ones (*-det.fmha) also run
+twice and must agree bit for bit (fmha-run does both). `--filter bwd-` runs
+the backward only, `--filter fwd-` the forward only.
 """
 
 import argparse
@@ -62,7 +66,9 @@ def main():
     failures = []
     jobs = []  # (label, [argv...]) for fmha-run --validate
     problems = {}  # signature name -> problem with its bundle, if any
-    for sig in cases.sweep_signatures() + [s for s, _ in cases.ROUND_TRIP]:
+    trip_cases = cases.ROUND_TRIP + cases.BWD_ROUND_TRIP
+    for sig in (cases.sweep_signatures() + cases.bwd_sweep_signatures() +
+                [s for s, _ in trip_cases]):
         name = fmha.bundle_name(**sig)
         entry = manifest.get(name)
         if entry is None:
@@ -76,7 +82,7 @@ def main():
             failures.append("%s: %s" % (name, why))
             print("FAIL %s: %s" % (name, why), flush=True)
 
-    for n, (sig, (b, sq, sk)) in enumerate(cases.sweep_cases()):
+    for n, (sig, (b, sq, sk)) in enumerate(cases.sweep_cases() + cases.bwd_sweep_cases()):
         name = fmha.bundle_name(**sig)
         if name in problems or args.filter not in name:
             continue
@@ -115,7 +121,7 @@ def main():
     trips = 0
     tmp = tempfile.mkdtemp(prefix="fmha-sweep-")
     try:
-        for i, (sig, (b, sq, sk)) in enumerate(cases.ROUND_TRIP):
+        for i, (sig, (b, sq, sk)) in enumerate(trip_cases):
             name = fmha.bundle_name(**sig)
             if name in problems or args.filter not in name:
                 continue
@@ -132,8 +138,15 @@ def main():
                 if rc != 0 or "\nPASS" not in "\n" + out:
                     bad = "exit %d: %s\n    %s" % (rc, verdict(out), " ".join(argv))
                     break
+            # The saved inputs, and the outputs a second run must repeat
+            # (an atomic backward's dq may differ in its last bits).
+            files = ["q.npy", "k.npy", "v.npy", "o.npy", "lse.npy"]
+            if sig.get("kind") == "bwd":
+                files += ["do.npy", "dk.npy", "dv.npy"]
+                if sig.get("deterministic"):
+                    files.append("dq.npy")
             if bad is None:
-                for f in ("q.npy", "k.npy", "v.npy", "o.npy", "lse.npy"):
+                for f in files:
                     with open(os.path.join(d1, f), "rb") as x, open(os.path.join(d2, f), "rb") as y:
                         if x.read() != y.read():
                             bad = "%s differs between the saved run and the reloaded run" % f
