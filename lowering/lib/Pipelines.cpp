@@ -49,6 +49,7 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
   gpu.blockM = options.blockM;
   gpu.blockN = options.blockN;
   gpu.warpRows = options.warpRows;
+  gpu.qInShared = options.qInShared;
   gpu.kernelName = options.kernelName;
   gpu.mfma = mfma;
   pm.addPass(mlir::fmha::createFmhaLowerToGpuPass(gpu));

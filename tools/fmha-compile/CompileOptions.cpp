@@ -73,6 +73,11 @@ cl::opt<int64_t> mfma("mfma",
                                "default) or 32 (32x32x8; warp-rows default "
                                "32)"),
                       cl::init(0), cl::cat(category));
+cl::opt<bool> qInShared(
+    "q-in-shared",
+    cl::desc("GPU forward: keep the Q tile in workgroup memory and read its "
+             "fragments per kv tile (frees registers for wider kv tiles)"),
+    cl::init(false), cl::cat(category));
 cl::opt<std::string> emit("emit", cl::desc("bundle | mlir | llvm | isa"),
                           cl::init("bundle"), cl::cat(category));
 cl::opt<std::string> output("o", cl::desc("Output file ('-' for stdout)"),

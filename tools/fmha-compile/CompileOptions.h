@@ -28,7 +28,7 @@ extern llvm::cl::opt<std::string> target, chip, dtype, mask, emit, output;
 extern llvm::cl::opt<int64_t> hq, hk, headDim, headDimV, blockM, blockN,
     warpRows, mfma;
 extern llvm::cl::opt<double> scale, softcap;
-extern llvm::cl::opt<bool> bwd, deterministic, merge;
+extern llvm::cl::opt<bool> bwd, deterministic, merge, qInShared;
 
 /// The kernel symbol of every bundle fmha-compile writes.
 inline constexpr const char *kKernelName = "fmha_fwd";

@@ -273,6 +273,7 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
     options.blockM = meta.blockM;
     options.blockN = meta.blockN;
     options.warpRows = warpRows;
+    options.qInShared = qInShared;
     options.kernelName = meta.kernel;
     std::string toolkit = findCudaToolkit();
     if (emit == "llvm")
@@ -292,6 +293,7 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
     options.blockM = meta.blockM;
     options.blockN = meta.blockN;
     options.warpRows = warpRows;
+    options.qInShared = qInShared;
     options.mfma = mfma;
     options.kernelName = meta.kernel;
     options.format = emit == "llvm" ? "llvm" : emit == "bundle" ? "bin" : "isa";

@@ -222,13 +222,7 @@ Value BwdKernelBuilder::loadPair(OpBuilder &ob, Value mem, ValueRange index) {
 
 SmallVector<Value> BwdKernelBuilder::loadA(OpBuilder &ob, Value tile,
                                            Value row0, Value col0) {
-  IndexMath im{ob, loc};
-  SmallVector<Value> regs;
-  for (int64_t e = 0; e < t.getNumAElements(); e += 2)
-    regs.push_back(loadPair(ob, tile,
-                            ValueRange{im.add(row0, aCoords[e].row),
-                                       im.add(col0, aCoords[e].col)}));
-  return regs;
+  return t.emitLoadAFragment(ob, loc, tile, lane, row0, col0);
 }
 
 void BwdKernelBuilder::spill(OpBuilder &ob, const CTiles &c, Value scratch) {

@@ -60,6 +60,23 @@ Value GpuTarget::emitLog2(OpBuilder &b, Location loc, Value x) const {
   return math::Log2Op::create(b, loc, x);
 }
 
+SmallVector<Value> GpuTarget::emitLoadAFragment(OpBuilder &b, Location loc,
+                                                Value tile, Value lane,
+                                                Value row0, Value col0) const {
+  IndexMath im{b, loc};
+  auto tileType = cast<MemRefType>(tile.getType());
+  auto pair = VectorType::get({2}, tileType.getElementType());
+  SmallVector<Value> regs;
+  for (int64_t e = 0; e < getNumAElements(); e += 2) {
+    FragmentCoord at = getACoord(b, loc, lane, e);
+    regs.push_back(vector::LoadOp::create(
+        b, loc, pair, tile,
+        ValueRange{im.add(row0, at.row), im.add(col0, at.col)},
+        /*nontemporal=*/false, llvm::MaybeAlign(4)));
+  }
+  return regs;
+}
+
 std::string GpuTarget::configure(StringRef chip, int64_t matrixSize) {
   if (matrixSize != 0 && matrixSize != getMmaM())
     return "mfma=" + std::to_string(matrixSize) + " is not available on the " +
@@ -75,13 +92,17 @@ int64_t sharedBytesFor(int64_t stages, int64_t blockN, int64_t d, int64_t dv) {
   return stages * blockN * ((d + kRowPad) + (dv ? dv + kRowPad : 0)) * 2;
 }
 
-/// All the kernel's workgroup memory: the K/V stages and, on targets whose C
-/// fragments are not A fragments, each warp's rows of P.
+/// All the kernel's workgroup memory: the K/V stages; on targets whose C
+/// fragments are not A fragments, each warp's rows of P; with `qInShared`,
+/// the Q tile.
 int64_t kernelSharedBytes(const GpuTarget &target, int64_t blockM,
-                          int64_t blockN, int64_t d, int64_t dv) {
+                          int64_t blockN, int64_t d, int64_t dv,
+                          bool qInShared) {
   int64_t bytes = sharedBytesFor(target.getNumCopyStages(), blockN, d, dv);
   if (!target.getAFromC(0))
     bytes += blockM * (blockN + kRowPad) * 2; // warps * mmaM rows
+  if (qInShared)
+    bytes += blockM * (d + kRowPad) * 2;
   return bytes;
 }
 
@@ -96,6 +117,9 @@ struct KernelConfig {
   ::fmha::MaskSpec mask;
   double scale;
   std::optional<double> softcap;
+  /// Q stays in workgroup memory and its fragments are read per kv tile
+  /// (frees the registers Q fragments would hold, for wider kv tiles).
+  bool qInShared = false;
 };
 
 /// Builds the body of the flash-attention kernel.
@@ -137,6 +161,7 @@ private:
   // pad].
   Value kBuffers, vBuffers;
   SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [R][D / K][regs]
+  Value qStage, qTile; // The workgroup's Q rows (qInShared).
   SmallVector<FragmentCoord> cCoords, aCoords;
   Value pTile; // This warp's rows of P in workgroup memory (when needed).
 };
@@ -214,7 +239,33 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
   // workgroup memory feeds every row block of the warp.
   // s[rb][j][e]: row block rb, key tile j, C element e.
   SmallVector<SmallVector<SmallVector<Value>>> s(rowBlocks);
-  for (int64_t j = 0; j < keyTiles; ++j) {
+  if (cfg.qInShared) {
+    // Q fragments from workgroup memory, two k-steps at a time, each feeding
+    // every key tile.
+    SmallVector<SmallVector<SmallVector<Value>>> acc(
+        rowBlocks, SmallVector<SmallVector<Value>>(
+                       keyTiles, SmallVector<Value>(numC, fm.c(0.0))));
+    Value localRow0 = im.mul(im.div(tid, im.c(target.getWarpSize())),
+                             im.c(mmaM * rowBlocks));
+    for (int64_t kk = 0; kk < cfg.d / mmaK; kk += 2) {
+      SmallVector<SmallVector<SmallVector<Value>>> qa(rowBlocks);
+      for (int64_t rb = 0; rb < rowBlocks; ++rb)
+        for (int64_t h = 0; h < 2; ++h)
+          qa[rb].push_back(target.emitLoadAFragment(
+              ob, loc, qTile, lane, im.add(localRow0, im.c(rb * mmaM)),
+              im.c((kk + h) * mmaK)));
+      for (int64_t j = 0; j < keyTiles; ++j) {
+        SmallVector<SmallVector<Value>> frags = target.emitLoadKFragments(
+            ob, loc, kTile, lane, im.c(j * mmaN), im.c(kk * mmaK));
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t rb = 0; rb < rowBlocks; ++rb)
+            acc[rb][j] = target.emitMma(ob, loc, cfg.elementType, qa[rb][h],
+                                        frags[h], acc[rb][j]);
+      }
+    }
+    s = acc;
+  }
+  for (int64_t j = 0; j < keyTiles && !cfg.qInShared; ++j) {
     SmallVector<SmallVector<Value>> acc(rowBlocks,
                                         SmallVector<Value>(numC, fm.c(0.0)));
     for (int64_t kk = 0; kk < cfg.d / mmaK; kk += 2) {
@@ -436,6 +487,13 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
           ValueRange{});
       pTile = selectBuffer(b, loc, pBuffers, warp);
     }
+    if (cfg.qInShared) {
+      int64_t offset = kernelSharedBytes(target, cfg.blockM, cfg.blockN, cfg.d,
+                                         cfg.dv, /*qInShared=*/false);
+      qStage = workgroupView(b, loc, raw, offset,
+                             {1, cfg.blockM, cfg.d + kRowPad}, cfg.elementType);
+      qTile = selectBuffer(b, loc, qStage, im.c(0));
+    }
   }
   Value qt = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   if (cfg.mask.hasRight()) {
@@ -464,10 +522,21 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   for (int64_t e = 0; e < numA; ++e)
     aCoords.push_back(target.getACoord(b, loc, lane, e));
 
-  // Q fragments for the whole head dim, kept in registers. Rows past Sq are
-  // clamped (their results are never stored).
+  // Q fragments for the whole head dim, kept in registers (or the Q tile in
+  // workgroup memory). Rows past Sq are clamped (their results are never
+  // stored).
   Value sqLast = im.sub(sq, im.c(1));
-  for (int64_t rb = 0; rb < rowBlocks; ++rb) {
+  if (cfg.qInShared) {
+    SmallVector<Value> tokens;
+    const int64_t threads = cfg.warps * target.getWarpSize();
+    emitCopyRows(b, loc, target, qMem, im.mul(im.mul(qHead, sq), im.c(cfg.d)),
+                 cfg.d, cfg.blockM, r0, sqLast, qStage, im.c(0), tid, threads,
+                 tokens);
+    llvm::erase(tokens, Value());
+    target.emitAsyncWait(b, loc, target.emitAsyncCommit(b, loc, tokens), 0);
+    target.emitBarrier(b, loc);
+  }
+  for (int64_t rb = 0; rb < rowBlocks && !cfg.qInShared; ++rb) {
     SmallVector<SmallVector<Value>> blockFrags;
     for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk) {
       SmallVector<Value> frag;
@@ -575,7 +644,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
 /// Checks what the kernel supports; returns a message naming what is not.
 std::string checkSupported(AttentionOp op, const GpuTarget &target,
                            StringRef chip, int64_t blockM, int64_t blockN,
-                           int64_t warpRows) {
+                           int64_t warpRows, bool qInShared) {
   auto qType = cast<ShapedType>(op.getQ().getType());
   auto vType = cast<ShapedType>(op.getV().getType());
   Type elt = qType.getElementType();
@@ -616,7 +685,8 @@ std::string checkSupported(AttentionOp op, const GpuTarget &target,
     return "block-m=" + std::to_string(blockM) + " must be a multiple of " +
            std::to_string(warpRows) + " (warp-rows) with at most " +
            std::to_string(1024 / target.getWarpSize()) + " warps";
-  const int64_t sharedBytes = kernelSharedBytes(target, blockM, blockN, d, dv);
+  const int64_t sharedBytes =
+      kernelSharedBytes(target, blockM, blockN, d, dv, qInShared);
   const int64_t maxShared = target.getMaxSharedBytes(chip);
   if (sharedBytes > maxShared)
     return "block-m=" + std::to_string(blockM) +
@@ -676,7 +746,8 @@ struct FmhaLowerToGpuPass
 
   LogicalResult lower(AttentionOp op, const GpuTarget &gpuTarget) {
     std::string error =
-        checkSupported(op, gpuTarget, chip, blockM, blockN, warpRows);
+        checkSupported(op, gpuTarget, chip, blockM, blockN, warpRows,
+                       qInShared);
     if (!error.empty())
       return op.emitOpError() << error;
     ModuleOp module = getOperation();
@@ -723,6 +794,7 @@ struct FmhaLowerToGpuPass
     config.scale = op.getScaleOrDefault();
     if (std::optional<APFloat> cap = op.getSoftcap())
       config.softcap = cap->convertToDouble();
+    config.qInShared = qInShared;
     OpBuilder kb(ctx);
     KernelBuilder(kb, loc, gpuTarget, config).build(func);
     kb.setInsertionPointToEnd(&func.getBody().front());
@@ -754,7 +826,7 @@ struct FmhaLowerToGpuPass
     Value shared = arith::ConstantIntOp::create(
         b, loc, b.getI32Type(),
         kernelSharedBytes(gpuTarget, blockM, blockN, qType.getDimSize(3),
-                          vType.getDimSize(3)));
+                          vType.getDimSize(3), qInShared));
     gpu::LaunchFuncOp::create(b, loc, func, grid, block, shared,
                               ValueRange{flatten(op.getQ()), flatten(op.getK()),
                                          flatten(op.getV()), flatten(op.getO()),

@@ -129,6 +129,17 @@ public:
     return {{r[0], r[1]}, {r[2], r[3]}};
   }
 
+  SmallVector<Value> emitLoadAFragment(OpBuilder &b, Location loc, Value tile,
+                                       Value lane, Value row0,
+                                       Value col0) const override {
+    // Matrix m = lane / 8: rows [row0 + 8 (m % 2), + 8), columns col0 +
+    // 8 (m / 2): registers a0..a3 of m16n8k16 in order.
+    IndexMath im{b, loc};
+    Value row = im.add(row0, im.rem(lane, im.c(16)));
+    Value col = im.add(col0, im.mul(im.div(lane, im.c(16)), im.c(8)));
+    return ldmatrixX4(b, loc, tile, row, col, false);
+  }
+
   SmallVector<SmallVector<Value>>
   emitLoadVFragments(OpBuilder &b, Location loc, Value tile, Value lane,
                      Value key0, Value col0) const override {

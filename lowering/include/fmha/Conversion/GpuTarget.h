@@ -109,6 +109,14 @@ public:
   emitLoadVFragments(OpBuilder &b, Location loc, Value tile, Value lane,
                      Value key0, Value col0) const = 0;
 
+  /// Loads, from a workgroup-memory tile of row-major rows of 16-bit
+  /// elements, the A fragment of rows [row0, row0 + M) and columns [col0,
+  /// col0 + K): numA / 2 registers. The default reads element pairs at
+  /// getACoord.
+  virtual SmallVector<Value> emitLoadAFragment(OpBuilder &b, Location loc,
+                                               Value tile, Value lane,
+                                               Value row0, Value col0) const;
+
   /// A workgroup-wide barrier over workgroup memory.
   virtual void emitBarrier(OpBuilder &b, Location loc) const = 0;
 

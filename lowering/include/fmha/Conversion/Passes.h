@@ -63,6 +63,10 @@ struct GpuPipelineOptions : public PassPipelineOptions<Derived> {
   typename Base::template Option<int64_t> warpRows{
       *this, "warp-rows", llvm::cl::desc("Query rows per warp (wave)"),
       llvm::cl::init(16)};
+  typename Base::template Option<bool> qInShared{
+      *this, "q-in-shared",
+      llvm::cl::desc("Q tile in workgroup memory (fragments read per kv tile)"),
+      llvm::cl::init(false)};
   typename Base::template Option<std::string> kernelName{
       *this, "kernel-name", llvm::cl::desc("Kernel name"), llvm::cl::init("")};
 };

@@ -59,6 +59,9 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"warpRows", "warp-rows", "int64_t", "16",
            "Query rows per warp (a multiple of the MMA's M): the K/V "
            "fragments a warp reads feed warp-rows / M products">,
+    Option<"qInShared", "q-in-shared", "bool", "false",
+           "fmha.attention: keep the Q tile in workgroup memory and read its "
+           "fragments per kv tile instead of holding them in registers">,
     Option<"kernelName", "kernel-name", "std::string", "\"\"",
            "Name of the kernel (default: <function>_kernel)">,
     Option<"mfma", "mfma", "int64_t", "0",
