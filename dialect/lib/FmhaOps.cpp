@@ -483,6 +483,30 @@ void MergeOp::getEffects(
 }
 
 //===----------------------------------------------------------------------===//
+// AccumulateOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AccumulateOp::verify() {
+  OperandChecker c(*this);
+  if (failed(c.checkUniformKind({{"x", getX()}, {"acc", getAcc()}})) ||
+      failed(c.checkElementType("acc", getAcc(),
+                                Float32Type::get(getContext()), "")) ||
+      failed(c.checkSameShape("acc", getAcc(), "x", getX())))
+    return failure();
+  return success();
+}
+
+void AccumulateOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // acc is read and written.
+  addDpsEffects(*this, effects);
+  if (isa<MemRefType>(getAcc().getType()))
+    effects.emplace_back(MemoryEffects::Read::get(), &getAccMutable(),
+                         SideEffects::DefaultResource::get());
+}
+
+//===----------------------------------------------------------------------===//
 // Tile ops
 //===----------------------------------------------------------------------===//
 

@@ -455,3 +455,43 @@ func.func @f(%a: memref<16x32xf32>, %b: memref<16x16xbf16>) {
   fmha.tile_store %a into %b : memref<16x32xf32>, memref<16x16xbf16>
   return
 }
+
+// -----
+
+func.func @f(%x: memref<?xf16>, %acc: memref<?xf16>) {
+  // expected-error @+1 {{'fmha.accumulate' op 'acc' element type 'f16' must be 'f32'}}
+  fmha.accumulate ins(%x : memref<?xf16>) outs(%acc : memref<?xf16>)
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<4x?xbf16>, %acc: memref<8x?xf32>) {
+  // expected-error @+1 {{'fmha.accumulate' op 'acc' shape [8, ?] must match 'x' shape [4, ?]}}
+  fmha.accumulate ins(%x : memref<4x?xbf16>) outs(%acc : memref<8x?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<?xf32>, %acc: memref<?x1xf32>) {
+  // expected-error @+1 {{'fmha.accumulate' op 'acc' shape [?, 1] must match 'x' shape [?]}}
+  fmha.accumulate ins(%x : memref<?xf32>) outs(%acc : memref<?x1xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?xf16>, %acc: memref<?xf32>) {
+  // expected-error @+1 {{'fmha.accumulate' op operands must be all tensors or all memrefs, but 'acc' is a memref while 'x' is a tensor}}
+  fmha.accumulate ins(%x : tensor<?xf16>) outs(%acc : memref<?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<?xi32>, %acc: memref<?xf32>) {
+  // expected-error @+1 {{'fmha.accumulate' op operand #0 must be ranked tensor or memref of f16, bf16 or f32}}
+  fmha.accumulate ins(%x : memref<?xi32>) outs(%acc : memref<?xf32>)
+  return
+}

@@ -116,3 +116,15 @@ func.func @bwd_tile_ops(%do: memref<16x64xbf16>, %v: memref<32x64xbf16>, %s: mem
   fmha.tile_store %dp into %out : memref<16x32xf32>, memref<16x32xbf16>
   return
 }
+
+// CHECK-LABEL: func @accumulate
+// CHECK: fmha.accumulate ins(%{{.+}} : memref<?xbf16>) outs(%{{.+}} : memref<?xf32>)
+// CHECK: fmha.accumulate ins(%{{.+}} : memref<2x?x8xf32>) outs(%{{.+}} : memref<2x?x8xf32>)
+// CHECK: %{{.+}} = fmha.accumulate ins(%{{.+}} : tensor<4x?xf16>) outs(%{{.+}} : tensor<4x?xf32>) -> tensor<4x?xf32>
+func.func @accumulate(%x: memref<?xbf16>, %acc: memref<?xf32>, %y: memref<2x?x8xf32>,
+                      %t: tensor<4x?xf16>, %ta: tensor<4x?xf32>) -> tensor<4x?xf32> {
+  fmha.accumulate ins(%x : memref<?xbf16>) outs(%acc : memref<?xf32>)
+  fmha.accumulate ins(%y : memref<2x?x8xf32>) outs(%y : memref<2x?x8xf32>)
+  %r = fmha.accumulate ins(%t : tensor<4x?xf16>) outs(%ta : tensor<4x?xf32>) -> tensor<4x?xf32>
+  return %r : tensor<4x?xf32>
+}

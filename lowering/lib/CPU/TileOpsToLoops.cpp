@@ -414,12 +414,15 @@ struct FmhaLowerToCpuPass
     RewritePatternSet patterns(&getContext());
     populateFmhaTileOpsToLoopsPatterns(patterns);
     populateFmhaMergeToLoopsPatterns(patterns);
+    populateFmhaAccumulateToLoopsPatterns(patterns);
     populateMathPolynomialApproximationPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
-    WalkResult left = getOperation()->walk([](MergeOp op) {
-      op.emitOpError() << "on tensors is not lowered for the CPU; bufferize "
-                          "it to memrefs first";
+    WalkResult left = getOperation()->walk([](Operation *op) {
+      if (!isa<MergeOp, AccumulateOp>(op))
+        return WalkResult::advance();
+      op->emitOpError() << "on tensors is not lowered for the CPU; bufferize "
+                           "it to memrefs first";
       return WalkResult::interrupt();
     });
     if (left.wasInterrupted())

@@ -725,7 +725,7 @@ struct FmhaLowerToGpuPass
     }
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
-      if (isa<AttentionOp, AttentionBwdOp, MergeOp>(op))
+      if (isa<AttentionOp, AttentionBwdOp, MergeOp, AccumulateOp>(op))
         ops.push_back(op);
     });
     for (Operation *op : ops) {
@@ -738,6 +738,9 @@ struct FmhaLowerToGpuPass
               })
               .Case([&](MergeOp m) {
                 return lowerMergeToGpu(m, *gpuTarget, chip, kernelName);
+              })
+              .Case([&](AccumulateOp a) {
+                return lowerAccumulateToGpu(a, *gpuTarget, chip, kernelName);
               });
       if (failed(result))
         return signalPassFailure();

@@ -4,9 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// What the forward, backward and merge kernel builders of --fmha-lower-to-gpu
-// share: f32 arithmetic that routes exp2/log2 through the target, the kernel
-// module, flat views of operands, and the per-op lowering entry points.
+// What the forward, backward, merge and accumulate kernel builders of
+// --fmha-lower-to-gpu share: f32 arithmetic that routes exp2/log2 through the
+// target, the kernel module, flat views of operands, and the per-op lowering
+// entry points.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,6 +120,11 @@ LogicalResult lowerAttentionBwdToGpu(AttentionBwdOp op, const GpuTarget &target,
 /// (GpuMergeKernel.cpp); emits the diagnostic on failure.
 LogicalResult lowerMergeToGpu(MergeOp op, const GpuTarget &target,
                               StringRef chip, StringRef kernelName);
+
+/// Lowers one fmha.accumulate on memrefs to its kernel and launch
+/// (GpuAccumulateKernel.cpp); emits the diagnostic on failure.
+LogicalResult lowerAccumulateToGpu(AccumulateOp op, const GpuTarget &target,
+                                   StringRef chip, StringRef kernelName);
 
 } // namespace mlir::fmha
 

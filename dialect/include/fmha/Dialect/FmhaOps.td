@@ -146,6 +146,36 @@ def Fmha_MergeOp : Fmha_DpsOp<"merge"> {
 }
 
 //===----------------------------------------------------------------------===//
+// AccumulateOp
+//===----------------------------------------------------------------------===//
+
+def Fmha_AccumulateOp : Fmha_DpsOp<"accumulate"> {
+  let summary = "Add a tensor into a float32 accumulator, elementwise";
+  let description = [{
+    `acc += x`, element by element, in f32: `x` (f16, bf16 or f32) is
+    widened and added to the f32 accumulator of the same shape (any rank;
+    dynamic sizes allowed). Ring attention sums the gradient partials of its
+    block pairs (dq, and the dK/dV that travel with K/V) with it.
+
+    Example:
+    ```mlir
+    fmha.accumulate ins(%dq : memref<?xbf16>) outs(%sum : memref<?xf32>)
+    ```
+  }];
+  let arguments = (ins Fmha_ShapedFloat:$x, Fmha_ShapedFloat:$acc);
+  let assemblyFormat = [{
+    `ins` `(` $x `:` type($x) `)` `outs` `(` $acc `:` type($acc) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() {
+      return MutableOperandRange(getOperation(), /*start=*/1, /*length=*/1);
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Tile ops: the online-softmax steps of the flash-attention loop
 //===----------------------------------------------------------------------===//
 

@@ -38,6 +38,10 @@ void populateFmhaTileOpsToLoopsPatterns(RewritePatternSet &patterns);
 /// CPU), with the empty-partial rule of DESIGN.md section 1.
 void populateFmhaMergeToLoopsPatterns(RewritePatternSet &patterns);
 
+/// Patterns that rewrite `fmha.accumulate` on memrefs (acc += x in f32) into
+/// scalar loops (host CPU).
+void populateFmhaAccumulateToLoopsPatterns(RewritePatternSet &patterns);
+
 /// Options of `fmha-to-cpu-pipeline`.
 struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
   Option<int64_t> blockM{*this, "block-m",

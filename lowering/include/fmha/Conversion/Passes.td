@@ -15,7 +15,8 @@ def FmhaLowerToCpuPass : Pass<"fmha-lower-to-cpu"> {
     Rewrites `fmha.tile_init`, `tile_qk`, `tile_softmax`, `tile_pv` and
     `tile_finalize` (and the backward tile ops), and `fmha.merge` on memrefs
     (the empty-partial rule: lse = -inf weighs 0, two empty partials give
-    o = 0, lse = -inf), into scf loops of arith/math/memref ops written so that
+    o = 0, lse = -inf) and `fmha.accumulate` on memrefs, into scf loops of
+    arith/math/memref ops written so that
     LLVM vectorizes the inner loops (reductions carry `reassoc`), and replaces
     exp/log/tanh by polynomial approximations that vectorize too. The result
     lowers to the LLVM dialect with the upstream conversions
