@@ -110,6 +110,8 @@ const char *toString(KernelKind k) {
     return "bwd";
   case KernelKind::Merge:
     return "merge";
+  case KernelKind::Accumulate:
+    return "acc";
   }
   return "?";
 }
@@ -157,6 +159,8 @@ std::optional<KernelKind> parseKernelKind(std::string_view s) {
     return KernelKind::Backward;
   if (s == "merge")
     return KernelKind::Merge;
+  if (s == "acc")
+    return KernelKind::Accumulate;
   return std::nullopt;
 }
 
@@ -226,13 +230,14 @@ std::string BundleMeta::validate() const {
     return std::string("target ") + toString(target) + " needs a chip";
   bool gpu = target != Target::Cpu;
   if (abi != kAbiMemrefCifaceV1 && abi != kAbiGpuFlatV1 &&
-      abi != kAbiGpuBwdV1 && abi != kAbiGpuMergeV1)
+      abi != kAbiGpuBwdV1 && abi != kAbiGpuMergeV1 && abi != kAbiGpuAccV1)
     return "unknown abi " + quote(abi) + " (this runtime knows " +
            kAbiMemrefCifaceV1 + ", " + kAbiGpuFlatV1 + ", " + kAbiGpuBwdV1 +
-           " and " + kAbiGpuMergeV1 + ")";
+           ", " + kAbiGpuMergeV1 + " and " + kAbiGpuAccV1 + ")";
   if (gpu) {
     const char *want = kind == KernelKind::Backward ? kAbiGpuBwdV1
                        : kind == KernelKind::Merge  ? kAbiGpuMergeV1
+                       : kind == KernelKind::Accumulate ? kAbiGpuAccV1
                                                     : kAbiGpuFlatV1;
     if (abi != want)
       return std::string("target ") + toString(target) + " kind " +
@@ -284,6 +289,11 @@ std::string BundleMeta::validate() const {
       return "a merge kernel (kind=merge) needs mask=0, scale=0 and "
              "softcap=0";
   }
+  if (kind == KernelKind::Accumulate &&
+      (hq != 1 || hk != 1 || d != 1 || dv != 1 || !mask.isNone() ||
+       scale != 0.0f || softcap != 0.0f))
+    return "an accumulate kernel (kind=acc) needs hq=1, hk=1, d=1, dv=1, "
+           "mask=0, scale=0 and softcap=0";
   return {};
 }
 
@@ -427,7 +437,7 @@ bool parseBundle(std::string_view bytes, const std::string &name,
   if (auto k = parseKernelKind(values["kind"]))
     m.kind = *k;
   else
-    return bad("kind", "expected fwd, bwd or merge");
+    return bad("kind", "expected fwd, bwd, merge or acc");
   if (auto t = parseDType(values["dtype"]))
     m.dtype = *t;
   else

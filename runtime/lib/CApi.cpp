@@ -42,6 +42,7 @@ static_assert(FMHA_TARGET_CUDA == static_cast<int>(Target::Cuda) &&
                   FMHA_TARGET_HIP == static_cast<int>(Target::Hip) &&
                   FMHA_KIND_BWD == static_cast<int>(KernelKind::Backward) &&
                   FMHA_KIND_MERGE == static_cast<int>(KernelKind::Merge) &&
+                  FMHA_KIND_ACC == static_cast<int>(KernelKind::Accumulate) &&
                   FMHA_DTYPE_F16 == static_cast<int>(DType::F16) &&
                   FMHA_DTYPE_BF16 == static_cast<int>(DType::BF16),
               "C enum values follow fmha::rt");
@@ -340,6 +341,19 @@ int fmhaKernelRunMerge(fmhaKernel kernel, const fmhaMergeProblem *problem,
     args.o = o;
     args.lse = lse;
     return report(kernel->kernel->runMerge(p, args, stream));
+  });
+}
+
+int fmhaKernelRunAccumulate(fmhaKernel kernel, int64_t n, const void *x,
+                            float *acc, void *stream) {
+  return guarded([&] {
+    if (!kernel)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelRunAccumulate: null kernel");
+    AccumulateArgs args;
+    args.x = x;
+    args.acc = acc;
+    return report(kernel->kernel->runAccumulate(n, args, stream));
   });
 }
 

@@ -93,6 +93,8 @@ public:
                         void *stream) override;
   Status launchMerge(const MergeProblem &p, const MergeArgs &args,
                      void *stream) override;
+  Status launchAccumulate(int64_t n, const AccumulateArgs &args,
+                          void *stream) override;
   Expected<LaunchDims> launchDims(const Problem &p,
                                   GpuGrid grid) const override;
 
@@ -247,6 +249,7 @@ GpuBackend::load(const BundleMeta &meta, std::string_view binary,
   const bool backward = meta.kind == KernelKind::Backward;
   const char *abi = backward                           ? kAbiGpuBwdV1
                     : meta.kind == KernelKind::Merge ? kAbiGpuMergeV1
+                    : meta.kind == KernelKind::Accumulate ? kAbiGpuAccV1
                                                      : kAbiGpuFlatV1;
   if (meta.target != target() || meta.abi != abi ||
       !api_->runs(meta.binaryFormat))
@@ -255,6 +258,8 @@ GpuBackend::load(const BundleMeta &meta, std::string_view binary,
                     ", binary_format " + api_->formats() +
                     (meta.kind == KernelKind::Merge
                          ? ", abi gpu-merge-v1 (kind=merge) only"
+                     : meta.kind == KernelKind::Accumulate
+                         ? ", abi gpu-acc-v1 (kind=acc) only"
                          : ", abi gpu-flat-v1 (kind=fwd) or gpu-bwd-v1 "
                            "(kind=bwd) only"));
   if (meta.blockThreads > device_.maxThreads)
@@ -512,6 +517,45 @@ Status GpuKernel::launchMerge(const MergeProblem &p, const MergeArgs &args,
   values[30] = static_cast<uint64_t>(rows);
   void *params[kGpuMergeV1NumParams];
   for (int i = 0; i < kGpuMergeV1NumParams; ++i)
+    params[i] = &values[i];
+  return launch(functions_[0], meta_.kernel, d, params, stream);
+}
+
+/// gpu-acc-v1 (Runtime.h): 11 parameters, 4 elements a thread.
+constexpr int kGpuAccV1NumParams = 11;
+constexpr int64_t kGpuAccPerThread = 4;
+
+Status GpuKernel::launchAccumulate(int64_t n, const AccumulateArgs &args,
+                                   void *stream) {
+  const GpuDevice &device = backend_.device();
+  const int64_t perBlock = meta_.blockThreads * kGpuAccPerThread;
+  LaunchDims d;
+  d.grid[0] = (n + perBlock - 1) / perBlock;
+  d.block[0] = meta_.blockThreads;
+  d.sharedBytes = meta_.sharedBytes;
+  int64_t maxGrid = device.maxGrid[0];
+  if (device.maxGridThreadsX > 0)
+    maxGrid = std::min(maxGrid, device.maxGridThreadsX / meta_.blockThreads);
+  if (d.grid[0] > maxGrid)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "accumulate of " + std::to_string(n) +
+                             " elements needs grid.x=" +
+                             std::to_string(d.grid[0]) +
+                             ", over the device's limit of " +
+                             std::to_string(maxGrid));
+  uint64_t values[kGpuAccV1NumParams];
+  const void *buffers[2] = {args.x, args.acc};
+  for (int i = 0; i < 2; ++i) {
+    uint64_t ptr = reinterpret_cast<uintptr_t>(buffers[i]);
+    values[5 * i + 0] = ptr;                     // allocated
+    values[5 * i + 1] = ptr;                     // aligned
+    values[5 * i + 2] = 0;                       // offset
+    values[5 * i + 3] = static_cast<uint64_t>(n); // size
+    values[5 * i + 4] = 1;                       // stride
+  }
+  values[10] = static_cast<uint64_t>(n);
+  void *params[kGpuAccV1NumParams];
+  for (int i = 0; i < kGpuAccV1NumParams; ++i)
     params[i] = &values[i];
   return launch(functions_[0], meta_.kernel, d, params, stream);
 }

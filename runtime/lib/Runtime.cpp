@@ -237,6 +237,12 @@ Status LoadedKernel::launchMerge(const MergeProblem &, const MergeArgs &,
                        "merge not supported by this backend");
 }
 
+Status LoadedKernel::launchAccumulate(int64_t, const AccumulateArgs &,
+                                      void *) {
+  return Status::error(ErrorCode::InvalidArgument,
+                       "accumulate not supported by this backend");
+}
+
 Expected<LaunchDims> LoadedKernel::launchDims(const Problem &, GpuGrid) const {
   return Status::error(ErrorCode::InvalidArgument,
                        "a host kernel has no GPU launch");
@@ -497,9 +503,20 @@ Status Kernel::checkKind(KernelKind kind) const {
                          "bundle '" + name_ +
                              "' is a merge kernel (kind=merge); run it with "
                              "runMerge (C API: fmhaKernelRunMerge)");
+  if (meta_.kind == KernelKind::Accumulate)
+    return Status::error(ErrorCode::ProblemMismatch,
+                         "bundle '" + name_ +
+                             "' is an accumulate kernel (kind=acc); run it "
+                             "with runAccumulate (C API: "
+                             "fmhaKernelRunAccumulate)");
   if (kind == KernelKind::Merge)
     return Status::error(ErrorCode::ProblemMismatch,
                          "bundle '" + name_ + "' is not a merge kernel (kind=" +
+                             toString(meta_.kind) + ")");
+  if (kind == KernelKind::Accumulate)
+    return Status::error(ErrorCode::ProblemMismatch,
+                         "bundle '" + name_ +
+                             "' is not an accumulate kernel (kind=" +
                              toString(meta_.kind) + ")");
   if (meta_.kind == KernelKind::Backward)
     return Status::error(ErrorCode::ProblemMismatch,
@@ -665,6 +682,28 @@ Status Kernel::runMerge(const MergeProblem &p, const MergeArgs &args,
     if (!n.ptr)
       return nullPointer(n.name);
   return loaded_->launchMerge(p, args, stream);
+}
+
+Status Kernel::runAccumulate(int64_t n, const AccumulateArgs &args,
+                             void *stream) const {
+  Status kind = checkKind(KernelKind::Accumulate);
+  if (!kind.ok())
+    return kind;
+  if (n < 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "accumulate: n must be non-negative, got " +
+                             std::to_string(n));
+  if (static_cast<uint64_t>(n) > (uint64_t(1) << 60))
+    return Status::error(ErrorCode::InvalidArgument,
+                         "accumulate: n=" + std::to_string(n) +
+                             " is too large");
+  if (!args.x)
+    return nullPointer("x");
+  if (!args.acc)
+    return nullPointer("acc");
+  if (n == 0)
+    return Status::success();
+  return loaded_->launchAccumulate(n, args, stream);
 }
 
 } // namespace fmha::rt

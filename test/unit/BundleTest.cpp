@@ -297,7 +297,7 @@ TEST(Bundle, GpuLaunchKeysAndAbi) {
        "target cuda kind fwd needs abi gpu-flat-v1, got memref-ciface-v1"},
       {"abi", "abi=gpu-flat-v2",
        "unknown abi 'gpu-flat-v2' (this runtime knows memref-ciface-v1, "
-       "gpu-flat-v1, gpu-bwd-v1 and gpu-merge-v1)"},
+       "gpu-flat-v1, gpu-bwd-v1, gpu-merge-v1 and gpu-acc-v1)"},
   };
   for (const Case &c : cases)
     EXPECT_EQ(parseError(withLine(c.key, c.line)),
@@ -372,7 +372,7 @@ TEST(Bundle, BadValues) {
        "[A-Za-z0-9_.:+-])"},
       {"kind", "kind=forward",
        "bad value for 'kind': 'forward' (expected fwd, "
-       "bwd or merge)"},
+       "bwd, merge or acc)"},
       {"dtype", "dtype=f64",
        "bad value for 'dtype': 'f64' (expected f32, f16 or bf16)"},
       {"hq", "hq=abc",
@@ -420,7 +420,7 @@ TEST(Bundle, BadValues) {
        "bad value for 'kernel': '9lives' (expected a C identifier)"},
       {"abi", "abi=memref-ciface-v2",
        "unknown abi 'memref-ciface-v2' (this runtime knows memref-ciface-v1, "
-       "gpu-flat-v1, gpu-bwd-v1 and gpu-merge-v1)"},
+       "gpu-flat-v1, gpu-bwd-v1, gpu-merge-v1 and gpu-acc-v1)"},
       {"binary_format", "binary_format=elf",
        "bad value for 'binary_format': 'elf' (expected elf-so, cubin, ptx or "
        "hsaco)"},

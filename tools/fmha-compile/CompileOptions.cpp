@@ -54,6 +54,12 @@ cl::opt<bool> merge(
              "kind=merge): o1, o2, o [B,H,S,Dv] with H = --hq "
              "and Dv = --dv, lse [B,H,S]; takes only --dtype, --hq, --dv"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> accumulate(
+    "accumulate",
+    cl::desc("Compile the accumulation acc += x (fmha.accumulate, kind=acc) "
+             "over a flat element count given at run time: x in --dtype, acc "
+             "f32; takes only --dtype"),
+    cl::init(false), cl::cat(category));
 cl::opt<int64_t> blockM("block-m",
                         cl::desc("Query rows per tile (cuda default 128)"),
                         cl::init(64), cl::cat(category));
@@ -104,7 +110,31 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   if (!parsedType)
     return error("unknown --dtype '" + dtype + "' (expected f32, f16 or bf16)");
   meta.dtype = *parsedType;
-  if (merge) {
+  if (accumulate) {
+    if (bwd || deterministic || merge)
+      return error("--accumulate cannot be combined with --bwd, "
+                   "--deterministic or --merge");
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &hq, &hk, &headDim, &headDimV, &mask, &scale, &softcap})
+      if (o->getNumOccurrences())
+        return error("--accumulate takes only --dtype, not " +
+                     llvm::Twine(o->ArgStr.size() > 1 ? "--" : "-") +
+                     o->ArgStr);
+    if (blockM <= 0 || blockN <= 0)
+      return error("--block-m and --block-n must be positive");
+    meta.kind = rt::KernelKind::Accumulate;
+    meta.hq = meta.hk = meta.d = meta.dv = 1;
+    meta.kernel = kAccumulateKernelName;
+    meta.blockM = blockM;
+    meta.blockN = blockN;
+    if (meta.target != rt::Target::Cpu) {
+      meta.abi = rt::kAbiGpuAccV1;
+      meta.binaryFormat = meta.target == rt::Target::Hip
+                              ? rt::BinaryFormat::Hsaco
+                              : rt::BinaryFormat::Cubin;
+      meta.blockThreads = 64; // Provisional: the lowering's launch decides.
+    }
+  } else if (merge) {
     if (bwd || deterministic)
       return error("--merge cannot be combined with --bwd or --deterministic");
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{

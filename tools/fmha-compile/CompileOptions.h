@@ -28,12 +28,13 @@ extern llvm::cl::opt<std::string> target, chip, dtype, mask, emit, output;
 extern llvm::cl::opt<int64_t> hq, hk, headDim, headDimV, blockM, blockN,
     warpRows, mfma;
 extern llvm::cl::opt<double> scale, softcap;
-extern llvm::cl::opt<bool> bwd, deterministic, merge, qInShared;
+extern llvm::cl::opt<bool> bwd, deterministic, merge, accumulate, qInShared;
 
 /// The kernel symbol of every bundle fmha-compile writes.
 inline constexpr const char *kKernelName = "fmha_fwd";
 inline constexpr const char *kBwdKernelName = "fmha_bwd";
 inline constexpr const char *kMergeKernelName = "fmha_merge";
+inline constexpr const char *kAccumulateKernelName = "fmha_acc";
 
 /// The bundle metadata the parsed options describe (DESIGN.md section 1),
 /// checked; or std::nullopt and the message (without "fmha-compile: error:").

@@ -6,7 +6,8 @@
 //
 // Builds an fmha.attention for one problem signature (dtype, heads, head dims,
 // mask, scale, softcap; batch and sequence lengths stay dynamic), or with
-// --bwd its fmha.attention_bwd, or with --merge an fmha.merge, runs the
+// --bwd its fmha.attention_bwd, with --merge an fmha.merge, or with
+// --accumulate an fmha.accumulate (acc += x, flat), runs the
 // target's pipeline and writes a bundle the runtime loads, or prints the IR
 // after the pipeline (--emit=mlir), the LLVM IR (--emit=llvm) or the target
 // assembly (--emit=isa).
@@ -82,7 +83,8 @@ Type elementType(MLIRContext &ctx, rt::DType t) {
 /// The kernel function of the bundle: `fmha.attention` over (q, k, v, o,
 /// lse), for kind=bwd `fmha.attention_bwd` over (q, k, v, o, lse, dO, dq,
 /// dk, dv), for kind=merge `fmha.merge` over (o1, lse1, o2, lse2, o, lse), on
-/// memrefs with dynamic B and S (the runtime's host ABIs, Runtime.h).
+/// memrefs with dynamic B and S, for kind=acc `fmha.accumulate` over (x:
+/// memref<?xT>, acc: memref<?xf32>) (the runtime's host ABIs, Runtime.h).
 OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
                                   const rt::BundleMeta &meta) {
   OpBuilder b(&ctx);
@@ -98,9 +100,13 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
   auto lseType = MemRefType::get({dyn, meta.hq, dyn}, b.getF32Type());
   bool backward = meta.kind == rt::KernelKind::Backward;
   bool merge = meta.kind == rt::KernelKind::Merge;
+  bool accumulate = meta.kind == rt::KernelKind::Accumulate;
   SmallVector<Type> argTypes = {qType, kType, vType, oType, lseType};
   if (merge) // o1, lse1, o2, lse2, o, lse
     argTypes = {oType, lseType, oType, lseType, oType, lseType};
+  if (accumulate) // x, acc
+    argTypes = {MemRefType::get({dyn}, elt),
+                MemRefType::get({dyn}, b.getF32Type())};
   if (backward)
     argTypes.append({oType, qType, kType, vType}); // dO, dq, dk, dv
   auto funcType = b.getFunctionType(argTypes, TypeRange{});
@@ -117,7 +123,9 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
     scaleAttr = b.getF32FloatAttr(meta.scale);
   if (meta.softcap > 0)
     softcapAttr = b.getF32FloatAttr(meta.softcap);
-  if (merge)
+  if (accumulate)
+    mlir::fmha::AccumulateOp::create(b, loc, TypeRange{}, args[0], args[1]);
+  else if (merge)
     mlir::fmha::MergeOp::create(b, loc, TypeRange{}, args[0], args[1], args[2],
                                 args[3], args[4], args[5]);
   else if (backward)

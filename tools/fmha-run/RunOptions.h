@@ -55,6 +55,7 @@ inline constexpr OptionDef kOptions[] = {
      "bundle's)"},
     {"softcap", true, "X", "score softcap, 0 = none (default: the bundle's)"},
     {"seed", true, "N", "seed of the random inputs (default 0)"},
+    {"n", true, "N", "element count of an accumulate bundle (kind=acc)"},
     {"bwd", false, nullptr,
      "assert that the bundle is a backward kernel (kind=bwd); without it "
      "the bundle's kind decides"},

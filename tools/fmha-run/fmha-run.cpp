@@ -107,6 +107,11 @@ void printHelp() {
       "and\nlse2 with standard deviation 4, and fixed rows are empty (lse "
       "-inf) in one or\nboth partials; --validate compares o and lse with "
       "the float64 merge at the\nforward's bounds.\n"
+      "Accumulate bundles (kind=acc): -n N; acc (f32) and x (the dtype) "
+      "standard normal;\nthe kernel runs on all N elements, then on the "
+      "N-1 from element 1 (pointers\noff the vector alignment); "
+      "--validate compares acc with the float64 sums\n(rel_err <= 1e-6: "
+      "one f32 rounding an addition).\n"
       "Exit status: 0 ok, 1 validation failed, 2 error.\n");
 }
 
@@ -907,6 +912,60 @@ int runMergeKernel(const CommandLine &cl, Kernel &kernel, const MergeProblem &p,
   return passed ? 0 : 1;
 }
 
+/// A kind=acc bundle: -n N. acc += x over all N elements, then over the
+/// N - 1 from element 1 (misaligned for the vector path); --validate against
+/// the float64 sums, --bench.
+int runAccumulateKernel(const CommandLine &cl, Kernel &kernel, int64_t n,
+                        DType dtype, uint64_t seed, BenchCounts counts) {
+  Backend &backend = kernel.backend();
+  Device dev(backend);
+  Normal rng(seed);
+  std::vector<float> acc0(n), x(n);
+  for (float &a : acc0)
+    a = static_cast<float>(rng.next());
+  for (float &v : x)
+    v = roundTo(static_cast<float>(rng.next()), dtype);
+  std::vector<unsigned char> accBytes(n * sizeof(float));
+  std::memcpy(accBytes.data(), acc0.data(), accBytes.size());
+  DeviceBuffer xBuf = dev.upload(toStorage(x, dtype));
+  DeviceBuffer accBuf = dev.upload(accBytes);
+  const size_t elt = dtypeSize(dtype);
+  AccumulateArgs all, tail;
+  all.x = xBuf.get();
+  all.acc = static_cast<float *>(accBuf.get());
+  tail.x = static_cast<const unsigned char *>(xBuf.get()) + elt;
+  tail.acc = all.acc + 1;
+  double firstMs = timeFirstRun(backend, [] {}, [&] {
+    return kernel.runAccumulate(n, all);
+  });
+  check(kernel.runAccumulate(n - 1, tail));
+  check(backend.synchronize(nullptr));
+  std::vector<float> got(n);
+  check(backend.copyToHost(got.data(), accBuf.get(), accBuf.size()));
+  std::printf("kernel %s (%s, %s, acc)\n", kernel.meta().kernel.c_str(),
+              backend.description().c_str(), toString(dtype));
+  std::printf("accumulate n=%lld: first run %.3f ms\n",
+              static_cast<long long>(n), firstMs);
+  bool passed = true;
+  if (cl.flag("validate")) {
+    std::vector<double> ref(n);
+    for (int64_t i = 0; i < n; ++i)
+      ref[i] = double(acc0[i]) + double(x[i]) + (i > 0 ? double(x[i]) : 0.0);
+    TensorErrors e = compareTensor(got, ref);
+    std::printf("acc: max_abs_err=%.3g rel_err=%.3g\n", e.maxAbs, e.rel);
+    std::vector<std::string> reasons;
+    if (e.nan)
+      reasons.push_back("acc has " + std::to_string(e.nan) + " NaN");
+    else if (!(e.rel <= 1e-6))
+      reasons.push_back("acc rel_err " + std::to_string(e.rel) + " > 1e-6");
+    passed = printVerdict(reasons, dtype, "acc rel_err <= 1e-6");
+  }
+  if (cl.flag("bench"))
+    bench(backend, counts, 1, 0.0, "accumulate: no FLOPs counted", [] {},
+          [&](size_t) { return kernel.runAccumulate(n, all); });
+  return passed ? 0 : 1;
+}
+
 int run(int argc, char **argv) {
   CommandLine cl;
   cl.parse(argc, argv);
@@ -976,6 +1035,23 @@ int run(int argc, char **argv) {
     if (!runRequested)
       return 0;
   }
+  if (meta->kind == KernelKind::Accumulate) {
+    for (const char *flag : {"load", "save", "grad-check", "bwd", "b", "sq",
+                             "sk"})
+      if (cl.has(flag))
+        fail(flagName(flag) + " does not apply to an accumulate bundle "
+                              "(kind=acc; it takes -n)");
+    std::optional<int64_t> n = cl.integer("n", 1);
+    if (!n)
+      fail("an accumulate bundle (kind=acc) needs -n (the element count)");
+    Expected<std::unique_ptr<Kernel>> loaded = Kernel::loadFile(*cl.file());
+    if (!loaded.ok())
+      fail(loaded.message());
+    return runAccumulateKernel(cl, **loaded, *n, sig.dtype, seed,
+                               {warmup, iters});
+  }
+  if (cl.has("n"))
+    fail("-n applies to accumulate bundles (kind=acc) only");
   if (meta->kind == KernelKind::Merge) {
     for (const char *flag : {"load", "save", "grad-check", "bwd", "sk"})
       if (cl.has(flag))

@@ -8,7 +8,8 @@
 // private temporary file (mkstemp), dlopen'ed with RTLD_NOW | RTLD_LOCAL and
 // unlinked at once; `_mlir_ciface_<kernel>` is called with memref
 // descriptors over the caller's contiguous BHSD buffers: the forward, the
-// backward or the merge signature of Runtime.h, as the bundle's kind says.
+// backward, the merge or the accumulate signature of Runtime.h, as the
+// bundle's kind says.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,7 @@ template <int Rank> struct MemRef {
 };
 using MemRef4 = MemRef<4>;
 using MemRef3 = MemRef<3>;
+using MemRef1 = MemRef<1>;
 
 using ForwardFn = void (*)(MemRef4 *, MemRef4 *, MemRef4 *, MemRef4 *,
                            MemRef3 *);
@@ -40,6 +42,8 @@ using ForwardFn = void (*)(MemRef4 *, MemRef4 *, MemRef4 *, MemRef4 *,
 /// o1, lse1, o2, lse2, o, lse.
 using MergeFn = void (*)(MemRef4 *, MemRef3 *, MemRef4 *, MemRef3 *, MemRef4 *,
                          MemRef3 *);
+/// x, acc.
+using AccumulateFn = void (*)(MemRef1 *, MemRef1 *);
 using BackwardFn = void (*)(MemRef4 *, MemRef4 *, MemRef4 *, MemRef4 *,
                             MemRef3 *, MemRef4 *, MemRef4 *, MemRef4 *,
                             MemRef4 *);
@@ -117,6 +121,18 @@ public:
     MemRef4 o = contiguous<4>(args.o, {p.b, p.h, p.s, p.dv});
     MemRef3 lse = contiguous<3>(args.lse, {p.b, p.h, p.s});
     as<MergeFn>()(&o1, &lse1, &o2, &lse2, &o, &lse);
+    return Status::success();
+  }
+
+  Status launchAccumulate(int64_t n, const AccumulateArgs &args,
+                          void *) override {
+    if (kind_ != KernelKind::Accumulate)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "internal error: accumulate launch of a "
+                           "non-accumulate host kernel");
+    MemRef1 x = contiguous<1>(args.x, {n});
+    MemRef1 acc = contiguous<1>(args.acc, {n});
+    as<AccumulateFn>()(&x, &acc);
     return Status::success();
   }
 

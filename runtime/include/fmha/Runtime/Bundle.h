@@ -12,7 +12,8 @@
 //   \n                   an empty line ends the header
 //   <binary_size bytes>  the kernel binary, nothing after it
 //
-// Keys: target=cpu|cuda|hip, chip (may be empty for cpu), kind=fwd|bwd|merge,
+// Keys: target=cpu|cuda|hip, chip (may be empty for cpu),
+// kind=fwd|bwd|merge|acc,
 // dtype=f32|f16|bf16, hq, hk, d, dv, mask (a MaskSpec string), scale (%.9g,
 // 0 = 1/sqrt(d)), softcap (%.9g, 0 = none), block_m, block_n, block_threads,
 // shared_bytes, kernel (the symbol name), abi=memref-ciface-v1|gpu-flat-v1,
@@ -30,6 +31,13 @@
 // attention-only keys are fixed (hk = hq, d = dv, mask = 0, scale = 0,
 // softcap = 0) and the reader rejects other values. Target cpu runs them
 // through memref-ciface-v1, cuda and hip through gpu-merge-v1 (Runtime.h).
+//
+// kind=acc bundles hold an accumulation (fmha.accumulate): acc += x over a
+// flat count n given at run time, acc float32, x in the bundle's dtype. They
+// have no attention shape: hq = hk = d = dv = 1, mask = 0, scale = 0,
+// softcap = 0 (the reader rejects other values). Target cpu runs them
+// through memref-ciface-v1, cuda and hip through gpu-acc-v1 (Runtime.h).
+// Ring attention sums its gradient partials with them.
 //
 // GPU launch (target cuda or hip, abi gpu-flat-v1), for a problem
 // B, Hq, Sq (Problem in Runtime.h):
@@ -60,7 +68,7 @@
 namespace fmha::rt {
 
 enum class Target { Cpu, Cuda, Hip };
-enum class KernelKind { Forward, Backward, Merge };
+enum class KernelKind { Forward, Backward, Merge, Accumulate };
 enum class DType { F32, F16, BF16 };
 enum class BinaryFormat { ElfSo, Cubin, Ptx, Hsaco };
 
@@ -111,6 +119,12 @@ inline constexpr const char *kAbiGpuBwdV1 = "gpu-bwd-v1";
 /// 1, 1); the parameters are listed in Runtime.h.
 inline constexpr const char *kAbiGpuMergeV1 = "gpu-merge-v1";
 
+/// The GPU accumulate ABI (kind=acc, targets cuda and hip): one elementwise
+/// kernel over x, acc (flat memref descriptors) and n, 4 elements a thread,
+/// grid (ceil(n / (4 * block_threads)), 1, 1); the parameters are listed in
+/// Runtime.h.
+inline constexpr const char *kAbiGpuAccV1 = "gpu-acc-v1";
+
 /// The largest block_threads a bundle may state (CUDA's and HIP's limit of
 /// threads per block).
 inline constexpr int64_t kMaxBlockThreads = 1024;
@@ -146,7 +160,8 @@ struct BundleMeta {
   /// a valid mask, a C identifier as kernel, a binary format the target can
   /// run, an ABI the target takes, block_threads and shared_bytes in range
   /// for GPU targets, deterministic only with kind bwd; kind merge with
-  /// hk = hq, d = dv, mask 0, scale 0 and softcap 0). Returns an empty
+  /// hk = hq, d = dv, mask 0, scale 0 and softcap 0; kind acc with hq = hk
+  /// = d = dv = 1, mask 0, scale 0 and softcap 0). Returns an empty
   /// string when valid, else the message (without a file name).
   std::string validate() const;
 };

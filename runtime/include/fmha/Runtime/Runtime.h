@@ -82,6 +82,29 @@
 // 1), shared_bytes of dynamic shared memory (0 for the kernels fmha-compile
 // writes: 256 threads, 8 rows a workgroup).
 //
+// Host accumulate ABI (kind=acc, target cpu, abi=memref-ciface-v1,
+// binary_format=elf-so): the shared object exports
+//
+//   void _mlir_ciface_<kernel>(MemRef1 *x, MemRef1 *acc);
+//
+// over n contiguous elements: x in the bundle's dtype, acc float32. It
+// writes acc[i] = acc[i] + float(x[i]) (one f32 addition per element, the
+// same bits on every target). x may be acc; other overlaps are not allowed.
+//
+// GPU accumulate ABI (kind=acc, abi=gpu-acc-v1, target cuda: cubin or ptx;
+// hip: hsaco): the same over device buffers. The binary holds one kernel
+// named by `kernel`, the lowering of
+//
+//   gpu.func @kernel(%x: memref<?xT>, %acc: memref<?xf32>, %n: index) kernel
+//
+// 11 kernel parameters of 8 bytes: the five values of x's and of acc's flat
+// memref descriptor (as gpu-flat-v1), then n. Thread t of workgroup w adds
+// the 4 elements from (w * block_threads + t) * 4 (vector loads when both
+// buffers are aligned for them, element by element otherwise); the launch
+// is grid (ceil(n / (4 * block_threads)), 1, 1), block (block_threads, 1,
+// 1), shared_bytes of dynamic shared memory (256 threads and 0 bytes for
+// the kernels fmha-compile writes).
+//
 // GPU kernel ABI (abi=gpu-flat-v1, target cuda: binary_format cubin or ptx;
 // target hip: hsaco). The binary holds one kernel named by the bundle's
 // `kernel` key, the lowering of
@@ -267,6 +290,13 @@ struct MergeArgs {
   float *lse = nullptr;
 };
 
+/// Accumulate arguments (kind=acc bundles; host accumulate ABI above): acc
+/// += x over n elements; neither may be null. x may equal acc.
+struct AccumulateArgs {
+  const void *x = nullptr;
+  float *acc = nullptr;
+};
+
 /// Number of (i, j) pairs with key j visible to query i under `mask`, for one
 /// (batch, head). Computed row by row in O(sq).
 int64_t countVisiblePairs(const MaskSpec &mask, int64_t sq, int64_t sk);
@@ -370,6 +400,10 @@ public:
   /// this backend".
   virtual Status launchMerge(const MergeProblem &p, const MergeArgs &args,
                              void *stream);
+  /// Launches an accumulate kernel over `n` elements. The default fails:
+  /// "accumulate not supported by this backend".
+  virtual Status launchAccumulate(int64_t n, const AccumulateArgs &args,
+                                  void *stream);
   /// The launch of a GPU kernel for `p` within its device's limits
   /// (gpuLaunchDims with the device's maximum grid); InvalidArgument for a
   /// host kernel.
@@ -512,6 +546,14 @@ public:
   /// kind=merge bundle, runMerge() on the other kinds.
   Status runMerge(const MergeProblem &p, const MergeArgs &args,
                   void *stream = nullptr) const;
+
+  /// Checks the kind (acc), n (>= 0; 0 does nothing) and the pointers
+  /// (none null), then runs acc += x over n elements of the backend's
+  /// memory (the host backend runs synchronously; GPU backends queue it on
+  /// `stream`). Every other run fails with ProblemMismatch on a kind=acc
+  /// bundle, runAccumulate() on the other kinds.
+  Status runAccumulate(int64_t n, const AccumulateArgs &args,
+                       void *stream = nullptr) const;
 
   ~Kernel();
 

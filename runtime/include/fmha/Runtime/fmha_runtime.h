@@ -79,6 +79,7 @@ extern "C" {
 #define FMHA_KIND_FWD 0
 #define FMHA_KIND_BWD 1
 #define FMHA_KIND_MERGE 2
+#define FMHA_KIND_ACC 3
 #define FMHA_DTYPE_F32 0
 #define FMHA_DTYPE_F16 1
 #define FMHA_DTYPE_BF16 2
@@ -237,6 +238,15 @@ FMHA_API int fmhaKernelRunMerge(fmhaKernel kernel,
                                 const float *lse1, const void *o2,
                                 const float *lse2, void *o, float *lse,
                                 void *stream);
+
+/* Runs the kernel of a kind=acc bundle: acc[i] += x[i] for i < n, in float32
+ * (Runtime.h, accumulate ABIs); x holds n elements of the bundle's dtype,
+ * acc n floats, both in the backend's memory (device addresses for cuda and
+ * hip, where the kernel is queued on `stream`; cpu runs it at once). x may
+ * be acc. n = 0 does nothing; no pointer may be NULL. Other kinds fail with
+ * FMHA_ERROR_PROBLEM_MISMATCH. */
+FMHA_API int fmhaKernelRunAccumulate(fmhaKernel kernel, int64_t n,
+                                     const void *x, float *acc, void *stream);
 
 /* Stores the device ordinal the kernel's backend runs on in *device (the
  * CUDA or HIP device number; -1 for cpu). */
