@@ -46,7 +46,7 @@ NCCL_DEFAULT = ("/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/"
                 "lib/libnccl.so.2")
 BUNDLES = {"fwd.fmha": ["--mask=0"], "fwdc.fmha": ["--mask=t"],
            "merge.fmha": ["--merge"], "bwd.fmha": ["--bwd", "--mask=0"],
-           "bwdc.fmha": ["--bwd", "--mask=t"]}
+           "bwdc.fmha": ["--bwd", "--mask=t"], "acc.fmha": ["--accumulate"]}
 
 
 def die(message):
@@ -73,6 +73,8 @@ def make_bundles(out, compiler, chip):
     for name, extra in BUNDLES.items():
         if "--merge" in extra:
             args = ["--merge", f"--hq={HQ}", f"--dv={D}"]
+        elif "--accumulate" in extra:
+            args = ["--accumulate"]
         else:
             args = [f"--hq={HQ}", f"--hk={HQ}", f"-d={D}"] + extra
         run([compiler, "--target=cuda", f"--chip={chip}", "--dtype=bf16"]
@@ -243,7 +245,8 @@ def run_fmha_backward(args, seq, causal, env):
             os.path.join(args.bin, "fmha-ring"), "--target", "cuda",
             "--fwd", os.path.join(b, "fwd.fmha"),
             "--merge", os.path.join(b, "merge.fmha"),
-            "--bwd", os.path.join(b, "bwd.fmha"), "--seq", str(seq),
+            "--bwd", os.path.join(b, "bwd.fmha"),
+            "--acc", os.path.join(b, "acc.fmha"), "--seq", str(seq),
             "--check", "single", "--bench", "1"]
     if causal:
         ring += ["--causal", "--zigzag",
@@ -340,6 +343,13 @@ def main():
                "3001", "--validate"], env=dict(env, FMHA_CUDA_DEVICE="0"))
     if not re.search(r"^PASS", out, re.M):
         die("merge.fmha does not PASS against the reference")
+    # The GPU accumulate kernel (the backward ring's f32 sums) against the
+    # float64 sums, aligned and misaligned.
+    out = run([os.path.join(args.bin, "fmha-run"),
+               os.path.join(args.bundles, "acc.fmha"), "-n", "1000003",
+               "--validate"], env=dict(env, FMHA_CUDA_DEVICE="0"))
+    if not re.search(r"^PASS", out, re.M):
+        die("acc.fmha does not PASS against the reference")
     rows = []
     for seq in seqs:
         for causal in (False, True):

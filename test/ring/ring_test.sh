@@ -22,10 +22,11 @@ compile() { # DTYPE HQ HK D
   "$bin/fmha-compile" --dtype "$1" --hq "$2" --hk "$3" -d "$4" --bwd -o "$dir/bwd.fmha"
   "$bin/fmha-compile" --dtype "$1" --hq "$2" --hk "$3" -d "$4" --bwd --mask t -o "$dir/bwdc.fmha"
   "$bin/fmha-compile" --dtype "$1" --merge --hq "$2" --dv "$4" -o "$dir/merge.fmha"
+  "$bin/fmha-compile" --dtype "$1" --accumulate -o "$dir/acc.fmha"
 }
 bundles() {
   echo --fwd "$dir/fwd.fmha" --fwd-causal "$dir/fwdc.fmha" --merge "$dir/merge.fmha" \
-    --bwd "$dir/bwd.fmha" --bwd-causal "$dir/bwdc.fmha"
+    --bwd "$dir/bwd.fmha" --bwd-causal "$dir/bwdc.fmha" --acc "$dir/acc.fmha"
 }
 
 if [ "$mode" = check ]; then
@@ -66,7 +67,12 @@ expect_error 2 "option '--seq' needs a value" "${F[@]}" --seq
 expect_error 2 "--seq expects an integer >= 1, got 'x'" "${F[@]}" --seq x
 expect_error 2 "--seq 10 is not a multiple of the 4 chunks of 2 ranks (zigzag: 2 a rank)" "${F[@]}" --seq 10 --zigzag
 expect_error 2 "--causal needs --fwd-causal" "${F[@]}" --seq 8 --causal
-expect_error 2 "--causal with --bwd needs --bwd-causal" "${F[@]}" --fwd-causal "$dir/fwdc.fmha" --bwd "$dir/bwd.fmha" --seq 8 --causal
+expect_error 2 "--causal with --bwd needs --bwd-causal" "${F[@]}" --fwd-causal "$dir/fwdc.fmha" --bwd "$dir/bwd.fmha" --acc "$dir/acc.fmha" --seq 8 --causal
+expect_error 2 "--bwd needs --acc (an accumulate bundle: fmha-compile --accumulate)" "${F[@]}" --bwd "$dir/bwd.fmha" --seq 8
+expect_error 2 "--acc needs --bwd" "${F[@]}" --acc "$dir/acc.fmha" --seq 8
+expect_error 2 "ring: the accumulate bundle '$dir/merge.fmha' has kind=merge, expected acc" "${F[@]}" --bwd "$dir/bwd.fmha" --acc "$dir/merge.fmha" --seq 8
+"$bin/fmha-compile" --dtype bf16 --accumulate -o "$dir/acc16.fmha"
+expect_error 2 "ring: the accumulate bundle '$dir/acc16.fmha' has dtype bf16" "${F[@]}" --bwd "$dir/bwd.fmha" --acc "$dir/acc16.fmha" --seq 8
 expect_error 2 "bundle '$dir/missing.fmha'" --fwd "$dir/missing.fmha" --merge "$dir/merge.fmha" --seq 8
 expect_error 2 "ring: the merge bundle '$dir/fwd.fmha' has kind=fwd, expected merge" --fwd "$dir/fwd.fmha" --merge "$dir/fwd.fmha" --seq 8
 expect_error 2 "ring: the forward bundle '$dir/fwdc.fmha' has mask t, expected 0" --fwd "$dir/fwdc.fmha" --merge "$dir/merge.fmha" --seq 8
@@ -74,7 +80,7 @@ expect_error 2 "ring: the causal forward bundle '$dir/fwd.fmha' has mask 0, expe
 "$bin/fmha-compile" --merge --hq 2 --dv 16 -o "$dir/merge2.fmha"
 expect_error 2 "ring: the merge bundle '$dir/merge2.fmha' has hq=2" --fwd "$dir/fwd.fmha" --merge "$dir/merge2.fmha" --seq 8
 "$bin/fmha-compile" --dtype bf16 --hq 4 --hk 2 -d 16 --bwd -o "$dir/bwd16.fmha"
-expect_error 2 "ring: the backward bundle '$dir/bwd16.fmha' has dtype bf16" "${F[@]}" --bwd "$dir/bwd16.fmha" --seq 8
+expect_error 2 "ring: the backward bundle '$dir/bwd16.fmha' has dtype bf16" "${F[@]}" --bwd "$dir/bwd16.fmha" --acc "$dir/acc.fmha" --seq 8
 # --target cuda: bad options, and NCCL missing or not NCCL (this machine has
 # no GPU: the library check comes first, on every rank, exit 2).
 expect_error 2 "--target expects cpu or cuda, got 'gpu'" "${F[@]}" --seq 8 --target gpu

@@ -47,9 +47,9 @@ struct ToolError {
 
 [[noreturn]] void fail(const std::string &message) { throw ToolError{message}; }
 
-const char *const kValueFlags[] = {"fwd",        "fwd-causal", "merge", "bwd",
-                                   "bwd-causal", "b",          "seq",   "seed",
-                                   "target",     "check",      "bench"};
+const char *const kValueFlags[] = {
+    "fwd",  "fwd-causal", "merge", "bwd",   "bwd-causal", "acc",
+    "b",    "seq",        "seed",  "target", "check",     "bench"};
 const char *const kBoolFlags[] = {"causal", "zigzag", "help"};
 
 void printHelp() {
@@ -57,7 +57,7 @@ void printHelp() {
       "OVERVIEW: ring attention over MPI ranks, checked against the float64 "
       "reference\n\n"
       "USAGE: mpirun -np N fmha-ring --fwd F --merge F [--fwd-causal F] "
-      "[--bwd F [--bwd-causal F]]\n"
+      "[--bwd F --acc F [--bwd-causal F]]\n"
       "                              --seq S [-b N] [--causal] [--zigzag] "
       "[--seed N]\n\n"
       "  --fwd F          forward bundle, mask 0 (its dtype, hq, hk, d, dv "
@@ -68,6 +68,10 @@ void printHelp() {
       "backward\n"
       "  --bwd-causal F   backward bundle, mask t (needed with --bwd "
       "--causal)\n"
+      "  --acc F          accumulate bundle (fmha-compile --accumulate, the "
+      "dtype's): the f32\n"
+      "                   sums of the backward's dq, dk, dv (needed with "
+      "--bwd)\n"
       "  --seq S          total sequence length (Sq = Sk); a multiple of N "
       "(2N with --zigzag)\n"
       "  -b N             batch (default 1)\n"
@@ -231,6 +235,11 @@ int run(Transport &t, int argc, char **argv) {
          "mask t)");
   if (!config.backward && flags.count("bwd-causal"))
     fail("--bwd-causal needs --bwd");
+  if (config.backward && !flags.count("acc"))
+    fail("--bwd needs --acc (an accumulate bundle: fmha-compile "
+         "--accumulate)");
+  if (!config.backward && flags.count("acc"))
+    fail("--acc needs --bwd");
   std::string target = flags.count("target") ? flags["target"] : "cpu";
   if (target != "cpu" && target != "cuda")
     fail("--target expects cpu or cuda, got '" + target + "'");
@@ -295,7 +304,8 @@ int run(Transport &t, int argc, char **argv) {
   }
 
   std::map<std::string, std::unique_ptr<rt::Kernel>> loaded;
-  for (const char *role : {"fwd", "fwd-causal", "merge", "bwd", "bwd-causal"})
+  for (const char *role :
+       {"fwd", "fwd-causal", "merge", "bwd", "bwd-causal", "acc"})
     if (flags.count(role))
       loaded[role] = loadKernel(flags[role]);
   auto get = [&](const char *role) {
@@ -308,6 +318,7 @@ int run(Transport &t, int argc, char **argv) {
   kernels.merge = get("merge");
   kernels.bwd = get("bwd");
   kernels.bwdCausal = config.causal ? get("bwd-causal") : nullptr;
+  kernels.accumulate = get("acc");
   rt::Status ok = checkRingKernels(kernels, config);
   if (!ok.ok())
     fail(ok.message());

@@ -40,11 +40,6 @@ struct CudaDriver {
   int (*cuMemsetD32Async)(unsigned long long, unsigned, size_t, void *);
   int (*cuMemsetD8Async)(unsigned long long, unsigned char, size_t, void *);
   int (*cuGetErrorName)(int, const char **);
-  int (*cuModuleLoadData)(void **, const void *);
-  int (*cuModuleGetFunction)(void **, void *, const char *);
-  int (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
-                        unsigned, unsigned, unsigned, void *, void **,
-                        void **);
 };
 
 /// The process's driver table, loaded on first use.

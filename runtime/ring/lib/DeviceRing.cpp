@@ -240,8 +240,6 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
         return nullptr;
       return gj == gi ? k.bwdCausal : k.bwd;
     };
-    // Loads (JIT-compiles) the accumulation kernel before the timing.
-    FMHA_TRY(dev.accumulate(nullptr, nullptr, meta.dtype, 0));
     rt::Expected<void *> b0 = dev.mark(stream);
     if (!b0.ok())
       return b0.status();
@@ -270,13 +268,23 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
           ba.dk = dkT.get();
           ba.dv = dvT.get();
           FMHA_TRY(kern->runBackward(p, ba, stream));
+          // The f32 sums, by the accumulate bundle on the compute stream.
           float *dkv = dkvCur + j * dkvChunk;
-          FMHA_TRY(dev.accumulate(static_cast<float *>(dq[i].get()), dqT.get(),
-                                  meta.dtype, p.qElements()));
-          FMHA_TRY(dev.accumulate(dkv, dkT.get(), meta.dtype, dkCount));
-          FMHA_TRY(
-              dev.accumulate(dkv + dkCount, dvT.get(), meta.dtype, dvCount));
-          ++local.kernelCalls;
+          const struct {
+            const void *x;
+            float *acc;
+            int64_t count;
+          } sums[] = {{dqT.get(), static_cast<float *>(dq[i].get()),
+                       p.qElements()},
+                      {dkT.get(), dkv, static_cast<int64_t>(dkCount)},
+                      {dvT.get(), dkv + dkCount, static_cast<int64_t>(dvCount)}};
+          for (const auto &sum : sums) {
+            rt::AccumulateArgs aa;
+            aa.x = sum.x;
+            aa.acc = sum.acc;
+            FMHA_TRY(k.accumulate->runAccumulate(sum.count, aa, stream));
+          }
+          local.kernelCalls += 4;
         }
       }
       // dK/dV move on after this step's sums; after the last step the

@@ -107,9 +107,6 @@ rt::Expected<const CudaDriver *> cudaDriver() {
   FMHA_CUDA_SYMBOL(cuMemsetD32Async)
   FMHA_CUDA_SYMBOL(cuMemsetD8Async)
   FMHA_CUDA_SYMBOL(cuGetErrorName)
-  FMHA_CUDA_SYMBOL(cuModuleLoadData)
-  FMHA_CUDA_SYMBOL(cuModuleGetFunction)
-  FMHA_CUDA_SYMBOL(cuLaunchKernel)
 #undef FMHA_CUDA_SYMBOL
   driver = d;
   loaded = true;
@@ -244,94 +241,6 @@ Status CudaRingDevice::fill32(void *ptr, unsigned value, size_t count) {
   return cudaCheck(d, "cuMemsetD32Async",
                    d.cuMemsetD32Async(reinterpret_cast<uintptr_t>(ptr), value,
                                       count, compute_));
-}
-
-namespace {
-
-/// acc[i] += float(src[i]) for i < n: f32 accumulators, f32 / f16 / bf16
-/// sources (bf16 widened by a shift). PTX, JIT-compiled by the driver for
-/// the device (sm_80 and newer), so the ring needs no compiler.
-const char kAddPtx[] = R"(
-.version 7.0
-.target sm_80
-.address_size 64
-.visible .entry fmha_ring_add(.param .u64 acc, .param .u64 src,
-                              .param .u64 n, .param .u32 kind) {
-  .reg .pred %p<3>;
-  .reg .b16 %h;
-  .reg .b32 %r<6>;
-  .reg .b64 %rd<8>;
-  .reg .f32 %f<4>;
-  mov.u32 %r1, %ctaid.x;
-  mov.u32 %r2, %ntid.x;
-  mov.u32 %r3, %tid.x;
-  cvt.u64.u32 %rd1, %r3;
-  mad.wide.u32 %rd1, %r1, %r2, %rd1;
-  ld.param.u64 %rd2, [n];
-  setp.ge.u64 %p1, %rd1, %rd2;
-  @%p1 bra DONE;
-  ld.param.u64 %rd3, [acc];
-  ld.param.u64 %rd4, [src];
-  ld.param.u32 %r4, [kind];
-  shl.b64 %rd5, %rd1, 2;
-  add.s64 %rd3, %rd3, %rd5;
-  setp.eq.u32 %p2, %r4, 0;
-  @%p2 bra F32;
-  shl.b64 %rd6, %rd1, 1;
-  add.s64 %rd4, %rd4, %rd6;
-  ld.global.u16 %h, [%rd4];
-  setp.eq.u32 %p2, %r4, 1;
-  @%p2 bra F16;
-  cvt.u32.u16 %r5, %h;
-  shl.b32 %r5, %r5, 16;
-  mov.b32 %f1, %r5;
-  bra ADD;
-F16:
-  cvt.f32.f16 %f1, %h;
-  bra ADD;
-F32:
-  add.s64 %rd4, %rd4, %rd5;
-  ld.global.f32 %f1, [%rd4];
-ADD:
-  ld.global.f32 %f2, [%rd3];
-  add.rn.f32 %f3, %f2, %f1;
-  st.global.f32 [%rd3], %f3;
-DONE:
-  ret;
-}
-)";
-
-} // namespace
-
-Status CudaRingDevice::accumulate(float *acc, const void *src, rt::DType type,
-                                  size_t count) {
-  const detail::CudaDriver &d = **cudaDriver();
-  if (!addKernel_) {
-    Status s = cudaCheck(d, "cuModuleLoadData",
-                         d.cuModuleLoadData(&addModule_, kAddPtx));
-    if (!s.ok())
-      return s;
-    s = cudaCheck(
-        d, "cuModuleGetFunction",
-        d.cuModuleGetFunction(&addKernel_, addModule_, "fmha_ring_add"));
-    if (!s.ok())
-      return s;
-  }
-  if (!count)
-    return Status::success();
-  uint64_t a = reinterpret_cast<uintptr_t>(acc),
-           b = reinterpret_cast<uintptr_t>(src), n = count;
-  uint32_t kind = type == rt::DType::F32 ? 0 : type == rt::DType::F16 ? 1 : 2;
-  void *params[] = {&a, &b, &n, &kind};
-  const uint64_t blocks = (count + 255) / 256;
-  if (blocks > 0x7fffffffu)
-    return Status::error(ErrorCode::InvalidArgument,
-                         "ring: accumulation of " + std::to_string(count) +
-                             " elements is too large for one launch");
-  return cudaCheck(d, "cuLaunchKernel",
-                   d.cuLaunchKernel(addKernel_, static_cast<unsigned>(blocks),
-                                    1, 1, 256, 1, 1, 0, compute_, params,
-                                    nullptr));
 }
 
 Status CudaRingDevice::synchronize() {

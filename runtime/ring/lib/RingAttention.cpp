@@ -6,8 +6,6 @@
 
 #include "fmha/Ring/RingAttention.h"
 
-#include "fmha/Runtime/Half.h"
-
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -16,7 +14,6 @@
 namespace fmha::ring {
 
 using rt::BundleMeta;
-using rt::DType;
 using rt::ErrorCode;
 using rt::Kernel;
 using rt::KernelKind;
@@ -53,22 +50,6 @@ rt::Problem pairProblem(const BundleMeta &m, const RingConfig &c) {
   return p;
 }
 
-/// acc[i] += src[i] for i < count (src in `dtype`), in float32.
-void addInto(float *acc, size_t count, const unsigned char *src, DType dtype) {
-  for (size_t i = 0; i < count; ++i) {
-    float x;
-    if (dtype == DType::F32) {
-      std::memcpy(&x, src + 4 * i, 4);
-    } else {
-      uint16_t h;
-      std::memcpy(&h, src + 2 * i, 2);
-      x = dtype == DType::F16 ? rt::halfBitsToFloat(h)
-                              : rt::bfloat16BitsToFloat(h);
-    }
-    acc[i] += x;
-  }
-}
-
 double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now() - t0)
@@ -92,7 +73,9 @@ Status checkRingKernels(const RingKernels &k, const RingConfig &c) {
       {"merge", k.merge, KernelKind::Merge, false, true},
       {"backward", k.bwd, KernelKind::Backward, false, c.backward},
       {"causal backward", k.bwdCausal, KernelKind::Backward, true,
-       c.backward && c.causal}};
+       c.backward && c.causal},
+      {"accumulate", k.accumulate, KernelKind::Accumulate, false,
+       c.backward}};
   const BundleMeta *ref = k.fwd ? &k.fwd->meta() : nullptr;
   for (const Role &r : roles) {
     if (!r.kernel) {
@@ -113,7 +96,9 @@ Status checkRingKernels(const RingKernels &k, const RingConfig &c) {
     if (m.kind != r.kind)
       return bad(who + " has kind=" + rt::toString(m.kind) + ", expected " +
                  rt::toString(r.kind));
-    if (r.kind != KernelKind::Merge) {
+    const bool attention =
+        r.kind == KernelKind::Forward || r.kind == KernelKind::Backward;
+    if (attention) {
       if (r.causal && !isCausal(m.mask))
         return bad(who + " has mask " + m.mask.str() +
                    ", expected a causal mask (t or b)");
@@ -125,6 +110,8 @@ Status checkRingKernels(const RingKernels &k, const RingConfig &c) {
     if (m.dtype != ref->dtype)
       return bad(who + " has dtype " + rt::toString(m.dtype) +
                  ", the forward bundle " + rt::toString(ref->dtype));
+    if (r.kind == KernelKind::Accumulate)
+      continue; // acc += x over a count: no heads
     bool sameHeads = r.kind == KernelKind::Merge
                          ? m.hq == ref->hq && m.dv == ref->dv
                          : m.hq == ref->hq && m.hk == ref->hk &&
@@ -137,7 +124,7 @@ Status checkRingKernels(const RingKernels &k, const RingConfig &c) {
                  std::to_string(ref->hq) + " hk=" + std::to_string(ref->hk) +
                  " d=" + std::to_string(ref->d) +
                  " dv=" + std::to_string(ref->dv));
-    if (r.kind != KernelKind::Merge &&
+    if (attention &&
         (m.effectiveScale() != ref->effectiveScale() ||
          m.softcap != ref->softcap))
       return bad(who + " has another scale or softcap than the forward "
@@ -297,12 +284,26 @@ Status runRing(Transport &t, const RingKernels &k, const RingConfig &c,
           if (!st.ok())
             return st;
           ++local.kernelCalls;
-          addInto(out->dq[i].data(), out->dq[i].size(), dqTmp.data(),
-                  meta.dtype);
-          // The travelling dK/dV sums of kv chunk j (float32).
+          // dq of chunk i and the travelling dK/dV sums of kv chunk j
+          // (float32), by the accumulate bundle.
           float *dkv = &dkvCur[j * dkvChunk];
-          addInto(dkv, dkCount, dkTmp.data(), meta.dtype);
-          addInto(dkv + dkCount, dvCount, dvTmp.data(), meta.dtype);
+          const struct {
+            const unsigned char *x;
+            float *acc;
+            size_t count;
+          } sums[] = {{dqTmp.data(), out->dq[i].data(), out->dq[i].size()},
+                      {dkTmp.data(), dkv, dkCount},
+                      {dvTmp.data(), dkv + dkCount, dvCount}};
+          for (const auto &sum : sums) {
+            rt::AccumulateArgs aa;
+            aa.x = sum.x;
+            aa.acc = sum.acc;
+            st = k.accumulate->runAccumulate(static_cast<int64_t>(sum.count),
+                                             aa);
+            if (!st.ok())
+              return st;
+          }
+          local.kernelCalls += 3;
         }
       }
       // dK/dV move on after this step's sums; after the last step the

@@ -27,9 +27,9 @@
 // per step, the step's pair kernels and merges on the compute stream, the
 // next K/V packet on the communication stream. The backward (kind=bwd cuda
 // bundles, abi gpu-bwd-v1) is the same loop with the final o and lse: each
-// pair's dq, dk, dv are added in f32 on the device (a small PTX kernel the
-// driver compiles) into dq and into the dK/dV packet that travels with its
-// K/V, shifted after the step's sums and home after the last step.
+// pair's dq, dk, dv are added in f32 on the device (the accumulate bundle,
+// kind=acc, abi gpu-acc-v1) into dq and into the dK/dV packet that travels
+// with its K/V, shifted after the step's sums and home after the last step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,10 +64,6 @@ public:
   /// Fills `count` 32-bit words at device address `ptr` with `value` on the
   /// compute stream.
   rt::Status fill32(void *ptr, unsigned value, size_t count);
-  /// acc[i] += src[i] for i < count on the compute stream: f32 `acc`,
-  /// `src` in `type` (device addresses; a PTX kernel loaded on first use).
-  rt::Status accumulate(float *acc, const void *src, rt::DType type,
-                        size_t count);
   rt::Status synchronize();
 
 private:
@@ -75,7 +71,6 @@ private:
   int ordinal_ = 0;
   void *context_ = nullptr, *compute_ = nullptr, *comm_ = nullptr;
   void *computeDone_ = nullptr, *commDone_ = nullptr;
-  void *addModule_ = nullptr, *addKernel_ = nullptr;
   std::vector<void *> marks_;
 };
 

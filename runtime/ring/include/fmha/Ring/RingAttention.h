@@ -27,12 +27,11 @@
 // uses the global lse, its Dsum the global o). dq accumulates on the rank;
 // dk and dv accumulate in a buffer that travels with its K/V chunks and, one
 // last shift after the final step, arrives back at the owner. The
-// accumulations are element-wise sums in float32 on the host (the one piece
-// of arithmetic the driver does); the kernels' outputs are in their dtype.
+// accumulations (float32 sums of the kernels' outputs, which are in their
+// dtype) run the accumulate bundle (kind=acc, fmha.accumulate) too.
 //
 // GQA: Hq a multiple of Hk, as the bundles state. Every buffer is host
-// memory: the driver runs cpu bundles (a GPU transport would also need the
-// sums on the device).
+// memory: the driver runs cpu bundles (DeviceRing.h runs cuda bundles).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,13 +47,15 @@
 namespace fmha::ring {
 
 /// The compiled kernels of a ring. fwdCausal and bwdCausal are needed for a
-/// causal ring only; bwd and bwdCausal for the backward only.
+/// causal ring only; bwd, bwdCausal and accumulate for the backward only.
 struct RingKernels {
   const rt::Kernel *fwd = nullptr;       ///< kind=fwd, mask 0
   const rt::Kernel *fwdCausal = nullptr; ///< kind=fwd, mask t (or b)
   const rt::Kernel *merge = nullptr;     ///< kind=merge
   const rt::Kernel *bwd = nullptr;       ///< kind=bwd, mask 0
   const rt::Kernel *bwdCausal = nullptr; ///< kind=bwd, mask t (or b)
+  /// kind=acc: the f32 sums of the backward's dq, dk, dv partials.
+  const rt::Kernel *accumulate = nullptr;
 };
 
 struct RingConfig {
@@ -73,9 +74,9 @@ struct RingConfig {
 std::vector<int64_t> ringChunks(int rank, int ranks, bool zigzag);
 
 /// Checks the kernels against each other and the config: kinds, masks
-/// (0 and causal), one dtype, hq, hk, d, dv (the merge's H = hq, its Dv =
-/// dv), one scale and softcap, the config's target, and the bundles the
-/// config needs.
+/// (0 and causal), one dtype (the accumulate's x too), hq, hk, d, dv (the
+/// merge's H = hq, its Dv = dv), one scale and softcap, the config's
+/// target, and the bundles the config needs.
 /// The problem of a block pair is Problem{b, hq, hk, chunk, chunk, d, dv}.
 rt::Status checkRingKernels(const RingKernels &kernels,
                             const RingConfig &config);
