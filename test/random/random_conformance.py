@@ -8,9 +8,9 @@ GQA ratio; D, Dv in 32/64/128, sometimes Dv != D; every mask kind with random
 windows and sinks; scale; softcap; tile sizes) and, for problem i, one of
 them with a random B, Sq and Sk (1 to 4096, decode rows, tile multiples and
 their neighbours), bounded in work so that each run stays fast. On the cpu
-target about a third of the signatures are backward kernels (--bwd, half of
-them --deterministic), checked for dq, dk, dv and, on small problems, by
-finite differences (fmha-run --grad-check). Bundles are
+and cuda targets about a third of the signatures are backward kernels
+(--bwd, half of them --deterministic), checked for dq, dk, dv and, on small
+problems, by finite differences (fmha-run --grad-check). Bundles are
 cached by signature (--cache DIR keeps them across runs).
 
 Every failure prints the fmha-compile and fmha-run commands that reproduce
@@ -149,15 +149,22 @@ def random_shape(rng, sig, work):
 
 
 def add_backward(seed, index, sig):
-    """Makes a cpu signature a backward one, from its own stream (so that the
-    pool and the problems of a seed are the same with or without it)."""
-    if sig["target"] != "cpu":
+    """Makes a cpu or cuda signature a backward one, from its own stream (so
+    that the pool and the problems of a seed are the same with or without
+    it). cuda backward kernels take block-m = block-n and 16 rows a warp:
+    the forward's tile choice is replaced by the default or a square one."""
+    if sig["target"] not in ("cpu", "cuda"):
         return sig
     rng = random.Random(f"fmha-random-bwd:{seed}:{index}")
     if rng.random() < BWD_SHARE:
         sig = dict(sig, bwd=True)
         if rng.random() < 0.5:
             sig["deterministic"] = True
+        if sig["target"] == "cuda":
+            for key in ("warp_rows", "block_m", "block_n"):
+                sig.pop(key, None)
+            if rng.random() < 0.3:
+                sig["block_m"] = sig["block_n"] = rng.choice([32, 128])
     return sig
 
 
