@@ -184,6 +184,13 @@ private:
                                   visible);
   void storeRows(OpBuilder &ob, const CTiles &acc, Value mem, Value base,
                  Value row0, Value rowEnd, int64_t width);
+  /// Splits loop-carried values into accumulators of `widths` columns each
+  /// (N-wide C tiles), and back.
+  SmallVector<CTiles> unpack(ValueRange values, ArrayRef<int64_t> widths) const;
+  static SmallVector<Value> pack(ArrayRef<CTiles> accs);
+  /// Each warp's P scratch ([M][cols + pad] in workgroup memory at
+  /// `offset`) on targets whose C fragments are not A fragments, else null.
+  Value warpScratch(int64_t offset, int64_t cols);
 
   OpBuilder &b;
   Location loc;
@@ -345,6 +352,39 @@ void BwdKernelBuilder::probsAndDs(
     }
 }
 
+SmallVector<CTiles> BwdKernelBuilder::unpack(ValueRange values,
+                                             ArrayRef<int64_t> widths) const {
+  SmallVector<CTiles> accs;
+  size_t pos = 0;
+  for (int64_t width : widths) {
+    CTiles acc;
+    for (int64_t j = 0; j < width / t.getMmaN(); ++j) {
+      acc.push_back({});
+      for (int64_t e = 0; e < t.getNumCElements(); ++e)
+        acc.back().push_back(values[pos++]);
+    }
+    accs.push_back(acc);
+  }
+  return accs;
+}
+
+SmallVector<Value> BwdKernelBuilder::pack(ArrayRef<CTiles> accs) {
+  SmallVector<Value> values;
+  for (const CTiles &acc : accs)
+    for (const SmallVector<Value> &tile : acc)
+      values.append(tile.begin(), tile.end());
+  return values;
+}
+
+Value BwdKernelBuilder::warpScratch(int64_t offset, int64_t cols) {
+  if (t.getAFromC(0))
+    return {};
+  Value all = workgroupView(b, loc, raw, offset,
+                            {cfg.warps, t.getMmaM(), cols + kRowPad},
+                            cfg.elementType);
+  return selectBuffer(b, loc, all, warp);
+}
+
 void BwdKernelBuilder::storeRows(OpBuilder &ob, const CTiles &acc, Value mem,
                                  Value base, Value row0, Value rowEnd,
                                  int64_t width) {
@@ -488,13 +528,7 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     dsTile = workgroupView(b, loc, raw, layout.dS,
                            {cfg.qStep, cfg.blockRows + kRowPad},
                            cfg.elementType);
-  Value scratch;
-  if (!t.getAFromC(0))
-    scratch = selectBuffer(
-        b, loc,
-        workgroupView(b, loc, raw, layout.scratch,
-                      {cfg.warps, mmaM, cfg.qStep + kRowPad}, cfg.elementType),
-        warp);
+  Value scratch = warpScratch(layout.scratch, cfg.qStep);
 
   // K and V of the kv tile, once.
   {
@@ -522,12 +556,7 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     return std::pair(head, m.mul(qTile, m.c(cfg.qStep)));
   };
 
-  CTiles dK(cfg.d / mmaN, SmallVector<Value>(numC, fm.c(0.0)));
-  CTiles dV(cfg.dv / mmaN, SmallVector<Value>(numC, fm.c(0.0)));
-  SmallVector<Value> init;
-  for (const CTiles *acc : {&dK, &dV})
-    for (const SmallVector<Value> &tile : *acc)
-      init.append(tile.begin(), tile.end());
+  SmallVector<Value> init((cfg.d + cfg.dv) / mmaN * numC, fm.c(0.0));
 
   auto issue = [&](OpBuilder &ob, Value it, Value buf) {
     IndexMath m{ob, loc};
@@ -550,14 +579,8 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     Value head = decoded.first, q0 = decoded.second;
     Value qTile = selectBuffer(ob, loc, qBufs, buf);
     Value dOTile = selectBuffer(ob, loc, dOBufs, buf);
-    CTiles accK, accV;
-    size_t pos = 0;
-    for (CTiles *acc : {&accK, &accV})
-      for (int64_t j = 0; j < (acc == &accK ? cfg.d : cfg.dv) / mmaN; ++j) {
-        acc->push_back({});
-        for (int64_t e = 0; e < numC; ++e)
-          acc->back().push_back(carried[pos++]);
-      }
+    SmallVector<CTiles> accs = unpack(carried, {cfg.d, cfg.dv});
+    CTiles &accK = accs[0], &accV = accs[1];
 
     // S^T = K Q^T and dP^T = V dO^T for the warp's kv rows.
     SmallVector<SmallVector<Value>> kFrags, vFrags;
@@ -657,28 +680,17 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
                                       acc[h][e], arg(kDQAcc), ValueRange{idx});
         }
     }
-    SmallVector<Value> next;
-    for (const CTiles *acc : {&accK, &accV})
-      for (const SmallVector<Value> &tile : *acc)
-        next.append(tile.begin(), tile.end());
-    return next;
+    return pack(accs);
   };
   scf::ForOp loop = emitPipelinedTileLoop(b, loc, t, im.c(0), total, init,
                                           issue, body);
   loop->setAttr("fmha.q_loop", b.getStringAttr("group"));
 
   // dK (scale already in dS) and dV, rows past Sk not written.
-  CTiles outK, outV;
-  size_t pos = 0;
-  for (CTiles *acc : {&outK, &outV})
-    for (int64_t j = 0; j < (acc == &outK ? cfg.d : cfg.dv) / mmaN; ++j) {
-      acc->push_back({});
-      for (int64_t e = 0; e < numC; ++e)
-        acc->back().push_back(loop.getResult(pos++));
-    }
+  SmallVector<CTiles> out = unpack(loop.getResults(), {cfg.d, cfg.dv});
   Value kvRow0 = im.add(c0, warpRow0);
-  storeRows(b, outK, arg(kDK), kBase, kvRow0, sk, cfg.d);
-  storeRows(b, outV, arg(kDV), vBase, kvRow0, sk, cfg.dv);
+  storeRows(b, out[0], arg(kDK), kBase, kvRow0, sk, cfg.d);
+  storeRows(b, out[1], arg(kDV), vBase, kvRow0, sk, cfg.dv);
 }
 
 //===----------------------------------------------------------------------===//
@@ -731,13 +743,7 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
   Value vBufs = workgroupView(b, loc, raw, layout.v,
                               {stages, cfg.kvStep, cfg.dv + kRowPad},
                               cfg.elementType);
-  Value scratch;
-  if (!t.getAFromC(0))
-    scratch = selectBuffer(
-        b, loc,
-        workgroupView(b, loc, raw, layout.scratch,
-                      {cfg.warps, mmaM, cfg.kvStep + kRowPad}, cfg.elementType),
-        warp);
+  Value scratch = warpScratch(layout.scratch, cfg.kvStep);
 
   Value warpRow0 = im.add(r0, im.mul(warp, im.c(mmaM)));
   Value sqLast = im.sub(sq, im.c(1)), skLast = im.sub(sk, im.c(1));
@@ -786,13 +792,8 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
     IndexMath m{ob, loc};
     Value kTile = selectBuffer(ob, loc, kBufs, buf);
     Value vTile = selectBuffer(ob, loc, vBufs, buf);
-    CTiles acc;
-    size_t pos = 0;
-    for (int64_t j = 0; j < cfg.d / mmaN; ++j) {
-      acc.push_back({});
-      for (int64_t e = 0; e < numC; ++e)
-        acc.back().push_back(carried[pos++]);
-    }
+    SmallVector<CTiles> accs = unpack(carried, {cfg.d});
+    CTiles &acc = accs[0];
     CTiles s = productBT(ob, qFrags, kTile, cfg.kvStep, cfg.d);
     CTiles dp = productBT(ob, dOFrags, vTile, cfg.kvStep, cfg.dv);
     Value k0 = m.mul(kt, m.c(cfg.kvStep));
@@ -816,10 +817,7 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
     for (int64_t kk = 0; kk < cfg.kvStep / mmaK; ++kk)
       dsA.push_back(aFromC(ob, dp, kk, scratch));
     accumulateAB(ob, dsA, kTile, cfg.d, acc);
-    SmallVector<Value> next;
-    for (const SmallVector<Value> &tile : acc)
-      next.append(tile.begin(), tile.end());
-    return next;
+    return pack(accs);
   };
 
   SmallVector<Value> init(cfg.d / mmaN * numC, fm.c(0.0));
@@ -836,14 +834,8 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
   scf::ForOp window = emitPipelinedTileLoop(b, loc, t, bounds.begin,
                                             bounds.end, state, issue, body);
   window->setAttr("fmha.kv_loop", b.getStringAttr("window"));
-  CTiles out;
-  size_t pos = 0;
-  for (int64_t j = 0; j < cfg.d / mmaN; ++j) {
-    out.push_back({});
-    for (int64_t e = 0; e < numC; ++e)
-      out.back().push_back(window.getResult(pos++));
-  }
-  storeRows(b, out, arg(kDQ), dqBase, warpRow0, sq, cfg.d);
+  storeRows(b, unpack(window.getResults(), {cfg.d})[0], arg(kDQ), dqBase,
+            warpRow0, sq, cfg.d);
 }
 
 /// Checks what the kernels support; returns a message naming what is not.
