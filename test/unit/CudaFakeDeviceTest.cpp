@@ -82,6 +82,7 @@ FakeTarget gTarget = {
     "4096 bytes on FMHA fake GPU",
     "cuEventElapsedTime failed: CUDA_ERROR_INVALID_HANDLE (invalid resource "
     "handle)",
+    0,
 };
 
 TEST(CudaFake, LargeSharedMemoryIsOptedIn) {

@@ -10,7 +10,9 @@
 #include "fmha/Runtime/Reference.h"
 #include "fmha/Support/MaskSpec.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +30,8 @@ struct Module {
           staticShared = 0, maxThreads = 1024, maxDynamicShared = 0;
   bool perturb = false;
   int device = 0;
+  /// fwd, bwd, merge or acc (the key `kind`, fwd when absent).
+  std::string kind;
   /// kind=bwd: the three functions (children), each with its stage; the
   /// module counts the stages launched (0 none, 1 prep, 2 dkdv).
   bool backward = false, deterministic = false;
@@ -151,7 +155,13 @@ bool parseModule(const char *image, Module *m, std::string *why) {
   m->maxDynamicShared =
       (kVendor.sharedNeedsOptIn ? 48 * 1024 : sharedLimit()) - m->staticShared;
   m->perturb = m->keys["flaw"] == "perturb";
-  m->backward = m->keys["kind"] == "bwd";
+  m->kind = m->keys.count("kind") ? m->keys["kind"] : "fwd";
+  if (m->kind != "fwd" && m->kind != "bwd" && m->kind != "merge" &&
+      m->kind != "acc") {
+    *why = "unknown kind '" + m->kind + "'";
+    return false;
+  }
+  m->backward = m->kind == "bwd";
   m->deterministic = m->keys["deterministic"] == "1";
   if (m->keys.count("block_n"))
     m->blockN = num("block_n");
@@ -167,18 +177,24 @@ struct LaunchShape {
   unsigned gx, gy, gz, bx, by, bz, shared;
 };
 
+/// "B=1 Sq=2 Sk=3", the problem in a launch's log line.
+std::string attentionProblem(const rt::ReferenceConfig &cfg) {
+  return "B=" + std::to_string(cfg.b) + " Sq=" + std::to_string(cfg.sq) +
+         " Sk=" + std::to_string(cfg.sk);
+}
+
 /// Logs the launch and checks its grid (`x`, `y`, `z`), block and dynamic
-/// shared memory against the module.
+/// shared memory against the module; `problem` ("B=1 Sq=2 Sk=3", "rows=5")
+/// goes into the log line.
 int checkShape(const Module &m, const LaunchShape &l, int64_t x, int64_t y,
-               int64_t z, int64_t b, int64_t sq, int64_t sk, int device) {
+               int64_t z, const std::string &problem, int device) {
   std::string name = m.kernel + (m.stage.empty() ? "" : "_" + m.stage);
   char buf[512];
   std::snprintf(buf, sizeof(buf),
                 "launch kernel=%s grid=%u,%u,%u block=%u,%u,%u shared=%u "
-                "B=%lld Sq=%lld Sk=%lld device=%d",
+                "%s device=%d",
                 name.c_str(), l.gx, l.gy, l.gz, l.bx, l.by, l.bz, l.shared,
-                static_cast<long long>(b), static_cast<long long>(sq),
-                static_cast<long long>(sk), device);
+                problem.c_str(), device);
   logLine(buf);
   if (l.gx != x || l.gy != y || l.gz != z)
     return reject(std::string("wrong grid: ") + buf);
@@ -194,13 +210,18 @@ int checkShape(const Module &m, const LaunchShape &l, int64_t x, int64_t y,
   return kSuccess;
 }
 
+/// Reads the N 8-byte kernel parameters.
+template <size_t N> void readValues(void **params, int64_t (&v)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    std::memcpy(&v[i], params[i], 8);
+}
+
 /// Reads the N 8-byte kernel parameters, of which the last three are B, Sq,
 /// Sk, and the module's problem with them.
 template <size_t N>
 int readParams(const Module &m, void **params, int64_t (&v)[N],
                rt::ReferenceConfig *cfg) {
-  for (size_t i = 0; i < N; ++i)
-    std::memcpy(&v[i], params[i], 8);
+  readValues(params, v);
   *cfg = m.cfg;
   cfg->b = v[N - 3];
   cfg->sq = v[N - 2];
@@ -267,7 +288,7 @@ int launchBackward(Module &f, const LaunchShape &l, void **params, int device) {
   const bool keys = f.stage == "dkdv";
   int64_t tile = keys ? m.blockN : m.blockM, rows = keys ? sk : sq;
   if (int r = checkShape(f, l, (rows + tile - 1) / tile, keys ? cfg.hk : cfg.hq,
-                         b, b, sq, sk, device))
+                         b, attentionProblem(cfg), device))
     return r;
   const int wantPhase = f.stage == "prep" ? -1 : keys ? 1 : 2;
   if (wantPhase >= 0 && m.phase != wantPhase)
@@ -351,6 +372,95 @@ int launchBackward(Module &f, const LaunchShape &l, void **params, int device) {
   for (int64_t i = 0; i < qn; ++i)
     storeElem(ptrs[DQ], i, m.dtype, ref.dq[i] + (i == 0 && m.perturb));
   m.phase = 0;
+  return kSuccess;
+}
+
+/// A gpu-merge-v1 merge (Runtime.h, kAbiGpuMergeV1): checks the 31
+/// parameters (o1, lse1, o2, lse2, o, lse descriptors over rows = B*H*S rows
+/// of dv = the module's dv, then rows) and the grid (ceil(rows /
+/// (block_threads / 32)), 1, 1), then merges row by row in f32 as DESIGN.md
+/// section 1 says: lse = logaddexp(lse1, lse2), o = o1 exp(lse1 - lse) + o2
+/// exp(lse2 - lse), an empty partial (lse -inf) weighing 0 and its o never
+/// read into the sum, two empty ones giving o = 0, lse = -inf. Every input
+/// is read before anything is written: o may be o1 or o2 and lse may be
+/// lse1 or lse2. flaw=perturb adds 0.5 to o[0].
+int launchMerge(const Module &m, const LaunchShape &l, void **params,
+                int device) {
+  int64_t v[31];
+  readValues(params, v);
+  const int64_t rows = v[30], dv = m.cfg.dv;
+  if (rows <= 0)
+    return reject("merge: rows must be positive, got " + std::to_string(rows));
+  if (m.blockThreads < 32 || m.blockThreads % 32 != 0)
+    return reject("merge: block_threads " + std::to_string(m.blockThreads) +
+                  " is not a multiple of 32 (32 threads a row)");
+  const int64_t rowsPerBlock = m.blockThreads / 32;
+  if (int r = checkShape(m, l, (rows + rowsPerBlock - 1) / rowsPerBlock, 1, 1,
+                         "rows=" + std::to_string(rows), device))
+    return r;
+  size_t elem = m.dtype == "f32" ? 4 : 2;
+  const FlatArg args[6] = {{"o1", rows * dv, elem}, {"lse1", rows, 4},
+                           {"o2", rows * dv, elem}, {"lse2", rows, 4},
+                           {"o", rows * dv, elem},  {"lse", rows, 4}};
+  void *ptrs[6];
+  for (int t = 0; t < 6; ++t)
+    if (int r = checkDescriptor(v + 5 * t, args[t], device, &ptrs[t]))
+      return r;
+  std::vector<double> o1 = loadAll(ptrs[0], rows * dv, m.dtype),
+                      o2 = loadAll(ptrs[2], rows * dv, m.dtype);
+  std::vector<float> lse1(rows), lse2(rows);
+  std::memcpy(lse1.data(), ptrs[1], rows * 4);
+  std::memcpy(lse2.data(), ptrs[3], rows * 4);
+  const float negInf = -INFINITY;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float a = lse1[r], b = lse2[r];
+    const bool empty1 = a == negInf, empty2 = b == negInf;
+    float lse = negInf, w1 = 0, w2 = 0;
+    if (!empty1 || !empty2) {
+      const float mx = std::max(a, b);
+      lse = mx + std::log((empty1 ? 0.0f : std::exp(a - mx)) +
+                          (empty2 ? 0.0f : std::exp(b - mx)));
+      w1 = empty1 ? 0.0f : std::exp(a - lse);
+      w2 = empty2 ? 0.0f : std::exp(b - lse);
+    }
+    for (int64_t e = 0; e < dv; ++e) {
+      const int64_t i = r * dv + e;
+      float x = (empty1 ? 0.0f : w1 * static_cast<float>(o1[i])) +
+                (empty2 ? 0.0f : w2 * static_cast<float>(o2[i]));
+      storeElem(ptrs[4], i, m.dtype, x + (i == 0 && m.perturb ? 0.5f : 0.0f));
+    }
+    std::memcpy(static_cast<char *>(ptrs[5]) + 4 * r, &lse, 4);
+  }
+  return kSuccess;
+}
+
+/// A gpu-acc-v1 accumulate (Runtime.h, kAbiGpuAccV1): checks the 11
+/// parameters (x and acc descriptors over n elements, then n) and the grid
+/// (ceil(n / (4 * block_threads)), 1, 1), then acc[i] += float(x[i]), one
+/// f32 addition each, element by element (x may be acc). flaw=perturb adds
+/// 0.5 to acc[0].
+int launchAccumulate(const Module &m, const LaunchShape &l, void **params,
+                     int device) {
+  int64_t v[11];
+  readValues(params, v);
+  const int64_t n = v[10];
+  if (n <= 0)
+    return reject("accumulate: n must be positive, got " + std::to_string(n));
+  const int64_t perBlock = 4 * m.blockThreads;
+  if (int r = checkShape(m, l, (n + perBlock - 1) / perBlock, 1, 1,
+                         "n=" + std::to_string(n), device))
+    return r;
+  const FlatArg args[2] = {{"x", n, m.dtype == "f32" ? 4u : 2u}, {"acc", n, 4}};
+  void *ptrs[2];
+  for (int t = 0; t < 2; ++t)
+    if (int r = checkDescriptor(v + 5 * t, args[t], device, &ptrs[t]))
+      return r;
+  auto *acc = static_cast<float *>(ptrs[1]);
+  for (int64_t i = 0; i < n; ++i) {
+    acc[i] += static_cast<float>(loadElem(ptrs[0], i, m.dtype));
+  }
+  if (m.perturb)
+    acc[0] += 0.5f;
   return kSuccess;
 }
 
@@ -492,14 +602,19 @@ int launch(Module *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
     return reject("kernelParams is null");
   if (m.parent)
     return launchBackward(m, {gx, gy, gz, bx, by, bz, shared}, params, device);
+  if (m.kind == "merge")
+    return launchMerge(m, {gx, gy, gz, bx, by, bz, shared}, params, device);
+  if (m.kind == "acc")
+    return launchAccumulate(m, {gx, gy, gz, bx, by, bz, shared}, params,
+                            device);
   int64_t v[28];
   rt::ReferenceConfig cfg;
   if (int r = readParams(m, params, v, &cfg))
     return r;
   const int64_t b = cfg.b, sq = cfg.sq, sk = cfg.sk;
   LaunchShape got{gx, gy, gz, bx, by, bz, shared};
-  if (int r = checkShape(m, got, (sq + m.blockM - 1) / m.blockM, cfg.hq, b, b,
-                         sq, sk, device))
+  if (int r = checkShape(m, got, (sq + m.blockM - 1) / m.blockM, cfg.hq, b,
+                         attentionProblem(cfg), device))
     return r;
   size_t elem = m.dtype == "f32" ? 4 : 2;
   const FlatArg args[5] = {{"q", b * cfg.hq * sq * cfg.d, elem},

@@ -6,11 +6,10 @@
 //
 // What the fake CUDA driver (FakeCuda.cpp) and the fake HIP runtime
 // (FakeHip.cpp) share: a "device" whose memory is host memory, modules that
-// are text, launches that check the gpu-flat-v1 ABI and compute o and lse
-// with the float64 reference, events, failure injection and a log. Each
-// vendor file exports its library's functions over these and defines
-// kVendor. Nothing here runs on a GPU and nothing here is a kernel of the
-// project.
+// are text, launches that check the ABI of the module's kind and compute
+// its result, events, failure injection and a log. Each vendor file exports
+// its library's functions over these and defines kVendor. Nothing here runs
+// on a GPU and nothing here is a kernel of the project.
 //
 // Environment (PREFIX is FMHA_FAKE_CUDA or FMHA_FAKE_HIP):
 //   PREFIX=device        the library sees devices; anything else (or unset):
@@ -29,15 +28,22 @@
 //   kernel=NAME dtype=f16|bf16|f32 hq= hk= d= dv= mask=SPEC scale=X
 //   softcap=X block_m= block_threads= shared_bytes=   (required)
 //   static_shared=N max_threads=N flaw=perturb         (optional)
+//   kind=fwd|bwd|merge|acc block_n=N deterministic=0|1 omit=STAGE
 //
-// A launch checks what the gpu-flat-v1 ABI and the grid rule (Bundle.h,
-// Runtime.h) say: 28 parameters, allocated == aligned pointing into live
-// allocations of the current device large enough, offset 0, stride 1,
-// sizes matching B, Sq, Sk, grid (ceil(Sq/block_m), Hq, B), block
-// (block_threads, 1, 1), the dynamic shared memory within the function's
-// limit, the module loaded on the current device. A failed check prints
-// "fake cuda: ..." (or "fake hip: ...") to stderr and returns
-// kInvalidValue.
+// A launch checks what the bundle's ABI and its grid rule (Bundle.h,
+// Runtime.h) say: for kind=fwd (gpu-flat-v1) 28 parameters, allocated ==
+// aligned pointing into live allocations of the current device large
+// enough, offset 0, stride 1, sizes matching B, Sq, Sk, grid
+// (ceil(Sq/block_m), Hq, B); kind=bwd (gpu-bwd-v1) the three stages in
+// order; kind=merge (gpu-merge-v1; hq is H, dv is Dv) 31 parameters over
+// rows = B*H*S and grid (ceil(rows / (block_threads / 32)), 1, 1);
+// kind=acc (gpu-acc-v1) 11 parameters over n and grid (ceil(n / (4 *
+// block_threads)), 1, 1). Every kind: block (block_threads, 1, 1), the
+// dynamic shared memory within the function's limit, the module loaded on
+// the current device. A failed check prints "fake cuda: ..." (or "fake
+// hip: ...") to stderr and returns kInvalidValue. Forward and backward are
+// computed with the float64 reference; merge and accumulate in f32 as the
+// kernels do (DESIGN.md section 1; acc += x).
 //
 //===----------------------------------------------------------------------===//
 

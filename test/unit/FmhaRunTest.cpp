@@ -351,6 +351,16 @@ protected:
         << err;
     return path;
   }
+  /// A bundle of `m` (any kind) for the fake library.
+  std::string gpuBundleOf(const BundleMeta &m, const std::string &extra = "") {
+    std::string path =
+        dir_.file(std::string(GetParam().name) + "-" + toString(m.kind) +
+                  std::to_string(counter_++) + ".fmha");
+    std::string err;
+    EXPECT_TRUE(writeBundle(path, m, fmha::test::fakeModule(m, extra), &err))
+        << err;
+    return path;
+  }
   /// fmha-run with `env` ("VAR=x ...") in front.
   CommandResult runWith(const std::string &env, const std::string &args) {
     return fmha::test::runCommand("env " + env + " " + FMHA_RUN_PATH + " " +
@@ -574,6 +584,49 @@ TEST_P(FmhaRunGpu, BackwardFailures) {
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "kernel 'fmha_bwd_prep', grid (1,2,1)"))
       << r.output;
+}
+
+TEST_P(FmhaRunGpu, MergeAndAccumulate) {
+  // gpu-merge-v1: the fake checks the launch and merges in f32; --validate
+  // holds it against referenceMerge (empty partials included).
+  const Target target = GetParam().target;
+  BundleMeta merge = fmha::test::fakeGpuMergeMeta(target, DType::BF16, 4, 16);
+  std::string mergeBundle = gpuBundleOf(merge);
+  for (const char *args : {" -b 2 --sq 33", " -b 1 --sq 1", " -b 3 --sq 70"}) {
+    CommandResult r = runFake(mergeBundle + args + " --validate");
+    EXPECT_EQ(r.exitCode, 0) << args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "kernel fmha_merge (" +
+                                       std::string(GetParam().description) +
+                                       ", bf16, merge)\n"))
+        << r.output;
+    EXPECT_TRUE(contains(r.output, "\nPASS")) << r.output;
+  }
+  CommandResult r = runFake(
+      gpuBundleOf(fmha::test::fakeGpuMergeMeta(target, DType::F16, 2, 8)) +
+      " -b 1 --sq 9 --validate");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "merge B=1 H=2 S=9 Dv=8: ")) << r.output;
+
+  // gpu-acc-v1: acc += x over n, then over n - 1 from element 1.
+  for (DType t : {DType::BF16, DType::F16, DType::F32}) {
+    std::string acc = gpuBundleOf(fmha::test::fakeGpuAccMeta(target, t));
+    for (const char *n : {" -n 1", " -n 1000", " -n 4099"}) {
+      r = runFake(acc + n + " --validate");
+      EXPECT_EQ(r.exitCode, 0) << toString(t) << n << "\n" << r.output;
+      EXPECT_TRUE(contains(r.output, "\nacc: max_abs_err=")) << r.output;
+      EXPECT_TRUE(contains(r.output, "\nPASS")) << r.output;
+    }
+  }
+
+  // A wrong result fails --validate (exit 1).
+  r = runFake(gpuBundleOf(merge, "flaw=perturb\n") + " -b 1 --sq 4 --validate");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "\nFAIL: ")) << r.output;
+  r = runFake(gpuBundleOf(fmha::test::fakeGpuAccMeta(target, DType::BF16),
+                          "flaw=perturb\n") +
+              " -n 100 --validate");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "\nFAIL: acc rel_err ")) << r.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, FmhaRunGpu, ::testing::ValuesIn(kGpuCases),

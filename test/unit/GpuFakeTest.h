@@ -65,6 +65,8 @@ struct FakeTarget {
   std::vector<InjectedFailure> runFailures;
   std::string outOfMemory;      ///< allocating 4096 of 1000 bytes
   std::string timerNotRecorded; ///< elapsed time before the stop mark
+  /// The device's limit on grid.x * block_threads (HIP: 2^32 - 1), or 0.
+  int64_t maxGridThreadsX;
 };
 
 /// Defined by the vendor's test file.

@@ -84,6 +84,7 @@ FakeTarget gTarget = {
     "bytes on FMHA fake AMD GPU",
     "hipEventElapsedTime failed: hipErrorInvalidHandle (invalid resource "
     "handle)",
+    4294967295,
 };
 
 TEST(HipFake, LaunchesRunOnTheBoundDevice) {

@@ -135,6 +135,25 @@ inline rt::BundleMeta fakeGpuBwdMeta(rt::Target target, rt::DType dtype,
   return m;
 }
 
+/// A gpu-merge-v1 bundle of `target` over [B, h, S, dv] partials.
+inline rt::BundleMeta fakeGpuMergeMeta(rt::Target target, rt::DType dtype,
+                                       int64_t h, int64_t dv) {
+  rt::BundleMeta m = fakeGpuMeta(target, dtype, h, h, dv, dv);
+  m.kind = rt::KernelKind::Merge;
+  m.kernel = "fmha_merge";
+  m.abi = rt::kAbiGpuMergeV1;
+  return m;
+}
+
+/// A gpu-acc-v1 bundle of `target` adding x of `dtype` into f32.
+inline rt::BundleMeta fakeGpuAccMeta(rt::Target target, rt::DType dtype) {
+  rt::BundleMeta m = fakeGpuMeta(target, dtype, 1, 1, 1, 1);
+  m.kind = rt::KernelKind::Accumulate;
+  m.kernel = "fmha_acc";
+  m.abi = rt::kAbiGpuAccV1;
+  return m;
+}
+
 inline rt::BundleMeta fakeCudaMeta(rt::DType dtype, int64_t hq, int64_t hk,
                                    int64_t d, int64_t dv,
                                    const char *mask = "0", float scale = 0,
@@ -161,8 +180,9 @@ inline std::string fakeModule(const rt::BundleMeta &meta,
     << "softcap=" << meta.softcap << "\n"
     << "block_m=" << meta.blockM << "\n"
     << "block_n=" << meta.blockN << "\n"
+    << "kind=" << rt::toString(meta.kind) << "\n"
     << (meta.kind == rt::KernelKind::Backward
-            ? std::string("kind=bwd\ndeterministic=") +
+            ? std::string("deterministic=") +
                   (meta.deterministic ? "1\n" : "0\n")
             : std::string())
     << "block_threads=" << meta.blockThreads << "\n"
