@@ -99,6 +99,14 @@ public:
                                   GpuGrid grid) const override;
 
 private:
+  /// The largest grid.x the device launches with block_threads threads.
+  int64_t maxGridX() const;
+  /// A launch of `blocks` workgroups in x (merge, accumulate: grid (blocks,
+  /// 1, 1), block (block_threads, 1, 1), shared_bytes), or InvalidArgument,
+  /// "`what` needs grid.x=..., over the device's limit of ...", when blocks
+  /// is over maxGridX().
+  Expected<LaunchDims> flatLaunchDims(int64_t blocks,
+                                      const std::string &what) const;
   /// Launches `function` (called `name` in messages) with `params`.
   Status launch(void *function, const std::string &name, const LaunchDims &d,
                 void **params, void *stream);
@@ -364,15 +372,34 @@ GpuKernel::~GpuKernel() {
   api.unloadModule(module_);
 }
 
+int64_t GpuKernel::maxGridX() const {
+  const GpuDevice &device = backend_.device();
+  int64_t limit = device.maxGrid[0];
+  if (device.maxGridThreadsX > 0 && meta_.blockThreads > 0)
+    limit = std::min(limit, device.maxGridThreadsX / meta_.blockThreads);
+  return limit;
+}
+
 Expected<LaunchDims> GpuKernel::launchDims(const Problem &p,
                                            GpuGrid grid) const {
   const GpuDevice &device = backend_.device();
-  int64_t maxGrid[3] = {device.maxGrid[0], device.maxGrid[1],
-                        device.maxGrid[2]};
-  if (device.maxGridThreadsX > 0 && meta_.blockThreads > 0)
-    maxGrid[0] =
-        std::min(maxGrid[0], device.maxGridThreadsX / meta_.blockThreads);
+  int64_t maxGrid[3] = {maxGridX(), device.maxGrid[1], device.maxGrid[2]};
   return gpuLaunchDims(meta_, p, maxGrid, grid);
+}
+
+Expected<LaunchDims> GpuKernel::flatLaunchDims(int64_t blocks,
+                                               const std::string &what) const {
+  const int64_t limit = maxGridX();
+  if (blocks > limit)
+    return Status::error(ErrorCode::InvalidArgument,
+                         what + " needs grid.x=" + std::to_string(blocks) +
+                             ", over the device's limit of " +
+                             std::to_string(limit));
+  LaunchDims d;
+  d.grid[0] = blocks;
+  d.block[0] = meta_.blockThreads;
+  d.sharedBytes = meta_.sharedBytes;
+  return d;
 }
 
 Status GpuKernel::launch(void *function, const std::string &name,
@@ -481,7 +508,6 @@ constexpr int64_t kGpuMergeLanesPerRow = 32;
 
 Status GpuKernel::launchMerge(const MergeProblem &p, const MergeArgs &args,
                               void *stream) {
-  const GpuDevice &device = backend_.device();
   const int64_t rowsPerBlock = meta_.blockThreads / kGpuMergeLanesPerRow;
   if (rowsPerBlock <= 0 || meta_.blockThreads % kGpuMergeLanesPerRow != 0)
     return Status::error(ErrorCode::BadBundle,
@@ -489,19 +515,11 @@ Status GpuKernel::launchMerge(const MergeProblem &p, const MergeArgs &args,
                          "the bundle has " +
                              std::to_string(meta_.blockThreads));
   const int64_t rows = p.lseElements();
-  LaunchDims d;
-  d.grid[0] = (rows + rowsPerBlock - 1) / rowsPerBlock;
-  d.block[0] = meta_.blockThreads;
-  d.sharedBytes = meta_.sharedBytes;
-  int64_t maxGrid = device.maxGrid[0];
-  if (device.maxGridThreadsX > 0)
-    maxGrid = std::min(maxGrid, device.maxGridThreadsX / meta_.blockThreads);
-  if (d.grid[0] > maxGrid)
-    return Status::error(ErrorCode::InvalidArgument,
-                         "merge of " + std::to_string(rows) +
-                             " rows needs grid.x=" + std::to_string(d.grid[0]) +
-                             ", over the device's limit of " +
-                             std::to_string(maxGrid));
+  Expected<LaunchDims> d =
+      flatLaunchDims((rows + rowsPerBlock - 1) / rowsPerBlock,
+                     "merge of " + std::to_string(rows) + " rows");
+  if (!d.ok())
+    return d.status();
   uint64_t values[kGpuMergeV1NumParams];
   const void *buffers[6] = {args.o1, args.lse1, args.o2,
                             args.lse2, args.o, args.lse};
@@ -518,7 +536,7 @@ Status GpuKernel::launchMerge(const MergeProblem &p, const MergeArgs &args,
   void *params[kGpuMergeV1NumParams];
   for (int i = 0; i < kGpuMergeV1NumParams; ++i)
     params[i] = &values[i];
-  return launch(functions_[0], meta_.kernel, d, params, stream);
+  return launch(functions_[0], meta_.kernel, *d, params, stream);
 }
 
 /// gpu-acc-v1 (Runtime.h): 11 parameters, 4 elements a thread.
@@ -527,22 +545,12 @@ constexpr int64_t kGpuAccPerThread = 4;
 
 Status GpuKernel::launchAccumulate(int64_t n, const AccumulateArgs &args,
                                    void *stream) {
-  const GpuDevice &device = backend_.device();
   const int64_t perBlock = meta_.blockThreads * kGpuAccPerThread;
-  LaunchDims d;
-  d.grid[0] = (n + perBlock - 1) / perBlock;
-  d.block[0] = meta_.blockThreads;
-  d.sharedBytes = meta_.sharedBytes;
-  int64_t maxGrid = device.maxGrid[0];
-  if (device.maxGridThreadsX > 0)
-    maxGrid = std::min(maxGrid, device.maxGridThreadsX / meta_.blockThreads);
-  if (d.grid[0] > maxGrid)
-    return Status::error(ErrorCode::InvalidArgument,
-                         "accumulate of " + std::to_string(n) +
-                             " elements needs grid.x=" +
-                             std::to_string(d.grid[0]) +
-                             ", over the device's limit of " +
-                             std::to_string(maxGrid));
+  Expected<LaunchDims> d =
+      flatLaunchDims((n + perBlock - 1) / perBlock,
+                     "accumulate of " + std::to_string(n) + " elements");
+  if (!d.ok())
+    return d.status();
   uint64_t values[kGpuAccV1NumParams];
   const void *buffers[2] = {args.x, args.acc};
   for (int i = 0; i < 2; ++i) {
@@ -557,7 +565,7 @@ Status GpuKernel::launchAccumulate(int64_t n, const AccumulateArgs &args,
   void *params[kGpuAccV1NumParams];
   for (int i = 0; i < kGpuAccV1NumParams; ++i)
     params[i] = &values[i];
-  return launch(functions_[0], meta_.kernel, d, params, stream);
+  return launch(functions_[0], meta_.kernel, *d, params, stream);
 }
 
 std::string dlMessage() {

@@ -28,8 +28,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/SymbolTable.h"
-
 #include <string>
 
 using namespace mlir;
@@ -126,36 +124,21 @@ LogicalResult mlir::fmha::lowerAccumulateToGpu(AccumulateOp op,
   if (!module)
     return op.emitOpError()
            << "the GPU lowering needs fmha.accumulate in a module";
-  MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
-  OpBuilder b(ctx);
-  gpu::GPUModuleOp gpuModule = getOrCreateKernelModule(module, loc);
+  OpBuilder b(op);
   auto xType = cast<MemRefType>(op.getX().getType());
   Type elt = xType.getElementType();
   auto flat = MemRefType::get({ShapedType::kDynamic}, elt);
   auto flatF32 = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
-  auto funcType = b.getFunctionType({flat, flatF32, b.getIndexType()}, {});
-  std::string name = kernelName.str();
-  if (name.empty()) {
-    auto parent = op->getParentOfType<FunctionOpInterface>();
-    name = (parent ? parent.getName().str() : std::string("accumulate")) +
-           "_kernel";
-  }
-  SymbolTable symbols(gpuModule);
-  b.setInsertionPointToEnd(gpuModule.getBody());
-  auto func = gpu::GPUFuncOp::create(b, loc, name, funcType);
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(kBlockThreads), 1, 1}));
-  symbols.insert(func); // Uniquifies the name.
-  OpBuilder kb(ctx);
+  gpu::GPUFuncOp func =
+      createKernelFunc(op, module, kernelName, "accumulate",
+                       {flat, flatF32, b.getIndexType()}, kBlockThreads);
   Block &entry = func.getBody().front();
-  kb.setInsertionPointToStart(&entry);
+  OpBuilder kb = OpBuilder::atBlockBegin(&entry);
   buildAccumulateBody(kb, loc, entry, elt);
   gpu::ReturnOp::create(kb, loc);
 
   // Host side: flat views and the launch.
-  b.setInsertionPoint(op);
   IndexMath im{b, loc};
   Value n = im.c(1);
   for (int64_t d = 0; d < xType.getRank(); ++d)

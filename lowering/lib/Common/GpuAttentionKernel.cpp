@@ -853,6 +853,29 @@ gpu::GPUModuleOp mlir::fmha::getOrCreateKernelModule(ModuleOp module,
   return gpu::GPUModuleOp::create(b, loc, kKernelModuleName);
 }
 
+gpu::GPUFuncOp mlir::fmha::createKernelFunc(Operation *op, ModuleOp module,
+                                            StringRef kernelName,
+                                            StringRef fallback,
+                                            TypeRange argTypes,
+                                            int64_t blockThreads) {
+  Location loc = op->getLoc();
+  gpu::GPUModuleOp gpuModule = getOrCreateKernelModule(module, loc);
+  std::string name = kernelName.str();
+  if (name.empty()) {
+    auto parent = op->getParentOfType<FunctionOpInterface>();
+    name = (parent ? parent.getName().str() : fallback.str()) + "_kernel";
+  }
+  SymbolTable symbols(gpuModule);
+  OpBuilder b = OpBuilder::atBlockEnd(gpuModule.getBody());
+  auto func =
+      gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(blockThreads), 1, 1}));
+  symbols.insert(func); // Uniquifies the name.
+  return func;
+}
+
 Value mlir::fmha::workgroupView(OpBuilder &b, Location loc, Value raw,
                                 int64_t byteOffset, ArrayRef<int64_t> shape,
                                 Type elementType) {

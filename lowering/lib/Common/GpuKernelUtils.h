@@ -72,6 +72,15 @@ struct FloatMath {
 /// a GPU container) on first use.
 gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module, Location loc);
 
+/// A kernel gpu.func taking `argTypes`, appended to the module's kernel
+/// module (getOrCreateKernelModule) for `op`: named `kernelName` or, when
+/// that is empty, `<function around op>_kernel` (`<fallback>_kernel` outside
+/// a function), made unique in the kernel module, with a known block size
+/// of (`blockThreads`, 1, 1). Its entry block is empty.
+gpu::GPUFuncOp createKernelFunc(Operation *op, ModuleOp module,
+                                StringRef kernelName, StringRef fallback,
+                                TypeRange argTypes, int64_t blockThreads);
+
 /// A rank-1 view of a contiguous memref (memref.collapse_shape), cast to
 /// memref<?xT> as the kernels take it.
 Value collapseToRank1(OpBuilder &b, Location loc, Value memref);

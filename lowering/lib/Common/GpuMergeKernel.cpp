@@ -36,8 +36,6 @@
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/SymbolTable.h"
-
 #include <string>
 
 using namespace mlir;
@@ -164,37 +162,23 @@ LogicalResult mlir::fmha::lowerMergeToGpu(MergeOp op, const GpuTarget &target,
   auto module = op->getParentOfType<ModuleOp>();
   if (!module)
     return op.emitOpError() << "the GPU lowering needs fmha.merge in a module";
-  MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
-  OpBuilder b(ctx);
-  gpu::GPUModuleOp gpuModule = getOrCreateKernelModule(module, loc);
+  OpBuilder b(op);
   auto oType = cast<MemRefType>(op.getO1().getType());
   Type elt = oType.getElementType();
   const int64_t dv = oType.getDimSize(3);
   auto flat = MemRefType::get({ShapedType::kDynamic}, elt);
   auto flatF32 = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
-  auto funcType = b.getFunctionType(
-      {flat, flatF32, flat, flatF32, flat, flatF32, b.getIndexType()}, {});
-  std::string name = kernelName.str();
-  if (name.empty()) {
-    auto parent = op->getParentOfType<FunctionOpInterface>();
-    name = (parent ? parent.getName().str() : std::string("merge")) + "_kernel";
-  }
-  SymbolTable symbols(gpuModule);
-  b.setInsertionPointToEnd(gpuModule.getBody());
-  auto func = gpu::GPUFuncOp::create(b, loc, name, funcType);
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(kBlockThreads), 1, 1}));
-  symbols.insert(func); // Uniquifies the name.
-  OpBuilder kb(ctx);
+  gpu::GPUFuncOp func = createKernelFunc(
+      op, module, kernelName, "merge",
+      {flat, flatF32, flat, flatF32, flat, flatF32, b.getIndexType()},
+      kBlockThreads);
   Block &entry = func.getBody().front();
-  kb.setInsertionPointToStart(&entry);
+  OpBuilder kb = OpBuilder::atBlockBegin(&entry);
   buildMergeBody(kb, loc, target, entry, elt, dv);
   gpu::ReturnOp::create(kb, loc);
 
   // Host side: flat views and the launch.
-  b.setInsertionPoint(op);
   IndexMath im{b, loc};
   Value rows = im.mul(im.mul(im.dim(op.getO1(), 0), im.dim(op.getO1(), 1)),
                       im.dim(op.getO1(), 2));
