@@ -45,7 +45,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mlir::fmha;
@@ -949,7 +948,6 @@ LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
   auto module = op->getParentOfType<ModuleOp>();
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
-  gpu::GPUModuleOp gpuModule = getOrCreateKernelModule(module, loc);
   OpBuilder b(ctx);
   Type elt = cfg.elementType;
   auto flat = MemRefType::get({ShapedType::kDynamic}, elt);
@@ -958,22 +956,15 @@ LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
   SmallVector<Type> params = {flat,    flat, flat, flat,    flat,    flatF32,
                               flat,    flat, flat, flatF32, flatF32, index,
                               index,   index};
-  auto funcType = b.getFunctionType(params, {});
   std::string base = kernelName.str();
   if (base.empty()) {
     auto parent = op->getParentOfType<FunctionOpInterface>();
     base = parent ? parent.getName().str() : std::string("attention_bwd");
   }
-  const int32_t threads =
-      static_cast<int32_t>(cfg.warps * target.getWarpSize());
-  SymbolTable symbols(gpuModule);
+  const int64_t threads = cfg.warps * target.getWarpSize();
   auto makeKernel = [&](StringRef suffix) {
-    b.setInsertionPointToEnd(gpuModule.getBody());
-    auto func = gpu::GPUFuncOp::create(b, loc, base + suffix.str(), funcType);
-    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
-    symbols.insert(func);
-    return func;
+    return createKernelFunc(op, module, base + suffix.str(), "", params,
+                            threads);
   };
   gpu::GPUFuncOp prep = makeKernel("_prep");
   gpu::GPUFuncOp dkdv = makeKernel("_dkdv");

@@ -757,7 +757,6 @@ struct FmhaLowerToGpuPass
     MLIRContext *ctx = module.getContext();
     Location loc = op.getLoc();
     OpBuilder b(ctx);
-    gpu::GPUModuleOp gpuModule = getOrCreateKernelModule(module, loc);
     auto qType = cast<MemRefType>(op.getQ().getType());
     auto kType = cast<MemRefType>(op.getK().getType());
     auto vType = cast<MemRefType>(op.getV().getType());
@@ -765,23 +764,13 @@ struct FmhaLowerToGpuPass
     auto flat = MemRefType::get({ShapedType::kDynamic}, elt);
     auto flatF32 = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
     Type index = b.getIndexType();
-    auto funcType = b.getFunctionType(
-        {flat, flat, flat, flat, flatF32, index, index, index}, {});
-    std::string name = kernelName.getValue();
-    if (name.empty()) {
-      auto parent = op->getParentOfType<FunctionOpInterface>();
-      name = (parent ? parent.getName().str() : std::string("attention")) +
-             "_kernel";
-    }
-    SymbolTable symbols(gpuModule);
-    b.setInsertionPointToEnd(gpuModule.getBody());
-    auto func = gpu::GPUFuncOp::create(b, loc, name, funcType);
-    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     int64_t rowBlocks = warpRows / gpuTarget.getMmaM();
     int64_t warps = blockM / warpRows;
     int32_t threads = static_cast<int32_t>(warps * gpuTarget.getWarpSize());
-    func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
-    symbols.insert(func); // Uniquifies the name.
+    SmallVector<Type> argTypes = {flat,    flat,  flat,  flat,
+                                  flatF32, index, index, index};
+    gpu::GPUFuncOp func = createKernelFunc(op, module, kernelName, "attention",
+                                           argTypes, threads);
 
     KernelConfig config;
     config.elementType = elt;
