@@ -42,7 +42,8 @@ namespace {
 /// The target-independent head of a GPU pipeline: the kernel, then cleanup.
 template <typename Options>
 void addGpuKernelPasses(OpPassManager &pm, StringRef target,
-                        const Options &options, int64_t mfma = 0) {
+                        const Options &options, int64_t mfma = 0,
+                        StringRef mma = "") {
   mlir::fmha::FmhaLowerToGpuPassOptions gpu;
   gpu.target = target.str();
   gpu.chip = options.chip;
@@ -52,6 +53,7 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
   gpu.qInShared = options.qInShared;
   gpu.kernelName = options.kernelName;
   gpu.mfma = mfma;
+  gpu.mma = mma.str();
   pm.addPass(mlir::fmha::createFmhaLowerToGpuPass(gpu));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -79,7 +81,7 @@ void addKernelLowering(OpPassManager &pm,
 
 void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
                                          const NVVMPipelineOptions &options) {
-  addGpuKernelPasses(pm, "nvvm", options);
+  addGpuKernelPasses(pm, "nvvm", options, /*mfma=*/0, options.mma);
   GpuNVVMAttachTargetOptions attach;
   attach.chip = options.chip;
   attach.features = "+ptx80";
@@ -90,6 +92,8 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
       [](OpPassManager &kernels) {
         kernels.addPass(createConvertNVGPUToNVVMPass());
         kernels.addPass(createConvertGpuOpsToNVVMOps());
+        // NVVM ops written as inline PTX (wgmma.mma_async).
+        kernels.addPass(createConvertNVVMToLLVMPass());
       },
       options.format);
 }

@@ -79,6 +79,13 @@ cl::opt<int64_t> mfma("mfma",
                                "default) or 32 (32x32x8; warp-rows default "
                                "32)"),
                       cl::init(0), cl::cat(category));
+cl::opt<std::string>
+    mma("mma",
+        cl::desc("cuda forward: the matrix instruction, empty (mma.sync "
+                 "m16n8k16) or wgmma (sm_90a warpgroup MMA: f16/bf16, "
+                 "D = Dv in {64, 128}; block-m 128, block-n 128, "
+                 "warp-rows 16 by default)"),
+        cl::init(""), cl::cat(category));
 cl::opt<bool> qInShared(
     "q-in-shared",
     cl::desc("GPU forward: keep the Q tile in workgroup memory and read its "
@@ -110,6 +117,15 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   if (!parsedType)
     return error("unknown --dtype '" + dtype + "' (expected f32, f16 or bf16)");
   meta.dtype = *parsedType;
+  if (!mma.empty()) {
+    if (mma != "wgmma")
+      return error("unknown --mma '" + mma + "' (expected wgmma)");
+    if (meta.target != rt::Target::Cuda || meta.chip != "sm_90a")
+      return error("--mma=wgmma needs --target=cuda --chip=sm_90a");
+    if (bwd || merge || accumulate)
+      return error("--mma=wgmma is forward only (not --bwd, --merge or "
+                   "--accumulate)");
+  }
   if (accumulate) {
     if (bwd || deterministic || merge)
       return error("--accumulate cannot be combined with --bwd, "
@@ -198,7 +214,20 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     meta.blockN = blockN;
     meta.kernel = bwd ? kBwdKernelName : kKernelName;
     meta.binaryFormat = rt::BinaryFormat::ElfSo;
-    if (meta.target == rt::Target::Cuda && !bwd) {
+    if (!mma.empty()) {
+      // Two warpgroups of 64 rows, 128-key tiles (docs/PERFORMANCE.md, v7).
+      if (meta.d != meta.dv || (meta.d != 64 && meta.d != 128))
+        return error("--mma=wgmma supports d = dv in {64, 128}, got d=" +
+                     llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
+      if (!blockM.getNumOccurrences())
+        blockM = 128;
+      if (!warpRows.getNumOccurrences())
+        warpRows = 16;
+      if (!blockN.getNumOccurrences())
+        blockN = 128;
+      meta.blockM = blockM;
+      meta.blockN = blockN;
+    } else if (meta.target == rt::Target::Cuda && !bwd) {
       // Tile defaults measured on the H200 (docs/PERFORMANCE.md, v4): four
       // warps of 32 rows, 64-key tiles at D <= 64, 32-key tiles at D = 128.
       if (!blockM.getNumOccurrences() && !warpRows.getNumOccurrences()) {

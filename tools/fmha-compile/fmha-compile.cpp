@@ -282,6 +282,7 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
     options.blockN = meta.blockN;
     options.warpRows = warpRows;
     options.qInShared = qInShared;
+    options.mma = mma;
     options.kernelName = meta.kernel;
     std::string toolkit = findCudaToolkit();
     if (emit == "llvm")

@@ -60,6 +60,34 @@ Value GpuTarget::emitLog2(OpBuilder &b, Location loc, Value x) const {
   return math::Log2Op::create(b, loc, x);
 }
 
+std::string GpuTarget::checkWarpgroupMma(StringRef chip) const {
+  return "mma=wgmma is not available on the " + getName().str() +
+         " target (no warpgroup matrix instruction)";
+}
+
+Value GpuTarget::emitWarpgroupDescriptor(OpBuilder &, Location, Value, int64_t,
+                                         int64_t) const {
+  llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
+}
+
+SmallVector<Value> GpuTarget::emitWarpgroupMma(OpBuilder &, Location, Type,
+                                               int64_t, Value, Value, bool,
+                                               ArrayRef<Value>) const {
+  llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
+}
+
+void GpuTarget::emitWarpgroupFence(OpBuilder &, Location) const {
+  llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
+}
+
+void GpuTarget::emitWarpgroupWait(OpBuilder &, Location, int64_t) const {
+  llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
+}
+
+void GpuTarget::emitWarpgroupOperandFence(OpBuilder &, Location) const {
+  llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
+}
+
 SmallVector<Value> GpuTarget::emitLoadAFragment(OpBuilder &b, Location loc,
                                                 Value tile, Value lane,
                                                 Value row0, Value col0) const {
@@ -87,6 +115,30 @@ std::string GpuTarget::configure(StringRef chip, int64_t matrixSize) {
 
 namespace {
 
+/// Rows of a warpgroup product (wgmma: m64nNk16 over four warps).
+constexpr int64_t kWarpgroupRows = 64;
+constexpr int64_t kWarpgroupWarps = 4;
+
+/// The workgroup memory of the `mma=wgmma` kernel, in bytes, every operand
+/// stored as 128-byte core matrices ([cols / 8][rows][8], emitCopyRows with
+/// coreMatrices): the K stages, the V stages, each warpgroup's P rows
+/// [block-n / 8][64][8], the Q tile. Each part starts at a multiple of 1024.
+struct WarpgroupLayout {
+  int64_t kStage, vStage, kOffset, vOffset, pOffset, pBytes, qOffset, total;
+
+  WarpgroupLayout(int64_t stages, int64_t blockM, int64_t blockN, int64_t d,
+                  int64_t dv) {
+    kStage = blockN * d * 2;
+    vStage = blockN * dv * 2;
+    kOffset = 0;
+    vOffset = stages * kStage;
+    pOffset = vOffset + stages * vStage;
+    pBytes = kWarpgroupRows * blockN * 2;
+    qOffset = pOffset + blockM / kWarpgroupRows * pBytes;
+    total = qOffset + blockM * d * 2;
+  }
+};
+
 /// Bytes of the K and V buffers (all stages) of 16-bit elements.
 int64_t sharedBytesFor(int64_t stages, int64_t blockN, int64_t d, int64_t dv) {
   return stages * blockN * ((d + kRowPad) + (dv ? dv + kRowPad : 0)) * 2;
@@ -94,10 +146,13 @@ int64_t sharedBytesFor(int64_t stages, int64_t blockN, int64_t d, int64_t dv) {
 
 /// All the kernel's workgroup memory: the K/V stages; on targets whose C
 /// fragments are not A fragments, each warp's rows of P; with `qInShared`,
-/// the Q tile.
+/// the Q tile. With `wgmma`, the WarpgroupLayout.
 int64_t kernelSharedBytes(const GpuTarget &target, int64_t blockM,
-                          int64_t blockN, int64_t d, int64_t dv,
-                          bool qInShared) {
+                          int64_t blockN, int64_t d, int64_t dv, bool qInShared,
+                          bool wgmma = false) {
+  if (wgmma)
+    return WarpgroupLayout(target.getNumCopyStages(), blockM, blockN, d, dv)
+        .total;
   int64_t bytes = sharedBytesFor(target.getNumCopyStages(), blockN, d, dv);
   if (!target.getAFromC(0))
     bytes += blockM * (blockN + kRowPad) * 2; // warps * mmaM rows
@@ -120,6 +175,10 @@ struct KernelConfig {
   /// Q stays in workgroup memory and its fragments are read per kv tile
   /// (frees the registers Q fragments would hold, for wider kv tiles).
   bool qInShared = false;
+  /// Warpgroup products (GpuTarget::emitWarpgroupMma): Q, K, V and P are
+  /// read from workgroup memory in core-matrix layout; warp w holds rows
+  /// [16 w, 16 w + 16) of S and O in C fragments as with the warp MMA.
+  bool wgmma = false;
 };
 
 /// Builds the body of the flash-attention kernel.
@@ -144,8 +203,16 @@ private:
 
   SmallVector<Value> flatten(const State &s) const;
   State unflatten(ValueRange values) const;
-  State visitTile(OpBuilder &ob, Value kt, Value kTile, Value vTile,
-                  const State &in);
+  State visitTile(OpBuilder &ob, Value kt, Value buf, const State &in);
+  /// S = Q K^T of tile buffer `buf` by warpgroup products: s[0][j][e].
+  SmallVector<SmallVector<Value>> warpgroupScores(OpBuilder &ob, Value buf);
+  /// O += P V by warpgroup products, P from registers through this
+  /// warpgroup's rows of workgroup memory.
+  void warpgroupPV(OpBuilder &ob, Value buf,
+                   const SmallVector<SmallVector<Value>> &p, RowState &rows);
+  /// The i64 workgroup-memory address `offset` + `dynamicOffset` bytes past
+  /// the start of the kernel's workgroup memory.
+  Value sharedAddress(OpBuilder &ob, int64_t offset, Value dynamicOffset);
   Value issueTile(OpBuilder &ob, Value kt, Value buf);
   Value loadPair(OpBuilder &ob, Value memref, Value index, int64_t count);
 
@@ -162,6 +229,9 @@ private:
   Value kBuffers, vBuffers;
   SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [R][D / K][regs]
   Value qStage, qTile; // The workgroup's Q rows (qInShared).
+  // wgmma: the i64 address of the workgroup memory, the warpgroup of this
+  // warp and its P rows ([warpgroups][block-n / 8][64][8]).
+  Value sharedBase, warpGroup, pStages;
   SmallVector<FragmentCoord> cCoords, aCoords;
   Value pTile; // This warp's rows of P in workgroup memory (when needed).
 };
@@ -182,9 +252,9 @@ Value KernelBuilder::issueTile(OpBuilder &ob, Value kt, Value buf) {
   const int64_t threads = cfg.warps * target.getWarpSize();
   Value skLast = im.sub(sk, im.c(1));
   emitCopyRows(ob, loc, target, kMem, kBase, cfg.d, cfg.blockN, c0, skLast,
-               kBuffers, buf, tid, threads, tokens);
+               kBuffers, buf, tid, threads, tokens, cfg.wgmma);
   emitCopyRows(ob, loc, target, vMem, vBase, cfg.dv, cfg.blockN, c0, skLast,
-               vBuffers, buf, tid, threads, tokens);
+               vBuffers, buf, tid, threads, tokens, cfg.wgmma);
   llvm::erase(tokens, Value()); // Targets without asynchronous copies.
   return target.emitAsyncCommit(ob, loc, tokens);
 }
@@ -221,9 +291,107 @@ KernelBuilder::State KernelBuilder::unflatten(ValueRange values) const {
   return s;
 }
 
+Value KernelBuilder::sharedAddress(OpBuilder &ob, int64_t offset,
+                                   Value dynamicOffset) {
+  Type i64 = ob.getI64Type();
+  Value address = arith::AddIOp::create(
+      ob, loc, sharedBase, arith::ConstantIntOp::create(ob, loc, i64, offset));
+  if (dynamicOffset)
+    address = arith::AddIOp::create(
+        ob, loc, address,
+        arith::IndexCastOp::create(ob, loc, i64, dynamicOffset));
+  return address;
+}
+
+SmallVector<SmallVector<Value>> KernelBuilder::warpgroupScores(OpBuilder &ob,
+                                                               Value buf) {
+  IndexMath im{ob, loc};
+  WarpgroupLayout layout(target.getNumCopyStages(), cfg.blockM, cfg.blockN,
+                         cfg.d, cfg.dv);
+  const int64_t mmaK = target.getMmaK(), numC = target.getNumCElements();
+  // Q: [D / 8][block-m][8], this warpgroup's 64 rows 8 core matrices in;
+  // K: [D / 8][block-n][8]. A k-step spans two core matrices along D.
+  Value qRows = im.mul(warpGroup, im.c(kWarpgroupRows * 16));
+  Value kStage = im.mul(buf, im.c(layout.kStage));
+  const int64_t qLeading = cfg.blockM * 16, kLeading = cfg.blockN * 16;
+  target.emitWarpgroupFence(ob, loc);
+  SmallVector<Value> acc;
+  for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk) {
+    Value descQ = target.emitWarpgroupDescriptor(
+        ob, loc, sharedAddress(ob, layout.qOffset + kk * 2 * qLeading, qRows),
+        qLeading, 128);
+    Value descK = target.emitWarpgroupDescriptor(
+        ob, loc, sharedAddress(ob, layout.kOffset + kk * 2 * kLeading, kStage),
+        kLeading, 128);
+    acc = target.emitWarpgroupMma(ob, loc, cfg.elementType, cfg.blockN, descQ,
+                                  descK, /*bNMajor=*/false, acc);
+  }
+  target.emitWarpgroupWait(ob, loc, 0);
+  SmallVector<SmallVector<Value>> s;
+  for (int64_t j = 0; j < cfg.blockN / target.getMmaN(); ++j)
+    s.emplace_back(acc.begin() + j * numC, acc.begin() + (j + 1) * numC);
+  return s;
+}
+
+void KernelBuilder::warpgroupPV(OpBuilder &ob, Value buf,
+                                const SmallVector<SmallVector<Value>> &p,
+                                RowState &rows) {
+  IndexMath im{ob, loc};
+  WarpgroupLayout layout(target.getNumCopyStages(), cfg.blockM, cfg.blockN,
+                         cfg.d, cfg.dv);
+  const int64_t mmaK = target.getMmaK(), numC = target.getNumCElements();
+  // P to this warpgroup's rows, element pairs (adjacent keys) at once.
+  auto pairType = VectorType::get({2}, cfg.elementType);
+  Value localRow0 = im.mul(
+      im.rem(im.div(tid, im.c(target.getWarpSize())), im.c(kWarpgroupWarps)),
+      im.c(target.getMmaM()));
+  for (int64_t j = 0; j < static_cast<int64_t>(p.size()); ++j)
+    for (int64_t e = 0; e < numC; e += 2) {
+      assert(target.pairsAreAdjacent() && "C pairs must be adjacent keys");
+      SmallVector<Value> pair;
+      for (int64_t h = 0; h < 2; ++h)
+        pair.push_back(
+            arith::TruncFOp::create(ob, loc, cfg.elementType, p[j][e + h]));
+      vector::StoreOp::create(
+          ob, loc, vector::FromElementsOp::create(ob, loc, pairType, pair),
+          pStages,
+          ValueRange{warpGroup, im.c(j), im.add(localRow0, cCoords[e].row),
+                     cCoords[e].col});
+    }
+  target.emitWarpgroupOperandFence(ob, loc);
+  target.emitBarrier(ob, loc);
+  // P: [block-n / 8][64][8] (A, K-major); V: [Dv / 8][block-n][8] (B,
+  // N-major: a core matrix is 8 keys x 8 value columns). A k-step spans two
+  // core matrices along the keys.
+  Value pRows = im.mul(warpGroup, im.c(layout.pBytes));
+  Value vStage = im.mul(buf, im.c(layout.vStage));
+  const int64_t pLeading = kWarpgroupRows * 16, vStride = cfg.blockN * 16;
+  SmallVector<Value> acc;
+  for (const SmallVector<Value> &tile : rows.acc)
+    acc.append(tile.begin(), tile.end());
+  target.emitWarpgroupFence(ob, loc);
+  for (int64_t kk = 0; kk < cfg.blockN / mmaK; ++kk) {
+    Value descP = target.emitWarpgroupDescriptor(
+        ob, loc, sharedAddress(ob, layout.pOffset + kk * 2 * pLeading, pRows),
+        pLeading, 128);
+    Value descV = target.emitWarpgroupDescriptor(
+        ob, loc, sharedAddress(ob, layout.vOffset + kk * 2 * 128, vStage), 128,
+        vStride);
+    acc = target.emitWarpgroupMma(ob, loc, cfg.elementType, cfg.dv, descP,
+                                  descV, /*bNMajor=*/true, acc);
+  }
+  target.emitWarpgroupWait(ob, loc, 0);
+  for (auto [jv, tile] : llvm::enumerate(rows.acc))
+    tile.assign(acc.begin() + jv * numC, acc.begin() + (jv + 1) * numC);
+}
+
 KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
-                                              Value kTile, Value vTile,
-                                              const State &in) {
+                                              Value buf, const State &in) {
+  Value kTile, vTile;
+  if (!cfg.wgmma) {
+    kTile = selectBuffer(ob, loc, kBuffers, buf);
+    vTile = selectBuffer(ob, loc, vBuffers, buf);
+  }
   IndexMath im{ob, loc};
   FloatMath fm{ob, loc, target};
   const int64_t mmaM = target.getMmaM(), mmaN = target.getMmaN(),
@@ -239,14 +407,16 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
   // workgroup memory feeds every row block of the warp.
   // s[rb][j][e]: row block rb, key tile j, C element e.
   SmallVector<SmallVector<SmallVector<Value>>> s(rowBlocks);
-  if (cfg.qInShared) {
+  if (cfg.wgmma) {
+    s[0] = warpgroupScores(ob, buf);
+  } else if (cfg.qInShared) {
     // Q fragments from workgroup memory, two k-steps at a time, each feeding
     // every key tile.
     SmallVector<SmallVector<SmallVector<Value>>> acc(
         rowBlocks, SmallVector<SmallVector<Value>>(
                        keyTiles, SmallVector<Value>(numC, fm.c(0.0))));
-    Value localRow0 = im.mul(im.div(tid, im.c(target.getWarpSize())),
-                             im.c(mmaM * rowBlocks));
+    Value localRow0 =
+        im.mul(im.div(tid, im.c(target.getWarpSize())), im.c(mmaM * rowBlocks));
     for (int64_t kk = 0; kk < cfg.d / mmaK; kk += 2) {
       SmallVector<SmallVector<SmallVector<Value>>> qa(rowBlocks);
       for (int64_t rb = 0; rb < rowBlocks; ++rb)
@@ -265,7 +435,7 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
     }
     s = acc;
   }
-  for (int64_t j = 0; j < keyTiles && !cfg.qInShared; ++j) {
+  for (int64_t j = 0; j < keyTiles && !cfg.qInShared && !cfg.wgmma; ++j) {
     SmallVector<SmallVector<Value>> acc(rowBlocks,
                                         SmallVector<Value>(numC, fm.c(0.0)));
     for (int64_t kk = 0; kk < cfg.d / mmaK; kk += 2) {
@@ -386,6 +556,10 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
   // O += P V. Where the target's C fragments are A fragments in the same
   // lane, P goes straight from the S registers; otherwise each warp writes
   // its rows of P to workgroup memory and reads them back as A fragments.
+  if (cfg.wgmma) {
+    warpgroupPV(ob, buf, s[0], out.rows[0]);
+    return out;
+  }
   const int64_t tilesPerK = mmaK / mmaN;
   auto pairType = VectorType::get({2}, cfg.elementType);
   const bool pInRegisters = target.getAFromC(0).has_value();
@@ -466,17 +640,37 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
                                  MemRefLayoutAttrInterface(), workgroup);
     Value raw = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
     const int64_t stages = target.getNumCopyStages();
+    if (cfg.wgmma) {
+      // Every operand in core matrices (WarpgroupLayout).
+      WarpgroupLayout layout(stages, cfg.blockM, cfg.blockN, cfg.d, cfg.dv);
+      auto coreMatrices = [&](int64_t offset, int64_t count, int64_t rows,
+                              int64_t cols) {
+        return workgroupView(b, loc, raw, offset, {count, cols / 8, rows, 8},
+                             cfg.elementType);
+      };
+      kBuffers = coreMatrices(layout.kOffset, stages, cfg.blockN, cfg.d);
+      vBuffers = coreMatrices(layout.vOffset, stages, cfg.blockN, cfg.dv);
+      pStages = coreMatrices(layout.pOffset, cfg.blockM / kWarpgroupRows,
+                             kWarpgroupRows, cfg.blockN);
+      qStage = coreMatrices(layout.qOffset, 1, cfg.blockM, cfg.d);
+      warpGroup = im.div(warp, im.c(kWarpgroupWarps));
+      sharedBase = arith::IndexCastOp::create(
+          b, loc, b.getI64Type(),
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, raw));
+    }
     auto kType =
         MemRefType::get({stages, cfg.blockN, cfg.d + kRowPad}, cfg.elementType,
                         MemRefLayoutAttrInterface(), workgroup);
     auto vType =
         MemRefType::get({stages, cfg.blockN, cfg.dv + kRowPad}, cfg.elementType,
                         MemRefLayoutAttrInterface(), workgroup);
-    kBuffers =
-        memref::ViewOp::create(b, loc, kType, raw, im.c(0), ValueRange{});
-    vBuffers = memref::ViewOp::create(
-        b, loc, vType, raw, im.c(sharedBytesFor(stages, cfg.blockN, cfg.d, 0)),
-        ValueRange{});
+    if (!cfg.wgmma) {
+      kBuffers =
+          memref::ViewOp::create(b, loc, kType, raw, im.c(0), ValueRange{});
+      vBuffers = memref::ViewOp::create(
+          b, loc, vType, raw,
+          im.c(sharedBytesFor(stages, cfg.blockN, cfg.d, 0)), ValueRange{});
+    }
     if (!target.getAFromC(0)) {
       auto pType = MemRefType::get(
           {cfg.warps, rowBlocks * mmaM, cfg.blockN + kRowPad}, cfg.elementType,
@@ -487,7 +681,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
           ValueRange{});
       pTile = selectBuffer(b, loc, pBuffers, warp);
     }
-    if (cfg.qInShared) {
+    if (cfg.qInShared && !cfg.wgmma) {
       int64_t offset = kernelSharedBytes(target, cfg.blockM, cfg.blockN, cfg.d,
                                          cfg.dv, /*qInShared=*/false);
       qStage = workgroupView(b, loc, raw, offset,
@@ -526,17 +720,19 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   // workgroup memory). Rows past Sq are clamped (their results are never
   // stored).
   Value sqLast = im.sub(sq, im.c(1));
-  if (cfg.qInShared) {
+  if (cfg.qInShared || cfg.wgmma) {
     SmallVector<Value> tokens;
     const int64_t threads = cfg.warps * target.getWarpSize();
     emitCopyRows(b, loc, target, qMem, im.mul(im.mul(qHead, sq), im.c(cfg.d)),
                  cfg.d, cfg.blockM, r0, sqLast, qStage, im.c(0), tid, threads,
-                 tokens);
+                 tokens, cfg.wgmma);
     llvm::erase(tokens, Value());
     target.emitAsyncWait(b, loc, target.emitAsyncCommit(b, loc, tokens), 0);
+    if (cfg.wgmma)
+      target.emitWarpgroupOperandFence(b, loc);
     target.emitBarrier(b, loc);
   }
-  for (int64_t rb = 0; rb < rowBlocks && !cfg.qInShared; ++rb) {
+  for (int64_t rb = 0; rb < rowBlocks && !cfg.qInShared && !cfg.wgmma; ++rb) {
     SmallVector<SmallVector<Value>> blockFrags;
     for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk) {
       SmallVector<Value> frag;
@@ -578,9 +774,12 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
           return issueTile(ob, kt, buf);
         },
         [&](OpBuilder &ob, Value kt, Value buf, ValueRange args) {
-          return flatten(visitTile(ob, kt, selectBuffer(ob, loc, kBuffers, buf),
-                                   selectBuffer(ob, loc, vBuffers, buf),
-                                   unflatten(args)));
+          return flatten(visitTile(ob, kt, buf, unflatten(args)));
+        },
+        [&](OpBuilder &ob) {
+          // The copies become visible to the warpgroup products.
+          if (cfg.wgmma)
+            target.emitWarpgroupOperandFence(ob, loc);
         });
     loop->setAttr("fmha.kv_loop", b.getStringAttr(name));
     return unflatten(loop.getResults());
@@ -644,10 +843,30 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
 /// Checks what the kernel supports; returns a message naming what is not.
 std::string checkSupported(AttentionOp op, const GpuTarget &target,
                            StringRef chip, int64_t blockM, int64_t blockN,
-                           int64_t warpRows, bool qInShared) {
+                           int64_t warpRows, bool qInShared, bool wgmma) {
   auto qType = cast<ShapedType>(op.getQ().getType());
   auto vType = cast<ShapedType>(op.getV().getType());
   Type elt = qType.getElementType();
+  if (wgmma) {
+    std::string error = target.checkWarpgroupMma(chip);
+    if (!error.empty())
+      return error;
+    int64_t d = qType.getDimSize(3), dv = vType.getDimSize(3);
+    if (d != dv || (d != 64 && d != 128))
+      return "mma=wgmma supports head dims D = Dv in {64, 128}, got D=" +
+             std::to_string(d) + ", Dv=" + std::to_string(dv);
+    if (blockM != 64 && blockM != 128)
+      return "mma=wgmma needs block-m 64 or 128 (one or two warpgroups of 64 "
+             "rows), got " +
+             std::to_string(blockM);
+    if (warpRows != target.getMmaM())
+      return "mma=wgmma needs warp-rows=" + std::to_string(target.getMmaM()) +
+             " (each warp holds 16 rows of its warpgroup), got " +
+             std::to_string(warpRows);
+    if (blockN % 16 != 0 || blockN < 16 || blockN > 256)
+      return "mma=wgmma needs block-n a multiple of 16 from 16 to 256, got " +
+             std::to_string(blockN);
+  }
   if (!elt.isF16() && !elt.isBF16())
     return "the " + target.getName().str() +
            " kernel needs f16 or bf16 inputs, got " + [&] {
@@ -686,7 +905,7 @@ std::string checkSupported(AttentionOp op, const GpuTarget &target,
            std::to_string(warpRows) + " (warp-rows) with at most " +
            std::to_string(1024 / target.getWarpSize()) + " warps";
   const int64_t sharedBytes =
-      kernelSharedBytes(target, blockM, blockN, d, dv, qInShared);
+      kernelSharedBytes(target, blockM, blockN, d, dv, qInShared, wgmma);
   const int64_t maxShared = target.getMaxSharedBytes(chip);
   if (sharedBytes > maxShared)
     return "block-m=" + std::to_string(blockM) +
@@ -723,6 +942,12 @@ struct FmhaLowerToGpuPass
       module.emitError() << chipError;
       return signalPassFailure();
     }
+    if (!mma.empty() && mma != "wgmma") {
+      module.emitError() << "unknown mma '" << mma
+                         << "' (expected wgmma, or empty for the target's "
+                            "warp-level matrix instruction)";
+      return signalPassFailure();
+    }
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<AttentionOp, AttentionBwdOp, MergeOp, AccumulateOp>(op))
@@ -732,7 +957,12 @@ struct FmhaLowerToGpuPass
       LogicalResult result =
           TypeSwitch<Operation *, LogicalResult>(op)
               .Case([&](AttentionOp a) { return lower(a, *gpuTarget); })
-              .Case([&](AttentionBwdOp a) {
+              .Case([&](AttentionBwdOp a) -> LogicalResult {
+                if (!mma.empty())
+                  return a.emitOpError()
+                         << "mma=" << mma
+                         << " covers fmha.attention only (the backward "
+                            "kernel uses the warp-level matrix instruction)";
                 return lowerAttentionBwdToGpu(a, *gpuTarget, chip, kernelName,
                                               blockM, blockN, warpRows);
               })
@@ -748,9 +978,8 @@ struct FmhaLowerToGpuPass
   }
 
   LogicalResult lower(AttentionOp op, const GpuTarget &gpuTarget) {
-    std::string error =
-        checkSupported(op, gpuTarget, chip, blockM, blockN, warpRows,
-                       qInShared);
+    std::string error = checkSupported(op, gpuTarget, chip, blockM, blockN,
+                                       warpRows, qInShared, mma == "wgmma");
     if (!error.empty())
       return op.emitOpError() << error;
     ModuleOp module = getOperation();
@@ -787,6 +1016,7 @@ struct FmhaLowerToGpuPass
     if (std::optional<APFloat> cap = op.getSoftcap())
       config.softcap = cap->convertToDouble();
     config.qInShared = qInShared;
+    config.wgmma = mma == "wgmma";
     OpBuilder kb(ctx);
     KernelBuilder(kb, loc, gpuTarget, config).build(func);
     kb.setInsertionPointToEnd(&func.getBody().front());
@@ -818,7 +1048,7 @@ struct FmhaLowerToGpuPass
     Value shared = arith::ConstantIntOp::create(
         b, loc, b.getI32Type(),
         kernelSharedBytes(gpuTarget, blockM, blockN, qType.getDimSize(3),
-                          vType.getDimSize(3), qInShared));
+                          vType.getDimSize(3), qInShared, mma == "wgmma"));
     gpu::LaunchFuncOp::create(b, loc, func, grid, block, shared,
                               ValueRange{flatten(op.getQ()), flatten(op.getK()),
                                          flatten(op.getV()), flatten(op.getO()),
@@ -896,7 +1126,8 @@ void mlir::fmha::emitCopyRows(OpBuilder &b, Location loc,
                               int64_t width, int64_t rows, Value row0,
                               Value rowLast, Value buffers, Value buf,
                               Value tid, int64_t threads,
-                              SmallVectorImpl<Value> &tokens) {
+                              SmallVectorImpl<Value> &tokens,
+                              bool coreMatrices) {
   IndexMath im{b, loc};
   const int64_t chunk = 8; // 16 bytes of 16-bit elements
   const int64_t chunksPerRow = width / chunk;
@@ -905,12 +1136,27 @@ void mlir::fmha::emitCopyRows(OpBuilder &b, Location loc,
     // Threads past the end copy a chunk again (same data, same place), so no
     // thread needs a guard.
     Value c = im.rem(im.add(tid, im.c(first)), im.c(total));
-    Value row = im.div(c, im.c(chunksPerRow));
-    Value col = im.mul(im.rem(c, im.c(chunksPerRow)), im.c(chunk));
+    Value row, chunkCol;
+    if (coreMatrices) {
+      // Eight threads in a row copy the eight rows of one core matrix (128
+      // contiguous bytes: no bank conflict), the next eight the next column
+      // chunk of those rows.
+      Value group = im.div(c, im.c(8 * chunksPerRow));
+      Value inGroup = im.rem(c, im.c(8 * chunksPerRow));
+      row = im.add(im.mul(group, im.c(8)), im.rem(inGroup, im.c(8)));
+      chunkCol = im.div(inGroup, im.c(8));
+    } else {
+      row = im.div(c, im.c(chunksPerRow));
+      chunkCol = im.rem(c, im.c(chunksPerRow));
+    }
+    Value col = im.mul(chunkCol, im.c(chunk));
     Value src = im.min(im.add(row0, row), rowLast);
     Value idx = im.add(im.add(base, im.mul(src, im.c(width))), col);
-    tokens.push_back(target.emitAsyncCopy16(
-        b, loc, global, ValueRange{idx}, buffers, ValueRange{buf, row, col}));
+    SmallVector<Value> dst = {buf, row, col};
+    if (coreMatrices)
+      dst = {buf, chunkCol, row, im.c(0)};
+    tokens.push_back(
+        target.emitAsyncCopy16(b, loc, global, ValueRange{idx}, buffers, dst));
   }
 }
 
@@ -918,7 +1164,8 @@ scf::ForOp mlir::fmha::emitPipelinedTileLoop(
     OpBuilder &b, Location loc, const GpuTarget &target, Value lb, Value ub,
     ValueRange init, function_ref<Value(OpBuilder &, Value, Value)> issue,
     function_ref<SmallVector<Value>(OpBuilder &, Value, Value, ValueRange)>
-        body) {
+        body,
+    function_ref<void(OpBuilder &)> afterWait) {
   // With two stages, a software pipeline over workgroup memory: while tile t
   // is computed from one buffer, the copies of tile t + 1 fill the other.
   // The copies clamp their rows, so the prefetch past the loop's end reads
@@ -940,6 +1187,8 @@ scf::ForOp mlir::fmha::emitPipelinedTileLoop(
         } else {
           target.emitAsyncWait(ob, loc, issue(ob, t, buf), 0);
         }
+        if (afterWait)
+          afterWait(ob);
         target.emitBarrier(ob, loc); // Tile t is visible to all warps.
         SmallVector<Value> next = body(ob, t, buf, args);
         target.emitBarrier(ob, loc); // Its buffer may be refilled.
@@ -960,8 +1209,7 @@ Value mlir::fmha::collapseToRank1(OpBuilder &b, Location loc, Value memref) {
     all[0].push_back(i);
   Value flat = memref::CollapseShapeOp::create(b, loc, memref, all);
   // Kernels take memref<?xT> whatever the static sizes.
-  auto dynamic =
-      MemRefType::get({ShapedType::kDynamic}, type.getElementType());
+  auto dynamic = MemRefType::get({ShapedType::kDynamic}, type.getElementType());
   if (cast<MemRefType>(flat.getType()) == dynamic)
     return flat;
   return memref::CastOp::create(b, loc, dynamic, flat);

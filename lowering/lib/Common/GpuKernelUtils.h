@@ -97,11 +97,15 @@ Value selectBuffer(OpBuilder &b, Location loc, Value buffers, Value buf);
 /// 1 of the global rank-1 memref `global` starting at element `base` (rows
 /// past `rowLast` read row `rowLast` again), into buffer `buf` of `buffers`
 /// ([stages][rows][width + pad]), 16 bytes per copy, spread over the
-/// `threads` threads (`tid`). Appends the target's async-copy tokens.
+/// `threads` threads (`tid`). Appends the target's async-copy tokens. With
+/// `coreMatrices` the buffers are [stages][width / 8][rows][8] instead: the
+/// 16-byte chunks of a column chunk lie row after row, so that every 8 rows
+/// x 16 bytes form one 128-byte core matrix (rows a multiple of 8).
 void emitCopyRows(OpBuilder &b, Location loc, const GpuTarget &target,
                   Value global, Value base, int64_t width, int64_t rows,
                   Value row0, Value rowLast, Value buffers, Value buf,
-                  Value tid, int64_t threads, SmallVectorImpl<Value> &tokens);
+                  Value tid, int64_t threads, SmallVectorImpl<Value> &tokens,
+                  bool coreMatrices = false);
 
 /// A software-pipelined loop over tiles [lb, ub) carrying `init`: with two
 /// copy stages the copies of tile t + 1 (into buffer 1 - buf) are issued
@@ -109,12 +113,14 @@ void emitCopyRows(OpBuilder &b, Location loc, const GpuTarget &target,
 /// each tile's copies complete before its math. `issue(b, t, buf)` issues the
 /// copies of tile t (t may be ub: clamp) and returns their group token;
 /// `body(b, t, buf, args)` computes tile t and returns the new values. Both
-/// barriers (tile visible; buffer free) are emitted here.
+/// barriers (tile visible; buffer free) are emitted here; `afterWait`, when
+/// given, runs between a tile's copy wait and its barrier.
 scf::ForOp emitPipelinedTileLoop(
     OpBuilder &b, Location loc, const GpuTarget &target, Value lb, Value ub,
     ValueRange init, function_ref<Value(OpBuilder &, Value, Value)> issue,
     function_ref<SmallVector<Value>(OpBuilder &, Value, Value, ValueRange)>
-        body);
+        body,
+    function_ref<void(OpBuilder &)> afterWait = nullptr);
 
 /// Lowers one fmha.attention_bwd on memrefs to its kernels and launches
 /// (GpuAttentionBwdKernel.cpp); emits the diagnostic on failure.

@@ -15,6 +15,7 @@
 #include "fmha/Conversion/GpuTarget.h"
 #include "fmha/Transforms/MaskUtils.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -153,6 +154,77 @@ public:
     Value col = im.add(col0, im.mul(im.div(m, im.c(2)), im.c(8)));
     SmallVector<Value> r = ldmatrixX4(b, loc, tile, row, col, true);
     return {{r[0], r[1]}, {r[2], r[3]}};
+  }
+
+  // wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16} (sm_90a), both
+  // operands from workgroup memory (PTX ISA "Asynchronous Warpgroup Level
+  // Matrix Multiply-Accumulate"). Matrix descriptor: bits 0-13 address >> 4,
+  // 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63
+  // swizzle mode (0: none, core matrices of 8 x 16 bytes).
+  std::string checkWarpgroupMma(StringRef chip) const override {
+    if (chip != "sm_90a")
+      return "mma=wgmma needs chip sm_90a (wgmma.mma_async), got '" +
+             chip.str() + "'";
+    return {};
+  }
+  Value emitWarpgroupDescriptor(OpBuilder &b, Location loc, Value address,
+                                int64_t leadingBytes,
+                                int64_t strideBytes) const override {
+    Type i64 = b.getI64Type();
+    auto c = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, loc, i64, v).getResult();
+    };
+    Value start = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, address, c(4)), c(0x3fff));
+    int64_t fields = ((leadingBytes >> 4) & 0x3fff) << 16 |
+                     ((strideBytes >> 4) & 0x3fff) << 32;
+    return arith::OrIOp::create(b, loc, start, c(fields));
+  }
+  SmallVector<Value> emitWarpgroupMma(OpBuilder &b, Location loc,
+                                      Type elementType, int64_t n, Value descA,
+                                      Value descB, bool bNMajor,
+                                      ArrayRef<Value> acc) const override {
+    Type f32 = b.getF32Type();
+    auto structType = LLVM::LLVMStructType::getLiteral(
+        b.getContext(), SmallVector<Type>(n / 2, f32));
+    Value in;
+    if (acc.empty()) {
+      in = LLVM::PoisonOp::create(b, loc, structType);
+    } else {
+      in = LLVM::UndefOp::create(b, loc, structType);
+      for (auto [i, v] : llvm::enumerate(acc))
+        in = LLVM::InsertValueOp::create(b, loc, in, v, i);
+    }
+    NVVM::WGMMATypes type =
+        elementType.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    auto mma = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, structType, in, descA, descB,
+        NVVM::MMAShapeAttr::get(b.getContext(), 64, n, 16), type, type,
+        NVVM::WGMMATypes::f32,
+        acc.empty() ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        bNMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+        /*satfinite=*/NVVM::MMAIntOverflowAttr());
+    SmallVector<Value> d;
+    for (int64_t i = 0; i < n / 2; ++i)
+      d.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
+    return d;
+  }
+  void emitWarpgroupFence(OpBuilder &b, Location loc) const override {
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  }
+  void emitWarpgroupWait(OpBuilder &b, Location loc,
+                         int64_t pending) const override {
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
+  }
+  void emitWarpgroupOperandFence(OpBuilder &b, Location loc) const override {
+    // fence.proxy.async.shared::cta: generic-proxy writes (st.shared,
+    // cp.async) become visible to the async proxy wgmma reads through.
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
   }
 
   void emitBarrier(OpBuilder &b, Location loc) const override {

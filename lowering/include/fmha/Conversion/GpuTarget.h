@@ -117,6 +117,44 @@ public:
                                                Value tile, Value lane,
                                                Value row0, Value col0) const;
 
+  /// Warpgroup matrix instructions (Hopper wgmma.mma_async), for the kernel
+  /// of `mma=wgmma`: a warpgroup of four warps computes D[64 x N] = A[64 x K]
+  /// * B[K x N] (+ D), K = getMmaK(), with A and B read from workgroup memory
+  /// through descriptors and D in f32 registers. Warp w % 4 of the warpgroup
+  /// holds rows [16 (w % 4), 16 (w % 4) + 16) of D as N / getMmaN() C
+  /// fragments (getCCoord) side by side: element i of the result is element
+  /// i % numC of C tile i / numC.
+  ///
+  /// Returns a message when `chip` has no warpgroup MMA (the default).
+  virtual std::string checkWarpgroupMma(StringRef chip) const;
+  /// The descriptor (i64) of an operand at workgroup-memory byte address
+  /// `address` (i64), stored as core matrices of 8 rows of 16 bytes (128
+  /// contiguous bytes each), without swizzle: `leadingBytes` apart along K,
+  /// `strideBytes` apart along M (A) or N (B).
+  virtual Value emitWarpgroupDescriptor(OpBuilder &b, Location loc,
+                                        Value address, int64_t leadingBytes,
+                                        int64_t strideBytes) const;
+  /// One warpgroup product of N = `n` columns; A is K-major (a core matrix
+  /// row is 8 elements along K); B is K-major, or N-major with `bNMajor` (a
+  /// core matrix row is 8 elements along N). `acc` holds the n / 2 f32
+  /// elements of D; empty, D = A * B. Asynchronous: the results are valid
+  /// after emitWarpgroupWait.
+  virtual SmallVector<Value> emitWarpgroupMma(OpBuilder &b, Location loc,
+                                              Type elementType, int64_t n,
+                                              Value descA, Value descB,
+                                              bool bNMajor,
+                                              ArrayRef<Value> acc) const;
+  /// Orders register accesses before the next warpgroup products.
+  virtual void emitWarpgroupFence(OpBuilder &b, Location loc) const;
+  /// Commits the products issued so far and waits until at most `pending`
+  /// groups are in flight.
+  virtual void emitWarpgroupWait(OpBuilder &b, Location loc,
+                                 int64_t pending) const;
+  /// Makes this thread's completed writes to workgroup memory (stores and
+  /// asynchronous copies) visible to the warpgroup products; a barrier must
+  /// follow before another thread's product reads them.
+  virtual void emitWarpgroupOperandFence(OpBuilder &b, Location loc) const;
+
   /// A workgroup-wide barrier over workgroup memory.
   virtual void emitBarrier(OpBuilder &b, Location loc) const = 0;
 

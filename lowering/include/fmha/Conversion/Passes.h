@@ -79,6 +79,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<Derived> {
 struct NVVMPipelineOptions : public GpuPipelineOptions<NVVMPipelineOptions> {
   Option<std::string> chip{*this, "chip", llvm::cl::desc("NVIDIA chip"),
                            llvm::cl::init("sm_90")};
+  Option<std::string> mma{
+      *this, "mma",
+      llvm::cl::desc("Forward matrix instruction: empty (mma.sync) or wgmma "
+                     "(sm_90a warpgroup MMA)"),
+      llvm::cl::init("")};
   Option<std::string> format{*this, "format",
                              llvm::cl::desc("Binary format: bin (cubin, needs "
                                             "ptxas), isa (PTX), fatbin, llvm"),

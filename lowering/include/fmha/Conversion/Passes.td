@@ -68,7 +68,12 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"mfma", "mfma", "int64_t", "0",
            "rocdl on CDNA: the MFMA shape, 16 (16x16x16) or 32 (32x32x8, "
            "needs warp-rows a multiple of 32); 0: the target's default "
-           "(16; RDNA chips have only WMMA 16x16x16)">
+           "(16; RDNA chips have only WMMA 16x16x16)">,
+    Option<"mma", "mma", "std::string", "\"\"",
+           "fmha.attention: the matrix instruction; empty: the target's "
+           "warp-level one; wgmma: Hopper warpgroup MMA (nvvm, sm_90a, f16 "
+           "or bf16, D = Dv in {64, 128}, block-m 64 or 128, warp-rows 16, "
+           "Q/K/V/P read from workgroup memory by descriptors)">
   ];
 }
 

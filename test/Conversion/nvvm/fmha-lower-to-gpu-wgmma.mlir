@@ -1,0 +1,52 @@
+// RUN: fmha-opt %s --fmha-lower-to-gpu="target=nvvm chip=sm_90a mma=wgmma block-m=128 block-n=64" -canonicalize -cse | FileCheck %s
+
+// mma=wgmma: two warpgroups (8 warps) per workgroup of 128 query rows; Q, K,
+// V and P live in workgroup memory as 128-byte core matrices
+// ([cols / 8][rows][8]): K and V stages 2 x 64 x 128 (65536 bytes), P 2 x 64
+// x 64 (16384), Q 128 x 128 (32768): 114688 bytes.
+// CHECK-LABEL: func.func @attention(
+// CHECK: gpu.launch_func @fmha_kernels::@attention_kernel blocks in (%{{.+}}, %c8, %{{.+}}) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c114688_i32
+
+// CHECK: gpu.func @attention_kernel(%[[GQ:[^:]+]]: memref<?xbf16>, %[[GK:[^:]+]]: memref<?xbf16>, %[[GV:[^:]+]]: memref<?xbf16>, {{.+}} kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: %[[SMEM:.+]] = gpu.dynamic_shared_memory
+// CHECK: %[[KB:.+]] = memref.view %[[SMEM]][%c0][] {{.+}} to memref<2x16x64x8xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[VB:.+]] = memref.view %[[SMEM]][%c32768][] {{.+}} to memref<2x16x64x8xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[PB:.+]] = memref.view %[[SMEM]][%c65536][] {{.+}} to memref<2x8x64x8xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[QB:.+]] = memref.view %[[SMEM]][%c81920][] {{.+}} to memref<1x16x128x8xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.extract_aligned_pointer_as_index %[[SMEM]]
+// The Q tile, by asynchronous copies, then made visible to the async proxy.
+// CHECK: nvgpu.device_async_copy %[[GQ]][%{{.+}}], %[[QB]][%c0, %{{.+}}, %{{.+}}, %c0], 8 {bypassL1}
+// CHECK: nvgpu.device_async_wait
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.for
+// CHECK:   nvgpu.device_async_copy %[[GK]][%{{.+}}], %[[KB]][%{{.+}}, %{{.+}}, %{{.+}}, %c0], 8 {bypassL1}
+// CHECK:   nvgpu.device_async_copy %[[GV]][%{{.+}}], %[[VB]][%{{.+}}, %{{.+}}, %{{.+}}, %c0], 8 {bypassL1}
+// CHECK:   nvgpu.device_async_wait %{{.+}} {numGroups = 1 : i32}
+// CHECK-NEXT:   nvvm.fence.proxy
+// CHECK-NEXT:   gpu.barrier
+// S = Q K^T: 8 k-steps of m64n64k16, K-major B, the first without D.
+// CHECK:   nvvm.wgmma.fence.aligned
+// CHECK:   nvvm.wgmma.mma_async %{{.+}}, %{{.+}}, %{{.+}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-7:   nvvm.wgmma.mma_async %{{.+}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK:   nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT:   nvvm.wgmma.wait.group.sync.aligned 0
+// The mask-derived element mask and the online softmax of the mma.sync kernel.
+// CHECK:   scf.if
+// CHECK:   gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32
+// CHECK:   gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32
+// P to this warpgroup's rows in pairs, fenced, then O += P V: 4 k-steps of
+// m64n128k16 with V N-major.
+// CHECK:   vector.store %{{.+}}, %[[PB]][%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<2x8x64x8xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK:   nvvm.fence.proxy
+// CHECK-NEXT:   gpu.barrier
+// CHECK:   nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4:   nvvm.wgmma.mma_async %{{.+}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK:   nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT:   nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:   gpu.barrier
+// CHECK:   scf.yield
+func.func @attention(%q: memref<?x8x?x128xbf16>, %k: memref<?x2x?x128xbf16>, %v: memref<?x2x?x128xbf16>, %o: memref<?x8x?x128xbf16>, %lse: memref<?x8x?xf32>) {
+  fmha.attention ins(%q, %k, %v : memref<?x8x?x128xbf16>, memref<?x2x?x128xbf16>, memref<?x2x?x128xbf16>) outs(%o : memref<?x8x?x128xbf16>, %lse : memref<?x8x?xf32>) {mask = #fmha.mask<"b:256,0,4">}
+  return
+}
