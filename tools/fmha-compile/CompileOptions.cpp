@@ -83,8 +83,8 @@ cl::opt<std::string>
     mma("mma",
         cl::desc("cuda forward: the matrix instruction, empty (mma.sync "
                  "m16n8k16) or wgmma (sm_90a warpgroup MMA: f16/bf16, "
-                 "D = Dv in {64, 128}; block-m 128, block-n 128, "
-                 "warp-rows 16 by default)"),
+                 "D = Dv in {64, 128}; block-m 128, block-n 64 at D = 64 "
+                 "and 128 at D = 128, warp-rows 16 by default)"),
         cl::init(""), cl::cat(category));
 cl::opt<bool> qInShared(
     "q-in-shared",
@@ -215,7 +215,8 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     meta.kernel = bwd ? kBwdKernelName : kKernelName;
     meta.binaryFormat = rt::BinaryFormat::ElfSo;
     if (!mma.empty()) {
-      // Two warpgroups of 64 rows, 128-key tiles (docs/PERFORMANCE.md, v7).
+      // Two warpgroups of 64 rows; 64-key tiles at D = 64, 128 at D = 128
+      // (measured on the H200, docs/PERFORMANCE.md, v7).
       if (meta.d != meta.dv || (meta.d != 64 && meta.d != 128))
         return error("--mma=wgmma supports d = dv in {64, 128}, got d=" +
                      llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
@@ -224,7 +225,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       if (!warpRows.getNumOccurrences())
         warpRows = 16;
       if (!blockN.getNumOccurrences())
-        blockN = 128;
+        blockN = meta.d == 64 ? 64 : 128;
       meta.blockM = blockM;
       meta.blockN = blockN;
     } else if (meta.target == rt::Target::Cuda && !bwd) {

@@ -88,6 +88,10 @@ void GpuTarget::emitWarpgroupOperandFence(OpBuilder &, Location) const {
   llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
 }
 
+void GpuTarget::emitWarpgroupBarrier(OpBuilder &, Location, Value) const {
+  llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
+}
+
 SmallVector<Value> GpuTarget::emitLoadAFragment(OpBuilder &b, Location loc,
                                                 Value tile, Value lane,
                                                 Value row0, Value col0) const {
@@ -358,8 +362,9 @@ void KernelBuilder::warpgroupPV(OpBuilder &ob, Value buf,
           ValueRange{warpGroup, im.c(j), im.add(localRow0, cCoords[e].row),
                      cCoords[e].col});
     }
+  // Only this warpgroup reads its P: the other one runs on.
   target.emitWarpgroupOperandFence(ob, loc);
-  target.emitBarrier(ob, loc);
+  target.emitWarpgroupBarrier(ob, loc, warpGroup);
   // P: [block-n / 8][64][8] (A, K-major); V: [Dv / 8][block-n][8] (B,
   // N-major: a core matrix is 8 keys x 8 value columns). A k-step spans two
   // core matrices along the keys.

@@ -218,6 +218,17 @@ public:
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
   }
+  void emitWarpgroupBarrier(OpBuilder &b, Location loc,
+                            Value warpGroup) const override {
+    // bar.sync 1 + warpgroup, 128: barrier 0 is the workgroup's.
+    Type i32 = b.getI32Type();
+    Value id = arith::AddIOp::create(
+        b, loc, arith::IndexCastOp::create(b, loc, i32, warpGroup),
+        arith::ConstantIntOp::create(b, loc, i32, 1));
+    NVVM::BarrierOp::create(b, loc, /*res=*/Type(), id,
+                            arith::ConstantIntOp::create(b, loc, i32, 128),
+                            NVVM::BarrierReductionAttr(), Value());
+  }
   void emitWarpgroupOperandFence(OpBuilder &b, Location loc) const override {
     // fence.proxy.async.shared::cta: generic-proxy writes (st.shared,
     // cp.async) become visible to the async proxy wgmma reads through.

@@ -154,6 +154,9 @@ public:
   /// asynchronous copies) visible to the warpgroup products; a barrier must
   /// follow before another thread's product reads them.
   virtual void emitWarpgroupOperandFence(OpBuilder &b, Location loc) const;
+  /// A barrier of the four warps of warpgroup `warpGroup` (index) alone.
+  virtual void emitWarpgroupBarrier(OpBuilder &b, Location loc,
+                                    Value warpGroup) const;
 
   /// A workgroup-wide barrier over workgroup memory.
   virtual void emitBarrier(OpBuilder &b, Location loc) const = 0;
