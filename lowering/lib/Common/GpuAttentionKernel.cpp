@@ -860,9 +860,10 @@ std::string checkSupported(AttentionOp op, const GpuTarget &target,
     if (d != dv || (d != 64 && d != 128))
       return "mma=wgmma supports head dims D = Dv in {64, 128}, got D=" +
              std::to_string(d) + ", Dv=" + std::to_string(dv);
-    if (blockM != 64 && blockM != 128)
-      return "mma=wgmma needs block-m 64 or 128 (one or two warpgroups of 64 "
-             "rows), got " +
+    if (blockM % kWarpgroupRows != 0 || blockM <= 0 ||
+        blockM > 4 * kWarpgroupRows)
+      return "mma=wgmma needs block-m 64, 128, 192 or 256 (one to four "
+             "warpgroups of 64 rows), got " +
              std::to_string(blockM);
     if (warpRows != target.getMmaM())
       return "mma=wgmma needs warp-rows=" + std::to_string(target.getMmaM()) +

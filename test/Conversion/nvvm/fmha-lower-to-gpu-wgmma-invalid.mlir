@@ -2,7 +2,7 @@
 // RUN: not fmha-opt %s --fmha-lower-to-gpu="chip=sm_90 mma=wgmma" -split-input-file 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not fmha-opt %s --fmha-lower-to-gpu="target=rocdl chip=gfx942 mma=wgmma" -split-input-file 2>&1 | FileCheck %s --check-prefix=ROCDL
 // RUN: not fmha-opt %s --fmha-lower-to-gpu="chip=sm_90a mma=wmma" -split-input-file 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// RUN: not fmha-opt %s --fmha-lower-to-gpu="chip=sm_90a mma=wgmma block-m=192" -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCKM
+// RUN: not fmha-opt %s --fmha-lower-to-gpu="chip=sm_90a mma=wgmma block-m=96" -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCKM
 // RUN: not fmha-opt %s --fmha-lower-to-gpu="chip=sm_90a mma=wgmma block-m=128 warp-rows=32" -split-input-file 2>&1 | FileCheck %s --check-prefix=WARPROWS
 // RUN: not fmha-opt %s --fmha-lower-to-gpu="chip=sm_90a mma=wgmma block-m=128 block-n=24" -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCKN
 // RUN: not fmha-opt %s --fmha-lower-to-gpu="chip=sm_90a mma=wgmma block-m=128 block-n=272" -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCKN272
@@ -10,7 +10,7 @@
 // CHIP: error: 'fmha.attention' op mma=wgmma needs chip sm_90a (wgmma.mma_async), got 'sm_90'
 // ROCDL: error: 'fmha.attention' op mma=wgmma is not available on the rocdl target (no warpgroup matrix instruction)
 // UNKNOWN: error: unknown mma 'wmma' (expected wgmma, or empty for the target's warp-level matrix instruction)
-// BLOCKM: error: 'fmha.attention' op mma=wgmma needs block-m 64 or 128 (one or two warpgroups of 64 rows), got 192
+// BLOCKM: error: 'fmha.attention' op mma=wgmma needs block-m 64, 128, 192 or 256 (one to four warpgroups of 64 rows), got 96
 // WARPROWS: error: 'fmha.attention' op mma=wgmma needs warp-rows=16 (each warp holds 16 rows of its warpgroup), got 32
 // BLOCKN: error: 'fmha.attention' op mma=wgmma needs block-n a multiple of 16 from 16 to 256, got 24
 // BLOCKN272: error: 'fmha.attention' op mma=wgmma needs block-n a multiple of 16 from 16 to 256, got 272

@@ -72,7 +72,8 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"mma", "mma", "std::string", "\"\"",
            "fmha.attention: the matrix instruction; empty: the target's "
            "warp-level one; wgmma: Hopper warpgroup MMA (nvvm, sm_90a, f16 "
-           "or bf16, D = Dv in {64, 128}, block-m 64 or 128, warp-rows 16, "
+           "or bf16, D = Dv in {64, 128}, block-m 64 to 256 (a warpgroup per 64 "
+           "rows), warp-rows 16, "
            "Q/K/V/P read from workgroup memory by descriptors)">
   ];
 }
