@@ -235,10 +235,21 @@ def run_fmha_backward(args, seq, causal, env):
     sequence on one GPU (dq, dk, dv), then its time against one GPU."""
     b = args.bundles
     bwd = os.path.join(b, "bwdc.fmha" if causal else "bwd.fmha")
-    out = run([os.path.join(args.bin, "fmha-run"), bwd, "-b", "1", "--sq",
-               str(seq), "--sk", str(seq), "--bench", "--iters",
-               str(args.iters), "--warmup", "2"],
-              env=dict(env, FMHA_CUDA_DEVICE="0"))
+    fwd = os.path.join(b, "fwdc.fmha" if causal else "fwd.fmha")
+    one = dict(env, FMHA_CUDA_DEVICE="0")
+    # o and lse from the forward bundle on the GPU (fmha-run would otherwise
+    # compute them with the float64 reference on the host, minutes at 32k).
+    with tempfile.TemporaryDirectory() as tmp:
+        run([os.path.join(args.bin, "fmha-run"), fwd, "-b", "1", "--sq",
+             str(seq), "--sk", str(seq), "--save", tmp], env=one)
+        import numpy as np
+        rng = np.random.default_rng(seq)
+        np.save(os.path.join(tmp, "do.npy"),
+                rng.standard_normal((1, HQ, seq, D),
+                                    dtype=np.float32))
+        out = run([os.path.join(args.bin, "fmha-run"), bwd, "--load", tmp,
+                   "--bench", "--iters", str(args.iters), "--warmup", "2"],
+                  env=one)
     single_ms = float(parse(r"median_ms=([0-9.]+)", out, "median_ms").group(1))
     ring = [args.mpirun, "-np", "2", "--allow-run-as-root", "-x",
             "FMHA_NCCL_LIBRARY", "-x", "LD_LIBRARY_PATH",
@@ -307,6 +318,8 @@ def main():
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--out", default="ring-out")
     ap.add_argument("--skip-peer", action="store_true")
+    ap.add_argument("--masks", default="full,causal",
+                    help="comma list of full, causal")
     ap.add_argument("--bwd-seqs", default="32768",
                     help="sizes whose backward ring is checked and timed "
                          "(comma list; empty: none)")
@@ -326,6 +339,9 @@ def main():
     if not os.path.isfile(args.nccl):
         die(f"no NCCL library at {args.nccl} (--nccl)")
     seqs = [int(s) for s in args.seqs.split(",")]
+    masks = args.masks.split(",")
+    if not masks or any(m not in ("full", "causal") for m in masks):
+        die(f"--masks takes full and/or causal, not '{args.masks}'")
     env = dict(os.environ, FMHA_NCCL_LIBRARY=args.nccl,
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     env.setdefault("LD_LIBRARY_PATH", "")
@@ -352,7 +368,7 @@ def main():
         die("acc.fmha does not PASS against the reference")
     rows = []
     for seq in seqs:
-        for causal in (False, True):
+        for causal in [m == "causal" for m in masks]:
             row = {"seq": seq, "mask": "causal" if causal else "full"}
             row.update(run_fmha(args, seq, causal, env))
             if str(seq) in args.bwd_seqs.split(","):

@@ -134,10 +134,10 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
     // arrives for step s + 1 lands in the buffer step s - 1 read.
     void *cur = kvOwn.get();
     void *next = kvA.get(), *spare = kvB.get();
-    for (size_t i = 0; i < m; ++i) {
-      FMHA_TRY(backend.fill(o[i].get(), 0, oBytes, stream));
-      FMHA_TRY(dev.fill32(lse[i].get(), 0xFF800000u, lseCount)); // -inf
-    }
+    // A chunk's first visible pair writes its (o, lse) directly: merging
+    // into an empty (0, -inf) partial is the identity, so neither the fill
+    // nor that merge is needed. Chunks no pair reaches are filled after.
+    std::vector<bool> written(m, false);
     rt::Expected<void *> prev = dev.mark(stream);
     if (!prev.ok())
       return prev.status();
@@ -160,9 +160,15 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
           fa.q = q[i].get();
           fa.k = kv;
           fa.v = kv + kBytes;
-          fa.o = oTmp.get();
-          fa.lse = static_cast<float *>(lseTmp.get());
+          const bool first = !written[i];
+          fa.o = first ? o[i].get() : oTmp.get();
+          fa.lse = static_cast<float *>(first ? lse[i].get() : lseTmp.get());
           FMHA_TRY(kern->run(p, fa, stream));
+          written[i] = true;
+          if (first) {
+            ++local.kernelCalls;
+            continue;
+          }
           rt::MergeArgs ma;
           ma.o1 = ma.o = o[i].get();
           ma.lse1 = ma.lse = static_cast<float *>(lse[i].get());
@@ -185,6 +191,12 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
         return end.status();
       steps.push_back({s, *prev, *end}); // read after the run: no host wait
       prev = end;
+    }
+    for (size_t i = 0; i < m; ++i) {
+      if (written[i])
+        continue;
+      FMHA_TRY(backend.fill(o[i].get(), 0, oBytes, stream));
+      FMHA_TRY(dev.fill32(lse[i].get(), 0xFF800000u, lseCount)); // -inf
     }
   }
   rt::Expected<void *> stop = dev.mark(stream);

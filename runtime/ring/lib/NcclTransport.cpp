@@ -389,6 +389,12 @@ Status loadNccl() {
 
 rt::Expected<std::unique_ptr<Transport>>
 createNcclTransport(Transport &bootstrap, CudaRingDevice &device) {
+  // NCCL's send/recv run as kernels on SMs, beside the attention kernels
+  // they overlap. The shift of a step is short next to the step's kernels,
+  // so two channels suffice and leave the SMs to them (2 x H200, 128k
+  // causal: ring 118.3 ms with 2 channels, 120.4-145.6 ms with NCCL's
+  // default; docs/PERFORMANCE.md). The user's NCCL_MAX_NCHANNELS wins.
+  ::setenv("NCCL_MAX_NCHANNELS", "2", /*overwrite=*/0);
   rt::Expected<const Nccl *> loaded = nccl();
   rt::Expected<bool> everyone = bootstrap.allOk(loaded.ok());
   if (!loaded.ok())
