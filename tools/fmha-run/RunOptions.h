@@ -72,6 +72,10 @@ inline constexpr OptionDef kOptions[] = {
      "the median ms, GFLOP/s and TFLOP/s"},
     {"iters", true, "N", "timed runs for --bench (default 20)"},
     {"warmup", true, "N", "untimed runs before --bench (default 3)"},
+    {"fwd", true, "FILE",
+     "backward: o and lse from this forward bundle (same target, dtype, "
+     "heads, dims, mask, scale, softcap) run on the inputs, instead of the "
+     "float64 reference forward (which takes minutes at long sequences)"},
     {"load", true, "DIR",
      "read q.npy, k.npy, v.npy (BHSD, float32 or float16; backward: also "
      "do.npy, and o.npy with lse.npy when both exist) instead of random "

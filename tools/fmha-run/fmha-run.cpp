@@ -87,7 +87,8 @@ void printHelp() {
       "$FMHA_HIP_DEVICE\n(default 0).\n"
       "Backward bundles (kind=bwd): dO is drawn after q, k, v from the same "
       "generator;\no and lse are the float64 reference forward's (o rounded "
-      "to the dtype) unless\n--load DIR has o.npy and lse.npy; dq, dk, dv are "
+      "to the dtype) unless\n--load DIR has o.npy and lse.npy, or --fwd FILE "
+      "names a forward bundle to run\nfor them; dq, dk, dv are "
       "set to NaN before every run.\n--validate prints max_abs_err and "
       "rel_err for each of dq, dk, dv (the reference's Dsum takes the o\n"
       "given to the kernel) and passes when ||out-ref|| <= t (||ref|| + "
@@ -659,8 +660,67 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
   return passed ? 0 : 1;
 }
 
-int runBackwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
-                      const Signature &sig, const Inputs &in,
+/// Why the forward bundle `f` cannot give the o and lse of the backward
+/// bundle `b`'s problem, or "" when it can.
+std::string forwardForBackwardMismatch(const BundleMeta &f,
+                                       const BundleMeta &b) {
+  auto differs = [](const std::string &what, const std::string &mine,
+                    const std::string &theirs) {
+    return "has " + what + " " + mine + ", the backward bundle " + theirs;
+  };
+  if (f.kind != KernelKind::Forward)
+    return std::string("has kind=") + toString(f.kind) +
+           "; --fwd takes a forward bundle";
+  if (f.target != b.target)
+    return differs("target", toString(f.target), toString(b.target));
+  if (f.dtype != b.dtype)
+    return differs("dtype", toString(f.dtype), toString(b.dtype));
+  auto dims = [](const BundleMeta &m) {
+    return "hq=" + std::to_string(m.hq) + " hk=" + std::to_string(m.hk) +
+           " d=" + std::to_string(m.d) + " dv=" + std::to_string(m.dv);
+  };
+  if (dims(f) != dims(b))
+    return "has " + dims(f) + ", the backward bundle " + dims(b);
+  if (f.mask.str() != b.mask.str())
+    return differs("mask", f.mask.str(), b.mask.str());
+  if (f.effectiveScale() != b.effectiveScale())
+    return differs("scale", std::to_string(f.effectiveScale()),
+                   std::to_string(b.effectiveScale()));
+  if (f.softcap != b.softcap)
+    return differs("softcap", std::to_string(f.softcap),
+                   std::to_string(b.softcap));
+  return "";
+}
+
+/// o (rounded to the dtype's values) and lse of `fwd`, a forward bundle,
+/// run once on the inputs.
+void runForwardFor(Kernel &fwd, const Problem &p, const Signature &sig,
+                   const Inputs &in, std::vector<float> *o,
+                   std::vector<float> *lse) {
+  Backend &backend = fwd.backend();
+  Device dev(backend);
+  DeviceBuffer qBuf = dev.upload(toStorage(in.q, sig.dtype));
+  DeviceBuffer kBuf = dev.upload(toStorage(in.k, sig.dtype));
+  DeviceBuffer vBuf = dev.upload(toStorage(in.v, sig.dtype));
+  DeviceBuffer oBuf =
+      dev.allocate(static_cast<size_t>(p.oElements()) * dtypeSize(sig.dtype));
+  DeviceBuffer lseBuf =
+      dev.allocate(static_cast<size_t>(p.lseElements()) * sizeof(float));
+  ForwardArgs args;
+  args.q = qBuf.get();
+  args.k = kBuf.get();
+  args.v = vBuf.get();
+  args.o = oBuf.get();
+  args.lse = static_cast<float *>(lseBuf.get());
+  check(fwd.run(p, args));
+  *o = fromStorage(dev.download(oBuf), sig.dtype);
+  lse->assign(p.lseElements(), 0.0f);
+  check(backend.copyToHost(lse->data(), lseBuf.get(), lseBuf.size()));
+  std::printf("o and lse from forward bundle '%s'\n", fwd.name().c_str());
+}
+
+int runBackwardKernel(const CommandLine &cl, Kernel &kernel, Kernel *fwd,
+                      const Problem &p, const Signature &sig, const Inputs &in,
                       BenchCounts counts) {
   Backend &backend = kernel.backend();
   Device dev(backend);
@@ -683,8 +743,8 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
   }
 
   // o and lse, the forward's: from --load DIR when it has both o.npy and
-  // lse.npy, else the float64 reference forward (o rounded to the dtype,
-  // lse to float32).
+  // lse.npy, from the --fwd bundle, else the float64 reference forward (o
+  // rounded to the dtype, lse to float32).
   std::vector<float> o, lse;
   std::optional<std::string> loadDir = cl.str("load");
   auto exists = [](const std::string &path) {
@@ -701,8 +761,12 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
         !checkNpyShape(lseIn, joinPath(*loadDir, "lse.npy"), {p.b, p.hq, p.sq},
                        &err))
       fail(err);
+    if (fwd)
+      fail("--fwd and --load's o.npy/lse.npy both give o and lse; use one");
     o = std::move(oIn.data);
     lse = std::move(lseIn.data);
+  } else if (fwd) {
+    runForwardFor(*fwd, p, sig, in, &o, &lse);
   } else {
     ReferenceForward fwd;
     std::string err;
@@ -1036,8 +1100,8 @@ int run(int argc, char **argv) {
       return 0;
   }
   if (meta->kind == KernelKind::Accumulate) {
-    for (const char *flag : {"load", "save", "grad-check", "bwd", "b", "sq",
-                             "sk"})
+    for (const char *flag : {"load", "save", "grad-check", "bwd", "fwd", "b",
+                             "sq", "sk"})
       if (cl.has(flag))
         fail(flagName(flag) + " does not apply to an accumulate bundle "
                               "(kind=acc; it takes -n)");
@@ -1053,7 +1117,7 @@ int run(int argc, char **argv) {
   if (cl.has("n"))
     fail("-n applies to accumulate bundles (kind=acc) only");
   if (meta->kind == KernelKind::Merge) {
-    for (const char *flag : {"load", "save", "grad-check", "bwd", "sk"})
+    for (const char *flag : {"load", "save", "grad-check", "bwd", "fwd", "sk"})
       if (cl.has(flag))
         fail(flagName(flag) + " does not apply to a merge bundle (kind=merge; "
                               "it takes -b and --sq)");
@@ -1080,11 +1144,25 @@ int run(int argc, char **argv) {
   if (cl.flag("bwd") && !backward)
     fail("--bwd: bundle '" + *cl.file() + "' is a forward kernel (kind=fwd)");
 
+  if (cl.has("fwd") && !backward)
+    fail("--fwd applies to backward bundles (kind=bwd); '" + *cl.file() +
+         "' is a forward kernel");
+
   // Load first: a missing driver or a bad binary fails before any work.
   Expected<std::unique_ptr<Kernel>> loaded = Kernel::loadFile(*cl.file());
   if (!loaded.ok())
     fail(loaded.message());
   Kernel &kernel = **loaded;
+  std::unique_ptr<Kernel> fwdKernel;
+  if (std::optional<std::string> fwdFile = cl.str("fwd")) {
+    Expected<std::unique_ptr<Kernel>> f = Kernel::loadFile(*fwdFile);
+    if (!f.ok())
+      fail("--fwd: " + f.message());
+    fwdKernel = f.take();
+    std::string why = forwardForBackwardMismatch(fwdKernel->meta(), *meta);
+    if (!why.empty())
+      fail("--fwd: bundle '" + *fwdFile + "' " + why);
+  }
 
   Problem p;
   p.b = *b;
@@ -1136,7 +1214,8 @@ int run(int argc, char **argv) {
   check(kernel.checkProblem(p));
   Inputs in{q, k, v, dO};
   BenchCounts counts{warmup, iters};
-  return backward ? runBackwardKernel(cl, kernel, p, sig, in, counts)
+  return backward ? runBackwardKernel(cl, kernel, fwdKernel.get(), p, sig, in,
+                                      counts)
                   : runForwardKernel(cl, kernel, p, sig, in, counts);
 }
 
