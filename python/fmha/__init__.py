@@ -21,7 +21,7 @@ device the runtime binds to, on torch's current stream; a cpu bundle on CPU
 tensors. fmha.attention is differentiable: when q, k or v requires grad,
 the forward saves o and lse and loss.backward() runs the backward bundle of
 the same signature (kind=bwd; `deterministic=True` picks the bit-identical
-one), with its workspace allocated as a torch tensor on the current stream.
+one, the default on cuda where it is also the faster), with its workspace allocated as a torch tensor on the current stream.
 
 Environment: FMHA_RUNTIME_LIB (the library), FMHA_CACHE (bundle cache,
 default ~/.cache/fmha), FMHA_COMPILE (the fmha-compile binary, default from
@@ -731,9 +731,17 @@ def _needs_grad(*tensors):
     return torch is None or torch.is_grad_enabled()
 
 
+def default_deterministic(target):
+    """The backward mode attention() picks when deterministic=None: the one
+    measured faster on the target (deterministic on cuda: 0.64-0.78 of the
+    atomic mode's time on the H200; atomic on cpu and hip)."""
+    _target_value(target)  # raises on an unknown target
+    return target == "cuda"
+
+
 def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
               bundle_dir=None, block_m=None, block_n=None, out=None, lse=None,
-              return_lse=False, deterministic=False):
+              return_lse=False, deterministic=None):
     """Attention of q, k, v (DESIGN.md section 1) through a compiled bundle.
 
     layout 'bhsd': q [B, Hq, Sq, D], k/v [B, Hk, Sk, D/Dv]; 'bshd': q
@@ -746,7 +754,10 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
     Differentiable: when q, k or v requires grad (and grad mode is on), the
     backward bundle of the same signature is looked up (or compiled) too,
     and loss.backward() runs it (`deterministic` picks the bit-identical
-    one); out= and lse= are not taken then."""
+    one; None, the default, picks the mode measured faster on the target:
+    deterministic on cuda, where it takes 0.64-0.78 of the atomic mode's
+    time on the H200 (docs/PERFORMANCE.md), atomic elsewhere); out= and
+    lse= are not taken then."""
     if layout not in ("bhsd", "bshd"):
         raise ValueError("layout must be 'bhsd' or 'bshd', got %r" % (layout,))
     if layout == "bshd":
@@ -768,7 +779,9 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
     if _needs_grad(q, k, v):
         if out is not None or lse is not None:
             raise ValueError("out= and lse= are not taken when q, k or v requires grad")
-        bwd = _kernel_for(find_bundle(dict(signature, kind="bwd", deterministic=deterministic),
+        if deterministic is None:
+            deterministic = default_deterministic(target)
+        bwd = _kernel_for(find_bundle(dict(signature, kind="bwd", deterministic=bool(deterministic)),
                                       bundle_dir))
         o, l = _attention_function().apply(q, k, v, kernel, bwd)
     else:

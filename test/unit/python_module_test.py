@@ -214,6 +214,17 @@ class Names(unittest.TestCase):
                               deterministic=True)[-3:],
             ["--mask=t", "--bwd", "--deterministic"])
 
+    def test_default_backward_mode(self):
+        # attention(deterministic=None) takes the mode measured faster: the
+        # deterministic kernels on cuda, atomic accumulation elsewhere.
+        import fmha
+        self.assertTrue(fmha.default_deterministic("cuda"))
+        self.assertFalse(fmha.default_deterministic("cpu"))
+        self.assertFalse(fmha.default_deterministic("hip"))
+        with self.assertRaises(ValueError) as cm:
+            fmha.default_deterministic("tpu")
+        self.assertIn("unknown target 'tpu'", str(cm.exception))
+
 
 def run_python(code, **env):
     full = dict(os.environ)
