@@ -459,6 +459,27 @@ private:
 };
 
 /// The launch line of a GPU bundle (empty for cpu).
+/// A forward problem's buffers on the device: q, k, v uploaded, room for o
+/// and lse, and the kernel arguments that point at them.
+struct ForwardBuffers {
+  ForwardBuffers(Device &dev, const Problem &p, DType dtype,
+                 const std::vector<unsigned char> &qBytes,
+                 const std::vector<unsigned char> &kBytes,
+                 const std::vector<unsigned char> &vBytes)
+      : q(dev.upload(qBytes)), k(dev.upload(kBytes)), v(dev.upload(vBytes)),
+        o(dev.allocate(static_cast<size_t>(p.oElements()) * dtypeSize(dtype))),
+        lse(dev.allocate(static_cast<size_t>(p.lseElements()) *
+                         sizeof(float))) {
+    args.q = q.get();
+    args.k = k.get();
+    args.v = v.get();
+    args.o = o.get();
+    args.lse = static_cast<float *>(lse.get());
+  }
+  DeviceBuffer q, k, v, o, lse;
+  ForwardArgs args;
+};
+
 std::optional<LaunchDims> launchFor(const Kernel &kernel, const Problem &p) {
   if (kernel.meta().target == Target::Cpu)
     return std::nullopt;
@@ -599,19 +620,9 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
   std::vector<unsigned char> qBytes = toStorage(in.q, sig.dtype);
   std::vector<unsigned char> kBytes = toStorage(in.k, sig.dtype);
   std::vector<unsigned char> vBytes = toStorage(in.v, sig.dtype);
-  DeviceBuffer qBuf = dev.upload(qBytes);
-  DeviceBuffer kBuf = dev.upload(kBytes);
-  DeviceBuffer vBuf = dev.upload(vBytes);
-  DeviceBuffer oBuf =
-      dev.allocate(static_cast<size_t>(p.oElements()) * dtypeSize(sig.dtype));
-  DeviceBuffer lseBuf =
-      dev.allocate(static_cast<size_t>(p.lseElements()) * sizeof(float));
-  ForwardArgs args;
-  args.q = qBuf.get();
-  args.k = kBuf.get();
-  args.v = vBuf.get();
-  args.o = oBuf.get();
-  args.lse = static_cast<float *>(lseBuf.get());
+  ForwardBuffers bufs(dev, p, sig.dtype, qBytes, kBytes, vBytes);
+  DeviceBuffer &oBuf = bufs.o, &lseBuf = bufs.lse;
+  ForwardArgs args = bufs.args;
 
   // Every run starts from NaN in o and lse.
   auto poison = [&]() {
@@ -699,23 +710,12 @@ void runForwardFor(Kernel &fwd, const Problem &p, const Signature &sig,
                    std::vector<float> *lse) {
   Backend &backend = fwd.backend();
   Device dev(backend);
-  DeviceBuffer qBuf = dev.upload(toStorage(in.q, sig.dtype));
-  DeviceBuffer kBuf = dev.upload(toStorage(in.k, sig.dtype));
-  DeviceBuffer vBuf = dev.upload(toStorage(in.v, sig.dtype));
-  DeviceBuffer oBuf =
-      dev.allocate(static_cast<size_t>(p.oElements()) * dtypeSize(sig.dtype));
-  DeviceBuffer lseBuf =
-      dev.allocate(static_cast<size_t>(p.lseElements()) * sizeof(float));
-  ForwardArgs args;
-  args.q = qBuf.get();
-  args.k = kBuf.get();
-  args.v = vBuf.get();
-  args.o = oBuf.get();
-  args.lse = static_cast<float *>(lseBuf.get());
-  check(fwd.run(p, args));
-  *o = fromStorage(dev.download(oBuf), sig.dtype);
+  ForwardBuffers bufs(dev, p, sig.dtype, toStorage(in.q, sig.dtype),
+                      toStorage(in.k, sig.dtype), toStorage(in.v, sig.dtype));
+  check(fwd.run(p, bufs.args));
+  *o = fromStorage(dev.download(bufs.o), sig.dtype);
   lse->assign(p.lseElements(), 0.0f);
-  check(backend.copyToHost(lse->data(), lseBuf.get(), lseBuf.size()));
+  check(backend.copyToHost(lse->data(), bufs.lse.get(), bufs.lse.size()));
   std::printf("o and lse from forward bundle '%s'\n", fwd.name().c_str());
 }
 
