@@ -7,6 +7,7 @@
 #include "fmha/InitAllFmha.h"
 #include "fmha/Conversion/Passes.h"
 #include "fmha/Dialect/FmhaDialect.h"
+#include "fmha/Target/FmhaToLLVMIRTranslation.h"
 #include "fmha/Transforms/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -80,6 +81,10 @@ void mlir::fmha::registerAllFmhaDialects(DialectRegistry &registry) {
   registerNVVMDialectTranslation(registry);
   ROCDL::registerROCDLTargetInterfaceExternalModels(registry);
   registerROCDLDialectTranslation(registry);
+  // fmha.amdgpu_* attributes on llvm.atomicrmw become AMDGPU metadata when
+  // gpu-module-to-binary translates a kernel (the fmha dialect is loaded
+  // wherever an fmha pipeline ran).
+  registerFmhaDialectTranslation(registry);
 }
 
 void mlir::fmha::registerAllFmhaPasses() {

@@ -22,7 +22,9 @@ class DialectRegistry;
 namespace fmha {
 
 /// Adds the fmha dialect and every upstream dialect (and dialect extension)
-/// that the fmha passes create or that the pipelines lower through.
+/// that the fmha passes create or that the pipelines lower through, and the
+/// LLVM IR translations gpu-module-to-binary uses, the fmha dialect's own
+/// (fmha/Target/FmhaToLLVMIRTranslation.h) among them.
 void registerAllFmhaDialects(DialectRegistry &registry);
 
 /// Registers the fmha passes (`--fmha-*`) and the named pipelines

@@ -110,7 +110,14 @@ inline constexpr const char *kAbiGpuFlatV1 = "gpu-flat-v1";
 /// dk and dv (and, unless deterministic, adds dS K into dqacc atomically);
 /// dq writes dq (deterministic: recomputed per q tile over its kv tiles in a
 /// fixed order; otherwise dqacc * scale rounded). The workspace is dsum,
-/// then dqacc at the next 256-byte boundary.
+/// then dqacc at the next 256-byte boundary. It must be ordinary device
+/// memory of the launching device: coarse-grained and not remote (the
+/// runtime's own workspace comes from the device allocator, hipMalloc /
+/// cuMemAlloc; a caller's must be the same kind, not host, managed, or
+/// fine-grained memory, nor a peer device's). hip bundles rely on it: their
+/// dkdv kernel's atomic adds into dqacc are compiled for that memory
+/// (!amdgpu.no.fine.grained.memory, !amdgpu.no.remote.memory: the native
+/// global_atomic_add_f32), which is not atomic on fine-grained memory.
 inline constexpr const char *kAbiGpuBwdV1 = "gpu-bwd-v1";
 
 /// The GPU merge ABI (kind=merge, targets cuda and hip): one elementwise
