@@ -19,6 +19,14 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.fmha_tools_dir, append_path=True)
 tools = ["fmha-opt", "fmha-compile", "fmha-run"]
+
+# ptxas (the CUDA toolkit's): tests of register, barrier and spill figures of
+# the PTX run only where it is installed.
+import shutil
+ptxas = shutil.which("ptxas") or shutil.which("ptxas", path="/usr/local/cuda/bin")
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
 llvm_config.add_tool_substitutions(tools, [config.fmha_tools_dir])
 
 # The sanitizer build (test/sanitizers/Sanitizers.cmake): upstream mlir-opt is

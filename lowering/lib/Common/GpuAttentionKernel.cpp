@@ -88,7 +88,7 @@ void GpuTarget::emitWarpgroupOperandFence(OpBuilder &, Location) const {
   llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
 }
 
-void GpuTarget::emitWarpgroupBarrier(OpBuilder &, Location, Value) const {
+void GpuTarget::emitWarpgroupBarrier(OpBuilder &, Location, int64_t) const {
   llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
 }
 
@@ -214,6 +214,10 @@ private:
   /// warpgroup's rows of workgroup memory.
   void warpgroupPV(OpBuilder &ob, Value buf,
                    const SmallVector<SmallVector<Value>> &p, RowState &rows);
+  /// Emits `body` once per warpgroup index as the constant it is in this
+  /// warp (an scf.index_switch over warpGroup; a warp-uniform branch).
+  void forEachWarpgroup(OpBuilder &ob,
+                        function_ref<void(OpBuilder &, int64_t)> body);
   /// The i64 workgroup-memory address `offset` + `dynamicOffset` bytes past
   /// the start of the kernel's workgroup memory.
   Value sharedAddress(OpBuilder &ob, int64_t offset, Value dynamicOffset);
@@ -307,6 +311,26 @@ Value KernelBuilder::sharedAddress(OpBuilder &ob, int64_t offset,
   return address;
 }
 
+void KernelBuilder::forEachWarpgroup(
+    OpBuilder &ob, function_ref<void(OpBuilder &, int64_t)> body) {
+  const int64_t groups = cfg.blockM / kWarpgroupRows;
+  if (groups == 1)
+    return body(ob, 0);
+  // Cases 0 .. groups - 2; the last warpgroup takes the default region.
+  SmallVector<int64_t> cases =
+      llvm::to_vector(llvm::seq<int64_t>(0, groups - 1));
+  auto sw = scf::IndexSwitchOp::create(ob, loc, TypeRange{}, warpGroup, cases,
+                                       cases.size());
+  auto fill = [&](Region &region, int64_t group) {
+    OpBuilder rb = OpBuilder::atBlockEnd(&region.emplaceBlock());
+    body(rb, group);
+    scf::YieldOp::create(rb, loc);
+  };
+  for (int64_t group : cases)
+    fill(sw.getCaseRegions()[group], group);
+  fill(sw.getDefaultRegion(), groups - 1);
+}
+
 SmallVector<SmallVector<Value>> KernelBuilder::warpgroupScores(OpBuilder &ob,
                                                                Value buf) {
   IndexMath im{ob, loc};
@@ -364,7 +388,9 @@ void KernelBuilder::warpgroupPV(OpBuilder &ob, Value buf,
     }
   // Only this warpgroup reads its P: the other one runs on.
   target.emitWarpgroupOperandFence(ob, loc);
-  target.emitWarpgroupBarrier(ob, loc, warpGroup);
+  forEachWarpgroup(ob, [&](OpBuilder &wb, int64_t group) {
+    target.emitWarpgroupBarrier(wb, loc, group);
+  });
   // P: [block-n / 8][64][8] (A, K-major); V: [Dv / 8][block-n][8] (B,
   // N-major: a core matrix is 8 keys x 8 value columns). A k-step spans two
   // core matrices along the keys.

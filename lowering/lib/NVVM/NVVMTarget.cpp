@@ -219,15 +219,15 @@ public:
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
   }
   void emitWarpgroupBarrier(OpBuilder &b, Location loc,
-                            Value warpGroup) const override {
-    // bar.sync 1 + warpgroup, 128: barrier 0 is the workgroup's.
-    Type i32 = b.getI32Type();
-    Value id = arith::AddIOp::create(
-        b, loc, arith::IndexCastOp::create(b, loc, i32, warpGroup),
-        arith::ConstantIntOp::create(b, loc, i32, 1));
-    NVVM::BarrierOp::create(b, loc, /*res=*/Type(), id,
-                            arith::ConstantIntOp::create(b, loc, i32, 128),
-                            NVVM::BarrierReductionAttr(), Value());
+                            int64_t warpGroup) const override {
+    // bar.sync 1 + warpgroup, 128 (barrier 0 is the workgroup's), the id an
+    // immediate of the instruction: nvvm.barrier takes it as an operand, and
+    // LLVM merges the per-warpgroup copies into one barrier of a run-time
+    // id, for which ptxas reserves all 16 named barriers.
+    NVVM::InlinePtxOp::create(
+        b, loc, TypeRange{}, ValueRange{}, ValueRange{},
+        b.getStringAttr("bar.sync " + std::to_string(1 + warpGroup) + ", 128;"),
+        Value());
   }
   void emitWarpgroupOperandFence(OpBuilder &b, Location loc) const override {
     // fence.proxy.async.shared::cta: generic-proxy writes (st.shared,

@@ -36,11 +36,16 @@
 // CHECK:   gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32
 // CHECK:   gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32
 // P to this warpgroup's rows in pairs, fenced, a barrier of the warpgroup's
-// 128 threads (named barrier 1 + warpgroup), then O += P V: 4 k-steps of
-// m64n128k16 with V N-major.
+// 128 threads (named barrier 1 + warpgroup, a constant id in each case of a
+// switch over the warpgroup), then O += P V: 4 k-steps of m64n128k16 with V
+// N-major.
 // CHECK:   vector.store %{{.+}}, %[[PB]][%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<2x8x64x8xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 // CHECK:   nvvm.fence.proxy
-// CHECK:   nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
+// CHECK:   scf.index_switch
+// CHECK-NEXT:   case 0 {
+// CHECK-NEXT:     nvvm.inline_ptx "bar.sync 1, 128;"
+// CHECK:   default {
+// CHECK-NEXT:     nvvm.inline_ptx "bar.sync 2, 128;"
 // CHECK:   nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4:   nvvm.wgmma.mma_async %{{.+}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK:   nvvm.wgmma.commit.group.sync.aligned

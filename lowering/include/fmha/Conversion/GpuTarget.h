@@ -154,9 +154,11 @@ public:
   /// asynchronous copies) visible to the warpgroup products; a barrier must
   /// follow before another thread's product reads them.
   virtual void emitWarpgroupOperandFence(OpBuilder &b, Location loc) const;
-  /// A barrier of the four warps of warpgroup `warpGroup` (index) alone.
+  /// A barrier of the four warps of warpgroup `warpGroup` alone. The index
+  /// is a constant, so that the barrier resource is known when compiling
+  /// (a run-time barrier id makes ptxas reserve every named barrier).
   virtual void emitWarpgroupBarrier(OpBuilder &b, Location loc,
-                                    Value warpGroup) const;
+                                    int64_t warpGroup) const;
 
   /// A workgroup-wide barrier over workgroup memory.
   virtual void emitBarrier(OpBuilder &b, Location loc) const = 0;
