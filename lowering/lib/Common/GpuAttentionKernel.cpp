@@ -88,7 +88,11 @@ void GpuTarget::emitWarpgroupOperandFence(OpBuilder &, Location) const {
   llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
 }
 
-void GpuTarget::emitWarpgroupBarrier(OpBuilder &, Location, int64_t) const {
+SmallVector<Value> GpuTarget::emitWarpgroupMmaRegisterA(OpBuilder &, Location,
+                                                        Type, int64_t,
+                                                        ArrayRef<Value>, Value,
+                                                        bool,
+                                                        ArrayRef<Value>) const {
   llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
 }
 
@@ -125,10 +129,10 @@ constexpr int64_t kWarpgroupWarps = 4;
 
 /// The workgroup memory of the `mma=wgmma` kernel, in bytes, every operand
 /// stored as 128-byte core matrices ([cols / 8][rows][8], emitCopyRows with
-/// coreMatrices): the K stages, the V stages, each warpgroup's P rows
-/// [block-n / 8][64][8], the Q tile. Each part starts at a multiple of 1024.
+/// coreMatrices): the K stages, the V stages, the Q tile (P stays in
+/// registers). Each part starts at a multiple of 1024.
 struct WarpgroupLayout {
-  int64_t kStage, vStage, kOffset, vOffset, pOffset, pBytes, qOffset, total;
+  int64_t kStage, vStage, kOffset, vOffset, qOffset, total;
 
   WarpgroupLayout(int64_t stages, int64_t blockM, int64_t blockN, int64_t d,
                   int64_t dv) {
@@ -136,9 +140,7 @@ struct WarpgroupLayout {
     vStage = blockN * dv * 2;
     kOffset = 0;
     vOffset = stages * kStage;
-    pOffset = vOffset + stages * vStage;
-    pBytes = kWarpgroupRows * blockN * 2;
-    qOffset = pOffset + blockM / kWarpgroupRows * pBytes;
+    qOffset = vOffset + stages * vStage;
     total = qOffset + blockM * d * 2;
   }
 };
@@ -179,9 +181,10 @@ struct KernelConfig {
   /// Q stays in workgroup memory and its fragments are read per kv tile
   /// (frees the registers Q fragments would hold, for wider kv tiles).
   bool qInShared = false;
-  /// Warpgroup products (GpuTarget::emitWarpgroupMma): Q, K, V and P are
-  /// read from workgroup memory in core-matrix layout; warp w holds rows
-  /// [16 w, 16 w + 16) of S and O in C fragments as with the warp MMA.
+  /// Warpgroup products (GpuTarget::emitWarpgroupMma): Q, K and V are read
+  /// from workgroup memory in core-matrix layout, P from registers; warp w
+  /// holds rows [16 w, 16 w + 16) of S and O in C fragments as with the warp
+  /// MMA.
   bool wgmma = false;
 };
 
@@ -210,14 +213,14 @@ private:
   State visitTile(OpBuilder &ob, Value kt, Value buf, const State &in);
   /// S = Q K^T of tile buffer `buf` by warpgroup products: s[0][j][e].
   SmallVector<SmallVector<Value>> warpgroupScores(OpBuilder &ob, Value buf);
-  /// O += P V by warpgroup products, P from registers through this
-  /// warpgroup's rows of workgroup memory.
+  /// O += P V by warpgroup products, P = softmax(S) as A fragments in
+  /// registers (GpuTarget::getAFromC), V from workgroup memory.
   void warpgroupPV(OpBuilder &ob, Value buf,
                    const SmallVector<SmallVector<Value>> &p, RowState &rows);
-  /// Emits `body` once per warpgroup index as the constant it is in this
-  /// warp (an scf.index_switch over warpGroup; a warp-uniform branch).
-  void forEachWarpgroup(OpBuilder &ob,
-                        function_ref<void(OpBuilder &, int64_t)> body);
+  /// A register of P (elements e and e + 1 of the A fragment of k-step kk)
+  /// packed from the C fragments `p` of one row block (key tile by key tile).
+  Value pRegister(OpBuilder &ob, ArrayRef<SmallVector<Value>> p, int64_t kk,
+                  int64_t e);
   /// The i64 workgroup-memory address `offset` + `dynamicOffset` bytes past
   /// the start of the kernel's workgroup memory.
   Value sharedAddress(OpBuilder &ob, int64_t offset, Value dynamicOffset);
@@ -238,8 +241,8 @@ private:
   SmallVector<SmallVector<SmallVector<Value>>> qFrags; // [R][D / K][regs]
   Value qStage, qTile; // The workgroup's Q rows (qInShared).
   // wgmma: the i64 address of the workgroup memory, the warpgroup of this
-  // warp and its P rows ([warpgroups][block-n / 8][64][8]).
-  Value sharedBase, warpGroup, pStages;
+  // warp.
+  Value sharedBase, warpGroup;
   SmallVector<FragmentCoord> cCoords, aCoords;
   Value pTile; // This warp's rows of P in workgroup memory (when needed).
 };
@@ -311,24 +314,17 @@ Value KernelBuilder::sharedAddress(OpBuilder &ob, int64_t offset,
   return address;
 }
 
-void KernelBuilder::forEachWarpgroup(
-    OpBuilder &ob, function_ref<void(OpBuilder &, int64_t)> body) {
-  const int64_t groups = cfg.blockM / kWarpgroupRows;
-  if (groups == 1)
-    return body(ob, 0);
-  // Cases 0 .. groups - 2; the last warpgroup takes the default region.
-  SmallVector<int64_t> cases =
-      llvm::to_vector(llvm::seq<int64_t>(0, groups - 1));
-  auto sw = scf::IndexSwitchOp::create(ob, loc, TypeRange{}, warpGroup, cases,
-                                       cases.size());
-  auto fill = [&](Region &region, int64_t group) {
-    OpBuilder rb = OpBuilder::atBlockEnd(&region.emplaceBlock());
-    body(rb, group);
-    scf::YieldOp::create(rb, loc);
-  };
-  for (int64_t group : cases)
-    fill(sw.getCaseRegions()[group], group);
-  fill(sw.getDefaultRegion(), groups - 1);
+Value KernelBuilder::pRegister(OpBuilder &ob, ArrayRef<SmallVector<Value>> p,
+                               int64_t kk, int64_t e) {
+  const int64_t tilesPerK = target.getMmaK() / target.getMmaN();
+  SmallVector<Value> pair;
+  for (int64_t h = 0; h < 2; ++h) {
+    auto [tile, elem] = *target.getAFromC(e + h);
+    pair.push_back(arith::TruncFOp::create(ob, loc, cfg.elementType,
+                                           p[kk * tilesPerK + tile][elem]));
+  }
+  return vector::FromElementsOp::create(
+      ob, loc, VectorType::get({2}, cfg.elementType), pair);
 }
 
 SmallVector<SmallVector<Value>> KernelBuilder::warpgroupScores(OpBuilder &ob,
@@ -368,48 +364,31 @@ void KernelBuilder::warpgroupPV(OpBuilder &ob, Value buf,
   WarpgroupLayout layout(target.getNumCopyStages(), cfg.blockM, cfg.blockN,
                          cfg.d, cfg.dv);
   const int64_t mmaK = target.getMmaK(), numC = target.getNumCElements();
-  // P to this warpgroup's rows, element pairs (adjacent keys) at once.
-  auto pairType = VectorType::get({2}, cfg.elementType);
-  Value localRow0 = im.mul(
-      im.rem(im.div(tid, im.c(target.getWarpSize())), im.c(kWarpgroupWarps)),
-      im.c(target.getMmaM()));
-  for (int64_t j = 0; j < static_cast<int64_t>(p.size()); ++j)
-    for (int64_t e = 0; e < numC; e += 2) {
-      assert(target.pairsAreAdjacent() && "C pairs must be adjacent keys");
-      SmallVector<Value> pair;
-      for (int64_t h = 0; h < 2; ++h)
-        pair.push_back(
-            arith::TruncFOp::create(ob, loc, cfg.elementType, p[j][e + h]));
-      vector::StoreOp::create(
-          ob, loc, vector::FromElementsOp::create(ob, loc, pairType, pair),
-          pStages,
-          ValueRange{warpGroup, im.c(j), im.add(localRow0, cCoords[e].row),
-                     cCoords[e].col});
-    }
-  // Only this warpgroup reads its P: the other one runs on.
-  target.emitWarpgroupOperandFence(ob, loc);
-  forEachWarpgroup(ob, [&](OpBuilder &wb, int64_t group) {
-    target.emitWarpgroupBarrier(wb, loc, group);
-  });
-  // P: [block-n / 8][64][8] (A, K-major); V: [Dv / 8][block-n][8] (B,
-  // N-major: a core matrix is 8 keys x 8 value columns). A k-step spans two
-  // core matrices along the keys.
-  Value pRows = im.mul(warpGroup, im.c(layout.pBytes));
+  // The wgmma accumulator of a warp is its rows' C fragments tile after
+  // tile, and the A register fragment of m64nNk16 is the warp MMA's A
+  // fragment for the same rows: P goes to the product from the registers
+  // of S. V: [Dv / 8][block-n][8] (B, N-major: a core matrix is 8 keys x 8
+  // value columns); a k-step spans two core matrices along the keys.
   Value vStage = im.mul(buf, im.c(layout.vStage));
-  const int64_t pLeading = kWarpgroupRows * 16, vStride = cfg.blockN * 16;
+  const int64_t vStride = cfg.blockN * 16;
   SmallVector<Value> acc;
   for (const SmallVector<Value> &tile : rows.acc)
     acc.append(tile.begin(), tile.end());
+  SmallVector<SmallVector<Value>> pFrags;
+  for (int64_t kk = 0; kk < cfg.blockN / mmaK; ++kk) {
+    SmallVector<Value> regs;
+    for (int64_t e = 0; e < target.getNumAElements(); e += 2)
+      regs.push_back(pRegister(ob, p, kk, e));
+    pFrags.push_back(regs);
+  }
   target.emitWarpgroupFence(ob, loc);
   for (int64_t kk = 0; kk < cfg.blockN / mmaK; ++kk) {
-    Value descP = target.emitWarpgroupDescriptor(
-        ob, loc, sharedAddress(ob, layout.pOffset + kk * 2 * pLeading, pRows),
-        pLeading, 128);
     Value descV = target.emitWarpgroupDescriptor(
         ob, loc, sharedAddress(ob, layout.vOffset + kk * 2 * 128, vStage), 128,
         vStride);
-    acc = target.emitWarpgroupMma(ob, loc, cfg.elementType, cfg.dv, descP,
-                                  descV, /*bNMajor=*/true, acc);
+    acc = target.emitWarpgroupMmaRegisterA(ob, loc, cfg.elementType, cfg.dv,
+                                           pFrags[kk], descV,
+                                           /*bNMajor=*/true, acc);
   }
   target.emitWarpgroupWait(ob, loc, 0);
   for (auto [jv, tile] : llvm::enumerate(rows.acc))
@@ -591,7 +570,6 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
     warpgroupPV(ob, buf, s[0], out.rows[0]);
     return out;
   }
-  const int64_t tilesPerK = mmaK / mmaN;
   auto pairType = VectorType::get({2}, cfg.elementType);
   const bool pInRegisters = target.getAFromC(0).has_value();
   if (!pInRegisters) {
@@ -617,14 +595,7 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
                          im.add(im.c(kk * mmaK), aCoords[e].col)}));
           continue;
         }
-        SmallVector<Value> pair;
-        for (int64_t h = 0; h < 2; ++h) {
-          auto [tile, elem] = *target.getAFromC(e + h);
-          pair.push_back(arith::TruncFOp::create(
-              ob, loc, cfg.elementType, s[rb][kk * tilesPerK + tile][elem]));
-        }
-        pFrags[rb].push_back(
-            vector::FromElementsOp::create(ob, loc, pairType, pair));
+        pFrags[rb].push_back(pRegister(ob, s[rb], kk, e));
       }
     for (int64_t jv = 0; jv < cfg.dv / mmaN; jv += 2) {
       SmallVector<SmallVector<Value>> frags = target.emitLoadVFragments(
@@ -681,8 +652,6 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
       };
       kBuffers = coreMatrices(layout.kOffset, stages, cfg.blockN, cfg.d);
       vBuffers = coreMatrices(layout.vOffset, stages, cfg.blockN, cfg.dv);
-      pStages = coreMatrices(layout.pOffset, cfg.blockM / kWarpgroupRows,
-                             kWarpgroupRows, cfg.blockN);
       qStage = coreMatrices(layout.qOffset, 1, cfg.blockM, cfg.d);
       warpGroup = im.div(warp, im.c(kWarpgroupWarps));
       sharedBase = arith::IndexCastOp::create(

@@ -210,6 +210,57 @@ public:
       d.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
     return d;
   }
+  SmallVector<Value>
+  emitWarpgroupMmaRegisterA(OpBuilder &b, Location loc, Type elementType,
+                            int64_t n, ArrayRef<Value> aRegs, Value descB,
+                            bool bNMajor, ArrayRef<Value> acc) const override {
+    // The register-A form, wgmma.mma_async ... d, {a0..a3}, b-desc, scale-d,
+    // imm-scale-a, imm-scale-b, imm-trans-b, is not an NVVM op (upstream's
+    // nvvm.wgmma.mma_async takes A as a descriptor only), so it is emitted
+    // as upstream lowers that op: one instruction in llvm.inline_asm. D is
+    // tied to the accumulator inputs, scale-d a predicate operand (true).
+    assert(static_cast<int64_t>(acc.size()) == n / 2 && aRegs.size() == 4 &&
+           "m64nNk16: n / 2 accumulators, four A registers");
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    std::string type = elementType.isBF16() ? "bf16" : "f16";
+    std::string asmText = "wgmma.mma_async.sync.aligned.m64n" +
+                          std::to_string(n) + "k16.f32." + type + "." + type +
+                          " {";
+    std::string constraints;
+    SmallVector<Value> operands;
+    for (int64_t i = 0; i < n / 2; ++i) {
+      asmText += (i ? ", $" : "$") + std::to_string(i);
+      constraints += (i ? ",=f" : "=f");
+    }
+    int64_t next = n / 2;
+    asmText += "}, {";
+    for (auto [i, reg] : llvm::enumerate(aRegs)) {
+      asmText += (i ? ", $" : "$") + std::to_string(next++);
+      constraints += ",r";
+      operands.push_back(LLVM::BitcastOp::create(b, loc, i32, reg));
+    }
+    asmText += "}, $" + std::to_string(next) + ", $" +
+               std::to_string(next + 1) + ", 1, 1, " + (bNMajor ? "1" : "0") +
+               ";";
+    constraints += ",l,b";
+    operands.push_back(descB);
+    operands.push_back(arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+    for (int64_t i = 0; i < n / 2; ++i)
+      constraints += "," + std::to_string(i);
+    operands.append(acc.begin(), acc.end());
+    auto structType = LLVM::LLVMStructType::getLiteral(
+        b.getContext(), SmallVector<Type>(n / 2, f32));
+    auto mma = LLVM::InlineAsmOp::create(
+        b, loc, structType, operands, asmText, constraints,
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::tailcallkind::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    SmallVector<Value> d;
+    for (int64_t i = 0; i < n / 2; ++i)
+      d.push_back(LLVM::ExtractValueOp::create(b, loc, mma.getResult(0), i));
+    return d;
+  }
   void emitWarpgroupFence(OpBuilder &b, Location loc) const override {
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
   }
@@ -217,17 +268,6 @@ public:
                          int64_t pending) const override {
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
-  }
-  void emitWarpgroupBarrier(OpBuilder &b, Location loc,
-                            int64_t warpGroup) const override {
-    // bar.sync 1 + warpgroup, 128 (barrier 0 is the workgroup's), the id an
-    // immediate of the instruction: nvvm.barrier takes it as an operand, and
-    // LLVM merges the per-warpgroup copies into one barrier of a run-time
-    // id, for which ptxas reserves all 16 named barriers.
-    NVVM::InlinePtxOp::create(
-        b, loc, TypeRange{}, ValueRange{}, ValueRange{},
-        b.getStringAttr("bar.sync " + std::to_string(1 + warpGroup) + ", 128;"),
-        Value());
   }
   void emitWarpgroupOperandFence(OpBuilder &b, Location loc) const override {
     // fence.proxy.async.shared::cta: generic-proxy writes (st.shared,

@@ -1,18 +1,18 @@
 // RUN: fmha-opt %s --fmha-lower-to-gpu="target=nvvm chip=sm_90a mma=wgmma block-m=128 block-n=64" -canonicalize -cse | FileCheck %s
 
-// mma=wgmma: two warpgroups (8 warps) per workgroup of 128 query rows; Q, K,
-// V and P live in workgroup memory as 128-byte core matrices
-// ([cols / 8][rows][8]): K and V stages 2 x 64 x 128 (65536 bytes), P 2 x 64
-// x 64 (16384), Q 128 x 128 (32768): 114688 bytes.
+// mma=wgmma: two warpgroups (8 warps) per workgroup of 128 query rows; Q, K
+// and V live in workgroup memory as 128-byte core matrices
+// ([cols / 8][rows][8]): K and V stages 2 x 64 x 128 (65536 bytes), Q 128 x
+// 128 (32768): 98304 bytes. P stays in registers.
 // CHECK-LABEL: func.func @attention(
-// CHECK: gpu.launch_func @fmha_kernels::@attention_kernel blocks in (%{{.+}}, %c8, %{{.+}}) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c114688_i32
+// CHECK: gpu.launch_func @fmha_kernels::@attention_kernel blocks in (%{{.+}}, %c8, %{{.+}}) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c98304_i32
 
 // CHECK: gpu.func @attention_kernel(%[[GQ:[^:]+]]: memref<?xbf16>, %[[GK:[^:]+]]: memref<?xbf16>, %[[GV:[^:]+]]: memref<?xbf16>, {{.+}} kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // CHECK: %[[SMEM:.+]] = gpu.dynamic_shared_memory
 // CHECK: %[[KB:.+]] = memref.view %[[SMEM]][%c0][] {{.+}} to memref<2x16x64x8xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[VB:.+]] = memref.view %[[SMEM]][%c32768][] {{.+}} to memref<2x16x64x8xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[PB:.+]] = memref.view %[[SMEM]][%c65536][] {{.+}} to memref<2x8x64x8xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[QB:.+]] = memref.view %[[SMEM]][%c81920][] {{.+}} to memref<1x16x128x8xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[QB:.+]] = memref.view %[[SMEM]][%c65536][] {{.+}} to memref<1x16x128x8xbf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref.view
 // CHECK: memref.extract_aligned_pointer_as_index %[[SMEM]]
 // The Q tile, by asynchronous copies, then made visible to the async proxy.
 // CHECK: nvgpu.device_async_copy %[[GQ]][%{{.+}}], %[[QB]][%c0, %{{.+}}, %{{.+}}, %c0], 8 {bypassL1}
@@ -35,19 +35,18 @@
 // CHECK:   scf.if
 // CHECK:   gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32
 // CHECK:   gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32
-// P to this warpgroup's rows in pairs, fenced, a barrier of the warpgroup's
-// 128 threads (named barrier 1 + warpgroup, a constant id in each case of a
-// switch over the warpgroup), then O += P V: 4 k-steps of m64n128k16 with V
-// N-major.
-// CHECK:   vector.store %{{.+}}, %[[PB]][%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<2x8x64x8xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
-// CHECK:   nvvm.fence.proxy
-// CHECK:   scf.index_switch
-// CHECK-NEXT:   case 0 {
-// CHECK-NEXT:     nvvm.inline_ptx "bar.sync 1, 128;"
-// CHECK:   default {
-// CHECK-NEXT:     nvvm.inline_ptx "bar.sync 2, 128;"
+// O += P V: P = softmax(S) packed from the S registers into A fragments
+// (pairs of adjacent keys), no workgroup memory and no barrier; 4 k-steps of
+// the register-A wgmma m64n128k16 (one instruction, upstream's lowering
+// mechanism: llvm.inline_asm), D tied to the accumulators, V N-major
+// (imm-trans-b 1).
+// CHECK-NOT:   vector.store
+// CHECK-NOT:   nvvm.barrier
+// CHECK:   vector.from_elements %{{.+}}, %{{.+}} : vector<2xbf16>
+// CHECK-NOT:   vector.store
+// CHECK-NOT:   nvvm.barrier
 // CHECK:   nvvm.wgmma.fence.aligned
-// CHECK-COUNT-4:   nvvm.wgmma.mma_async %{{.+}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK-COUNT-4:   llvm.inline_asm has_side_effects asm_dialect = att "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.+}}, $63}, {$64, $65, $66, $67}, $68, $69, 1, 1, 1;", "=f,{{.+}},=f,r,r,r,r,l,b,0,1,{{.+}},63"
 // CHECK:   nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT:   nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK:   gpu.barrier

@@ -144,6 +144,15 @@ public:
                                               Value descA, Value descB,
                                               bool bNMajor,
                                               ArrayRef<Value> acc) const;
+  /// The same product with A from registers: warp w % 4 of the warpgroup
+  /// holds rows [16 (w % 4), 16 (w % 4) + 16) of A as the A fragment of the
+  /// warp-level instruction (getACoord), numA / 2 registers of two 16-bit
+  /// elements; `acc` (n / 2 f32, not empty) is accumulated into. The
+  /// registers may be changed again only after emitWarpgroupWait.
+  virtual SmallVector<Value>
+  emitWarpgroupMmaRegisterA(OpBuilder &b, Location loc, Type elementType,
+                            int64_t n, ArrayRef<Value> aRegs, Value descB,
+                            bool bNMajor, ArrayRef<Value> acc) const;
   /// Orders register accesses before the next warpgroup products.
   virtual void emitWarpgroupFence(OpBuilder &b, Location loc) const;
   /// Commits the products issued so far and waits until at most `pending`
@@ -154,12 +163,6 @@ public:
   /// asynchronous copies) visible to the warpgroup products; a barrier must
   /// follow before another thread's product reads them.
   virtual void emitWarpgroupOperandFence(OpBuilder &b, Location loc) const;
-  /// A barrier of the four warps of warpgroup `warpGroup` alone. The index
-  /// is a constant, so that the barrier resource is known when compiling
-  /// (a run-time barrier id makes ptxas reserve every named barrier).
-  virtual void emitWarpgroupBarrier(OpBuilder &b, Location loc,
-                                    int64_t warpGroup) const;
-
   /// A workgroup-wide barrier over workgroup memory.
   virtual void emitBarrier(OpBuilder &b, Location loc) const = 0;
 
