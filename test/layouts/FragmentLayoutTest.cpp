@@ -186,7 +186,7 @@ INSTANTIATE_TEST_SUITE_P(
         // MFMA 16x16x16 (the default), wave64.
         LayoutCase{"cdna3-v_mfma_f32_16x16x16_f16.csv", "gfx942", 0, 16, 16, 16,
                    64},
-        LayoutCase{"cdna3-v_mfma_f32_16x16x16_bf16.csv", "gfx940", 16, 16, 16,
+        LayoutCase{"cdna3-v_mfma_f32_16x16x16_bf16.csv", "gfx942", 16, 16, 16,
                    16, 64},
         LayoutCase{"cdna2-v_mfma_f32_16x16x16f16.csv", "gfx90a", 16, 16, 16, 16,
                    64},
@@ -197,7 +197,7 @@ INSTANTIATE_TEST_SUITE_P(
         // MFMA 32x32x8 (mfma=32), wave64.
         LayoutCase{"cdna3-v_mfma_f32_32x32x8_f16.csv", "gfx942", 32, 32, 32, 8,
                    64},
-        LayoutCase{"cdna3-v_mfma_f32_32x32x8_bf16.csv", "gfx941", 32, 32, 32, 8,
+        LayoutCase{"cdna3-v_mfma_f32_32x32x8_bf16.csv", "gfx942", 32, 32, 32, 8,
                    64},
         LayoutCase{"cdna2-v_mfma_f32_32x32x8f16.csv", "gfx90a", 32, 32, 32, 8,
                    64},

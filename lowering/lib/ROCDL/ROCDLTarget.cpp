@@ -46,7 +46,7 @@ using namespace mlir::fmha;
 namespace {
 
 constexpr const char *kSupportedChips =
-    "gfx90a, gfx940, gfx941, gfx942, gfx950 (MFMA, wave64); gfx1100, gfx1101, "
+    "gfx90a, gfx942, gfx950 (MFMA, wave64); gfx1100, gfx1101, "
     "gfx1102 (RDNA3 WMMA, wave32); gfx1200, gfx1201 (RDNA4 WMMA, wave32)";
 
 class ROCDLTarget : public GpuTarget {
@@ -264,8 +264,7 @@ public:
   }
 
   static bool isCdna(StringRef chip) {
-    return chip == "gfx90a" || chip == "gfx940" || chip == "gfx941" ||
-           chip == "gfx942" || chip == "gfx950";
+    return chip == "gfx90a" || chip == "gfx942" || chip == "gfx950";
   }
   static bool isRdna3(StringRef chip) {
     return chip == "gfx1100" || chip == "gfx1101" || chip == "gfx1102";
@@ -277,6 +276,12 @@ public:
   std::string checkChip(StringRef chip) const override {
     if (isCdna(chip) || isRdna3(chip) || isRdna4(chip))
       return {};
+    // LLVM folded these MI300 names into gfx942; LLVM 22's AMDGPU backend
+    // no longer knows them and aborts instruction selection for them.
+    if (chip == "gfx940" || chip == "gfx941")
+      return "AMD chip '" + chip.str() +
+             "' is compiled as gfx942 (LLVM 22 no longer has the name): use "
+             "--chip=gfx942";
     return "unknown or unsupported AMD chip '" + chip.str() +
            "' (supported: " + kSupportedChips + ")";
   }

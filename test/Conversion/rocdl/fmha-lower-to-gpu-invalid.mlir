@@ -11,7 +11,7 @@
 // RDNA-M32: error: mfma=32 on gfx1201: RDNA chips have only the WMMA 16x16x16 instructions (mfma=16)
 // M64: error: mfma=64 on gfx942: expected 16 (v_mfma_f32_16x16x16) or 32 (v_mfma_f32_32x32x8)
 // M32-W: error: 'fmha.attention' op warp-rows=16 must be a multiple of 32 up to 128
-// CHIP: error: unknown or unsupported AMD chip 'gfx1030' (supported: gfx90a, gfx940, gfx941, gfx942, gfx950 (MFMA, wave64); gfx1100, gfx1101, gfx1102 (RDNA3 WMMA, wave32); gfx1200, gfx1201 (RDNA4 WMMA, wave32))
+// CHIP: error: unknown or unsupported AMD chip 'gfx1030' (supported: gfx90a, gfx942, gfx950 (MFMA, wave64); gfx1100, gfx1101, gfx1102 (RDNA3 WMMA, wave32); gfx1200, gfx1201 (RDNA4 WMMA, wave32))
 // NVVM: error: mfma=32 is not available on the nvvm target (its matrix instruction has M = 16)
 func.func @d128(%q: memref<?x8x?x128xf16>, %k: memref<?x2x?x128xf16>, %v: memref<?x2x?x128xf16>, %o: memref<?x8x?x128xf16>, %lse: memref<?x8x?xf32>) {
   fmha.attention ins(%q, %k, %v : memref<?x8x?x128xf16>, memref<?x2x?x128xf16>, memref<?x2x?x128xf16>) outs(%o : memref<?x8x?x128xf16>, %lse : memref<?x8x?xf32>) {mask = #fmha.mask<"b">}
