@@ -39,9 +39,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GpuKernelUtils.h"
-#include "fmha/Target/FmhaToLLVMIRTranslation.h"
 #include "fmha/Transforms/MaskUtils.h"
-#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -139,46 +137,6 @@ enum Param {
   kSk,
   kNumParams
 };
-
-/// dqacc[idx] += value, atomically. The workspace is device memory the
-/// caller or the runtime allocated (ABI gpu-bwd-v1, Bundle.h): coarse-grained
-/// and on this device. On ROCDL the add is an llvm.atomicrmw that says so
-/// (fmha.amdgpu_* attributes, FmhaToLLVMIRTranslation.h), which lets the
-/// AMDGPU backend select global_atomic_add_f32 instead of a compare-and-swap
-/// loop; memref.atomic_rmw's lowering cannot carry the metadata. Monotonic:
-/// the adds need atomicity only, their readers run in later launches.
-/// gfx90a's f32 add flushes denormal addends; dqacc is rounded to the element
-/// type, where an f32 denormal is zero (f16) or a bf16 denormal at most.
-/// Other targets keep memref.atomic_rmw.
-// TODO: a GpuTarget hook (emitting a workspace atomic add) instead of the
-// target name, once GpuTarget.h is free to change.
-void emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, const GpuTarget &t,
-                            Value value, Value memref, Value idx) {
-  auto type = cast<MemRefType>(memref.getType());
-  if (t.getName() != "rocdl" || type.getRank() != 1 ||
-      !type.getLayout().isIdentity() || type.getMemorySpace()) {
-    memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, value,
-                                memref, ValueRange{idx});
-    return;
-  }
-  // The descriptor the kernel lowering gives the memref (the cast folds away
-  // in reconcile-unrealized-casts); its aligned pointer, element idx.
-  LLVMTypeConverter converter(b.getContext());
-  Value desc = UnrealizedConversionCastOp::create(
-                   b, loc, converter.convertType(type), memref)
-                   .getResult(0);
-  Value base = LLVM::ExtractValueOp::create(b, loc, desc, 1);
-  Value offset = arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
-  Value ptr = LLVM::GEPOp::create(b, loc, base.getType(), type.getElementType(),
-                                  base, ValueRange{offset},
-                                  LLVM::GEPNoWrapFlags::inbounds);
-  auto add = LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, ptr,
-                                       value, LLVM::AtomicOrdering::monotonic);
-  for (StringRef name :
-       {kAmdgpuNoFineGrainedMemoryAttrName, kAmdgpuNoRemoteMemoryAttrName,
-        kAmdgpuIgnoreDenormalModeAttrName})
-    add->setAttr(name, b.getUnitAttr());
-}
 
 /// Builds the body of one of the three kernels.
 class BwdKernelBuilder {
@@ -718,7 +676,7 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
               um.min(um.add(q0, um.add(rowBlock, cCoords[e].row)), sqLast);
           Value col = um.add(col0, um.add(um.c(h * mmaN), cCoords[e].col));
           Value idx = um.add(um.mul(um.add(rowBase, qRow), um.c(cfg.d)), col);
-          emitWorkspaceAtomicAdd(ob, loc, t, acc[h][e], arg(kDQAcc), idx);
+          t.emitWorkspaceAtomicAdd(ob, loc, acc[h][e], arg(kDQAcc), idx);
         }
     }
     return pack(accs);

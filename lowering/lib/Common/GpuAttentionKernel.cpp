@@ -60,6 +60,12 @@ Value GpuTarget::emitLog2(OpBuilder &b, Location loc, Value x) const {
   return math::Log2Op::create(b, loc, x);
 }
 
+void GpuTarget::emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
+                                       Value memref, Value idx) const {
+  memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, value,
+                              memref, ValueRange{idx});
+}
+
 std::string GpuTarget::checkWarpgroupMma(StringRef chip) const {
   return "mma=wgmma is not available on the " + getName().str() +
          " target (no warpgroup matrix instruction)";

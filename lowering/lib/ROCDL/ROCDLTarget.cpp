@@ -31,9 +31,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "fmha/Conversion/GpuTarget.h"
+#include "fmha/Target/FmhaToLLVMIRTranslation.h"
 #include "fmha/Transforms/MaskUtils.h"
 
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -255,6 +259,43 @@ public:
                                   /*width=*/getWarpSize(),
                                   gpu::ShuffleMode::XOR)
         .getShuffleResult();
+  }
+
+  /// An llvm.atomicrmw that says what the workspace is (fmha.amdgpu_*
+  /// attributes, FmhaToLLVMIRTranslation.h): coarse-grained memory of this
+  /// device (ABI gpu-bwd-v1, Bundle.h). That lets the AMDGPU backend select
+  /// global_atomic_add_f32 instead of a compare-and-swap loop, which
+  /// memref.atomic_rmw's lowering cannot (it drops the attributes).
+  /// Monotonic: the adds need atomicity only. gfx90a's f32 add flushes
+  /// denormal addends; the accumulator is rounded to the element type, where
+  /// an f32 denormal is zero (f16) or a bf16 denormal at most.
+  void emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
+                              Value memref, Value idx) const override {
+    auto type = cast<MemRefType>(memref.getType());
+    if (type.getRank() != 1 || !type.getLayout().isIdentity() ||
+        type.getMemorySpace()) {
+      GpuTarget::emitWorkspaceAtomicAdd(b, loc, value, memref, idx);
+      return;
+    }
+    // The descriptor the kernel lowering gives the memref (the cast folds
+    // away in reconcile-unrealized-casts); its aligned pointer, element idx.
+    LLVMTypeConverter converter(b.getContext());
+    Value desc = UnrealizedConversionCastOp::create(
+                     b, loc, converter.convertType(type), memref)
+                     .getResult(0);
+    Value base = LLVM::ExtractValueOp::create(b, loc, desc, 1);
+    Value offset = arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
+    Value ptr = LLVM::GEPOp::create(b, loc, base.getType(),
+                                    type.getElementType(), base,
+                                    ValueRange{offset},
+                                    LLVM::GEPNoWrapFlags::inbounds);
+    auto add = LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, ptr,
+                                         value,
+                                         LLVM::AtomicOrdering::monotonic);
+    for (StringRef name :
+         {kAmdgpuNoFineGrainedMemoryAttrName, kAmdgpuNoRemoteMemoryAttrName,
+          kAmdgpuIgnoreDenormalModeAttrName})
+      add->setAttr(name, b.getUnitAttr());
   }
 
   int64_t getNumCopyStages() const override { return 1; }

@@ -189,6 +189,14 @@ public:
   virtual Value emitExp2(OpBuilder &b, Location loc, Value x) const;
   virtual Value emitLog2(OpBuilder &b, Location loc, Value x) const;
 
+  /// memref[idx] += value (f32), atomically, on a rank-1 memref of global
+  /// memory that the kernel's caller allocated on this device (a workspace,
+  /// e.g. the backward's dQ accumulator): its readers run in later
+  /// launches, so the add needs atomicity only. The default is
+  /// memref.atomic_rmw.
+  virtual void emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
+                                      Value memref, Value idx) const;
+
   /// Buffers of the K/V tile pipeline: 2 when copies run asynchronously (the
   /// next tile lands while this one is computed), 1 otherwise.
   virtual int64_t getNumCopyStages() const = 0;
