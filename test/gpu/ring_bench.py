@@ -324,6 +324,9 @@ def main():
                     help="sizes whose backward ring is checked and timed "
                          "(comma list; empty: none)")
     args = ap.parse_args()
+    masks = args.masks.split(",")
+    if any(m not in ("full", "causal") for m in masks):
+        ap.error(f"--masks takes full and/or causal, not '{args.masks}'")
     if args.make_bundles:
         make_bundles(args.make_bundles, args.compiler, args.chip)
         return 0
@@ -339,9 +342,6 @@ def main():
     if not os.path.isfile(args.nccl):
         die(f"no NCCL library at {args.nccl} (--nccl)")
     seqs = [int(s) for s in args.seqs.split(",")]
-    masks = args.masks.split(",")
-    if not masks or any(m not in ("full", "causal") for m in masks):
-        die(f"--masks takes full and/or causal, not '{args.masks}'")
     env = dict(os.environ, FMHA_NCCL_LIBRARY=args.nccl,
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     env.setdefault("LD_LIBRARY_PATH", "")

@@ -181,6 +181,12 @@ def main():
         rc, out = run(sweep + ["--filter", "f16-hq4-hk1-d64-dv64-mask_t."],
                       {"FMHA_CUDA_LIBRARY": "/nonexistent/libcuda.so.1"})
         expect(rc == 1 and "CUDA driver not found" in out, "no driver", out)
+        # ring_bench.py: a bad --masks is a usage error (exit 2) before it
+        # looks for bundles, binaries, mpirun or NCCL.
+        rc, out = run([sys.executable, os.path.join(GPU, "ring_bench.py"), "--masks",
+                       "full,diagonal", "--bundles", "/nonexistent"])
+        expect(rc == 2 and "error: --masks takes full and/or causal, not 'full,diagonal'"
+               in out, "ring_bench rejects a bad --masks", out)
     print("gpu scripts: ok")
 
 
