@@ -25,6 +25,21 @@ using rt::Status;
       return status_;                                                          \
   } while (false)
 
+namespace {
+
+/// Waits for every rank (the transport's host agreement).
+Status barrier(Transport &t) {
+  rt::Expected<bool> all = t.allOk(true);
+  if (!all.ok())
+    return all.status();
+  if (!*all)
+    return Status::error(ErrorCode::LaunchFailed,
+                         "ring: another rank failed before the timed run");
+  return Status::success();
+}
+
+} // namespace
+
 Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
                      const RingConfig &c, const RingInputs &in,
                      RingOutputs *out, DeviceRingTimes *times, RingMode mode,
@@ -126,6 +141,9 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
   };
   std::vector<StepMarks> steps;
   FMHA_TRY(dev.synchronize());
+  // Every rank starts its clock together: a rank still copying its inputs
+  // would otherwise hold up the first shift and count in the other's time.
+  FMHA_TRY(barrier(t));
   rt::Expected<void *> start = dev.mark(stream);
   if (!start.ok())
     return start.status();
@@ -252,6 +270,8 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
         return nullptr;
       return gj == gi ? k.bwdCausal : k.bwd;
     };
+    FMHA_TRY(dev.synchronize());
+    FMHA_TRY(barrier(t)); // as for the forward's clock
     rt::Expected<void *> b0 = dev.mark(stream);
     if (!b0.ok())
       return b0.status();
