@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <utility>
 
 namespace fmha::ring {
@@ -276,6 +277,10 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
     if (!b0.ok())
       return b0.status();
     void *cur = kvOwn.get(), *next = kvA.get(), *spare = kvB.get();
+    // The dK/dV packet of step s travels during step s + 1's backward
+    // kernels: the compute stream waits for it only before the first dK/dV
+    // sum of step s + 1 (the step's kernels need only the K/V packet).
+    bool dkvInFlight = false;
     for (int s = 0; s < n; ++s) {
       const int src = (rank - s + n) % n;
       const std::vector<int64_t> theirs = ringChunks(src, n, c.zigzag);
@@ -310,7 +315,12 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
                        p.qElements()},
                       {dkT.get(), dkv, static_cast<int64_t>(dkCount)},
                       {dvT.get(), dkv + dkCount, static_cast<int64_t>(dvCount)}};
-          for (const auto &sum : sums) {
+          for (size_t si = 0; si < std::size(sums); ++si) {
+            const auto &sum = sums[si];
+            if (si > 0 && dkvInFlight) { // dk, dv: into the arrived packet
+              FMHA_TRY(t.waitShifts());
+              dkvInFlight = false;
+            }
             rt::AccumulateArgs aa;
             aa.x = sum.x;
             aa.acc = sum.acc;
@@ -319,11 +329,19 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
           local.kernelCalls += 4;
         }
       }
+      // The next step's kernels read the K/V packet that arrived: wait for
+      // it before the dK/dV shift is queued behind it on the comm stream.
+      // (A dK/dV packet no sum of this step waited for is covered too.)
+      if (shift || dkvInFlight) {
+        FMHA_TRY(t.waitShifts());
+        dkvInFlight = false;
+      }
       // dK/dV move on after this step's sums; after the last step the
       // shift brings them home.
-      if (n > 1)
+      if (n > 1) {
         FMHA_TRY(t.startShift(dkvCur, dkvNext, m * dkvChunk * sizeof(float)));
-      FMHA_TRY(t.waitShifts());
+        dkvInFlight = true;
+      }
       if (shift) {
         void *done = cur == kvOwn.get() ? spare : cur;
         cur = next;
@@ -332,6 +350,8 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
       if (n > 1)
         std::swap(dkvCur, dkvNext);
     }
+    if (dkvInFlight)
+      FMHA_TRY(t.waitShifts());
     rt::Expected<void *> b1 = dev.mark(stream);
     if (!b1.ok())
       return b1.status();
