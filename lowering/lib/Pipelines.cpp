@@ -51,6 +51,7 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
   gpu.blockN = options.blockN;
   gpu.warpRows = options.warpRows;
   gpu.qInShared = options.qInShared;
+  gpu.rescale = options.rescale;
   gpu.kernelName = options.kernelName;
   gpu.mfma = mfma;
   gpu.mma = mma.str();

@@ -86,6 +86,13 @@ cl::opt<std::string>
                  "D = Dv in {64, 128}; block-m 128, block-n 64 at D = 64 "
                  "and 128 at D = 128, warp-rows 16 by default)"),
         cl::init(""), cl::cat(category));
+cl::opt<std::string> rescale(
+    "rescale",
+    cl::desc("GPU forward: when the online softmax rescales O: lazy (only "
+             "when a row's max grows by more than 2^8), eager (every kv "
+             "tile), or empty: lazy on cuda with the mma.sync kernel where "
+             "Dv >= 2 x block-n, eager elsewhere"),
+    cl::init(""), cl::cat(category));
 cl::opt<bool> qInShared(
     "q-in-shared",
     cl::desc("GPU forward: keep the Q tile in workgroup memory and read its "
@@ -125,6 +132,14 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     if (bwd || merge || accumulate)
       return error("--mma=wgmma is forward only (not --bwd, --merge or "
                    "--accumulate)");
+  }
+  if (!rescale.empty()) {
+    if (rescale != "lazy" && rescale != "eager")
+      return error("unknown --rescale '" + rescale +
+                   "' (expected lazy or eager)");
+    if (meta.target == rt::Target::Cpu || bwd || merge || accumulate)
+      return error("--rescale applies to the GPU forward kernel only (not "
+                   "--target=cpu, --bwd, --merge or --accumulate)");
   }
   if (accumulate) {
     if (bwd || deterministic || merge)

@@ -24,7 +24,8 @@
 namespace fmha::compile {
 
 extern llvm::cl::OptionCategory category;
-extern llvm::cl::opt<std::string> target, chip, dtype, mask, emit, output, mma;
+extern llvm::cl::opt<std::string> target, chip, dtype, mask, emit, output, mma,
+    rescale;
 extern llvm::cl::opt<int64_t> hq, hk, headDim, headDimV, blockM, blockN,
     warpRows, mfma;
 extern llvm::cl::opt<double> scale, softcap;

@@ -282,6 +282,7 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
     options.blockN = meta.blockN;
     options.warpRows = warpRows;
     options.qInShared = qInShared;
+    options.rescale = rescale;
     options.mma = mma;
     options.kernelName = meta.kernel;
     std::string toolkit = findCudaToolkit();
@@ -303,6 +304,7 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
     options.blockN = meta.blockN;
     options.warpRows = warpRows;
     options.qInShared = qInShared;
+    options.rescale = rescale;
     options.mfma = mfma;
     options.kernelName = meta.kernel;
     options.format = emit == "llvm" ? "llvm" : emit == "bundle" ? "bin" : "isa";

@@ -192,6 +192,9 @@ struct KernelConfig {
   /// holds rows [16 w, 16 w + 16) of S and O in C fragments as with the warp
   /// MMA.
   bool wgmma = false;
+  /// Lazy rescaling of O (visitTile): only when a row's max grows by more
+  /// than 2^8; otherwise every kv tile.
+  bool lazyRescale = false;
 };
 
 /// Builds the body of the flash-attention kernel.
@@ -217,6 +220,11 @@ private:
   SmallVector<Value> flatten(const State &s) const;
   State unflatten(ValueRange values) const;
   State visitTile(OpBuilder &ob, Value kt, Value buf, const State &in);
+  /// O *= alpha (alphas[row block][slot]) under one branch taken when
+  /// `anyMoved`; fills out.rows[*].acc from in.rows[*].acc.
+  void lazyRescale(OpBuilder &ob, Value anyMoved,
+                   ArrayRef<SmallVector<Value>> alphas, const State &in,
+                   State &out);
   /// S = Q K^T of tile buffer `buf` by warpgroup products: s[0][j][e].
   SmallVector<SmallVector<Value>> warpgroupScores(OpBuilder &ob, Value buf);
   /// O += P V by warpgroup products, P = softmax(S) as A fragments in
@@ -518,8 +526,18 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
           x = ifOp.getResult(pos++);
   }
 
-  // Online softmax per row block and row slot.
+  // Online softmax per row block and row slot. Eager: m is the running max
+  // (base 2) and O is rescaled by alpha = exp2(m_old - m) at every tile.
+  // Lazy (cfg.lazyRescale): m moves only when the tile's row max exceeds it
+  // by more than kRescaleSlack. Otherwise every probability of the tile is
+  // exp2(x - m) <= 2^kRescaleSlack, O and l keep their scale, and the
+  // multiply of O by alpha is skipped: one branch, taken when any row of
+  // the thread moved. O / l and lse = m + log2(l) are exact for any such m,
+  // as the final normalisation uses the same m for both.
+  constexpr double kRescaleSlack = 8.0;
   State out;
+  Value anyMoved;
+  SmallVector<SmallVector<Value>> alphas; // [rowBlocks][slots]
   for (int64_t rb = 0; rb < rowBlocks; ++rb) {
     const RowState &prev = in.rows[rb];
     RowState next;
@@ -535,6 +553,16 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
       if (foldScale)
         rowMax = fm.mul(rowMax, fm.c(cfg.scale * log2e));
       Value mNew = fm.max(prev.m[slot], rowMax);
+      if (cfg.lazyRescale) {
+        // m = -inf (no visible key yet) moves to any finite row max.
+        Value moved =
+            arith::CmpFOp::create(ob, loc, arith::CmpFPredicate::OGT, rowMax,
+                                  fm.add(prev.m[slot], fm.c(kRescaleSlack)));
+        anyMoved = anyMoved ? arith::OrIOp::create(ob, loc, anyMoved, moved)
+                                  .getResult()
+                            : moved;
+        mNew = fm.select(moved, rowMax, prev.m[slot]);
+      }
       // Rows that have seen no visible key keep m = -inf; subtracting 0
       // keeps exp2(-inf) = 0 instead of NaN.
       Value hidden = arith::CmpFOp::create(ob, loc, arith::CmpFPredicate::OEQ,
@@ -560,14 +588,18 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
       }
     for (int64_t slot = 0; slot < slots; ++slot)
       next.l.push_back(fm.add(fm.mul(prev.l[slot], alpha[slot]), rowSum[slot]));
-    for (const SmallVector<Value> &tile : prev.acc) {
-      SmallVector<Value> scaled;
-      for (int64_t e = 0; e < numC; ++e)
-        scaled.push_back(fm.mul(tile[e], alpha[target.getCRowSlot(e)]));
-      next.acc.push_back(scaled);
-    }
+    if (!cfg.lazyRescale)
+      for (const SmallVector<Value> &tile : prev.acc) {
+        SmallVector<Value> scaled;
+        for (int64_t e = 0; e < numC; ++e)
+          scaled.push_back(fm.mul(tile[e], alpha[target.getCRowSlot(e)]));
+        next.acc.push_back(scaled);
+      }
+    alphas.push_back(alpha);
     out.rows.push_back(next);
   }
+  if (cfg.lazyRescale)
+    lazyRescale(ob, anyMoved, alphas, in, out);
 
   // O += P V. Where the target's C fragments are A fragments in the same
   // lane, P goes straight from the S registers; otherwise each warp writes
@@ -614,6 +646,39 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
     }
   }
   return out;
+}
+
+void KernelBuilder::lazyRescale(OpBuilder &ob, Value anyMoved,
+                                ArrayRef<SmallVector<Value>> alphas,
+                                const State &in, State &out) {
+  const int64_t numC = target.getNumCElements();
+  const int64_t rowBlocks = cfg.rowBlocks;
+  // One branch for all the thread's rows: O *= alpha where a row moved.
+  SmallVector<Value> flatAcc;
+  for (const RowState &prev : in.rows)
+    for (const SmallVector<Value> &tile : prev.acc)
+      flatAcc.append(tile.begin(), tile.end());
+  auto rescale = scf::IfOp::create(
+      ob, loc, anyMoved,
+      [&](OpBuilder &then, Location) {
+        FloatMath tm{then, loc, target};
+        SmallVector<Value> scaled;
+        for (int64_t rb = 0; rb < rowBlocks; ++rb)
+          for (const SmallVector<Value> &tile : in.rows[rb].acc)
+            for (int64_t e = 0; e < numC; ++e)
+              scaled.push_back(
+                  tm.mul(tile[e], alphas[rb][target.getCRowSlot(e)]));
+        scf::YieldOp::create(then, loc, scaled);
+      },
+      [&](OpBuilder &els, Location) {
+        scf::YieldOp::create(els, loc, flatAcc);
+      });
+  for (int64_t rb = 0, pos = 0; rb < rowBlocks; ++rb)
+    for (size_t t = 0; t < in.rows[rb].acc.size(); ++t) {
+      out.rows[rb].acc.emplace_back();
+      for (int64_t e = 0; e < numC; ++e)
+        out.rows[rb].acc.back().push_back(rescale.getResult(pos++));
+    }
 }
 
 void KernelBuilder::build(gpu::GPUFuncOp func) {
@@ -949,6 +1014,12 @@ struct FmhaLowerToGpuPass
       module.emitError() << chipError;
       return signalPassFailure();
     }
+    if (!rescale.empty() && rescale != "lazy" && rescale != "eager") {
+      module.emitError() << "unknown rescale '" << rescale
+                         << "' (expected lazy, eager, or empty for the "
+                            "target's choice)";
+      return signalPassFailure();
+    }
     if (!mma.empty() && mma != "wgmma") {
       module.emitError() << "unknown mma '" << mma
                          << "' (expected wgmma, or empty for the target's "
@@ -1024,6 +1095,13 @@ struct FmhaLowerToGpuPass
       config.softcap = cap->convertToDouble();
     config.qInShared = qInShared;
     config.wgmma = mma == "wgmma";
+    // Lazy by default where it was measured faster (H200, mma.sync):
+    // D = 128 with 32-key tiles +8-14%, D = 64 with 64-key tiles -7-9%
+    // (docs/PERFORMANCE.md v9).
+    config.lazyRescale =
+        rescale == "lazy" ||
+        (rescale.empty() && !config.wgmma && target == "nvvm" &&
+         config.dv >= 2 * blockN);
     OpBuilder kb(ctx);
     KernelBuilder(kb, loc, gpuTarget, config).build(func);
     kb.setInsertionPointToEnd(&func.getBody().front());

@@ -7,6 +7,8 @@
 // RUN: not fmha-opt %s --fmha-lower-to-gpu="block-n=512" -split-input-file 2>&1 | FileCheck %s --check-prefix=SHARED
 // RUN: not fmha-opt %s --fmha-lower-to-gpu="warp-rows=24" -split-input-file 2>&1 | FileCheck %s --check-prefix=WARPROWS
 // RUN: not fmha-opt %s --fmha-lower-to-gpu="warp-rows=32 block-m=48" -split-input-file 2>&1 | FileCheck %s --check-prefix=WARPBLOCK
+// RUN: not fmha-opt %s --fmha-lower-to-gpu="chip=sm_90 rescale=sometimes" -split-input-file 2>&1 | FileCheck %s --check-prefix=RESCALE
+// RESCALE: error: unknown rescale 'sometimes' (expected lazy, eager, or empty for the target's choice)
 
 // TARGET: error: unknown GPU target 'spirv' (expected nvvm or rocdl)
 // CHIP: error: chip 'sm_75' has no bf16 mma.sync m16n8k16: need sm_80 or newer

@@ -71,6 +71,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<Derived> {
       *this, "q-in-shared",
       llvm::cl::desc("Q tile in workgroup memory (fragments read per kv tile)"),
       llvm::cl::init(false)};
+  typename Base::template Option<std::string> rescale{
+      *this, "rescale",
+      llvm::cl::desc("O rescaling of the forward's online softmax: lazy, "
+                     "eager or empty (the target's choice)"),
+      llvm::cl::init("")};
   typename Base::template Option<std::string> kernelName{
       *this, "kernel-name", llvm::cl::desc("Kernel name"), llvm::cl::init("")};
 };

@@ -63,6 +63,12 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"qInShared", "q-in-shared", "bool", "false",
            "fmha.attention: keep the Q tile in workgroup memory and read its "
            "fragments per kv tile instead of holding them in registers">,
+    Option<"rescale", "rescale", "std::string", "\"\"",
+           "fmha.attention: when the online softmax rescales O; lazy: only "
+           "when a row's max grows by more than 2^8 (base 2), eager: every kv "
+           "tile; empty: lazy for the warp-level MMA on nvvm where Dv >= 2 x "
+           "block-n (the O rescale dominates the per-key work), eager "
+           "otherwise">,
     Option<"kernelName", "kernel-name", "std::string", "\"\"",
            "Name of the kernel (default: <function>_kernel)">,
     Option<"mfma", "mfma", "int64_t", "0",
