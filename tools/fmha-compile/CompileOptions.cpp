@@ -65,7 +65,7 @@ cl::opt<int64_t> blockM("block-m",
                         cl::init(64), cl::cat(category));
 cl::opt<int64_t>
     blockN("block-n",
-           cl::desc("Keys per kv tile (cuda default: 64, 32 at "
+           cl::desc("Keys per kv tile (cuda default: 64, 16 at "
                     "D = 128; hip: 16 on gfx11, 32 on gfx12 (16 at D = 128))"),
            cl::init(64), cl::cat(category));
 cl::opt<int64_t> warpRows("warp-rows",
@@ -244,14 +244,15 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       meta.blockM = blockM;
       meta.blockN = blockN;
     } else if (meta.target == rt::Target::Cuda && !bwd) {
-      // Tile defaults measured on the H200 (docs/PERFORMANCE.md, v4): four
-      // warps of 32 rows, 64-key tiles at D <= 64, 32-key tiles at D = 128.
+      // Tile defaults measured on the H200 (docs/PERFORMANCE.md, v4 and
+      // v9): four warps of 32 rows, 64-key tiles at D <= 64; at D = 128
+      // 16-key tiles (with lazy rescaling, the per-tile cost is small).
       if (!blockM.getNumOccurrences() && !warpRows.getNumOccurrences()) {
         blockM = 128;
         warpRows = 32;
       }
       if (!blockN.getNumOccurrences())
-        blockN = std::max(meta.d, meta.dv) > 64 ? 32 : 64;
+        blockN = std::max(meta.d, meta.dv) > 64 ? 16 : 64;
       meta.blockM = blockM;
       meta.blockN = blockN;
     }
