@@ -59,6 +59,18 @@ def sweep_cases():
     return [(sig, size) for sig, size in itertools.product(sweep_signatures(), SWEEP_SIZES)]
 
 
+# Problems run with `fmha-run --inputs stress` (row maxima that rise, fall
+# or jump along the keys, by kv head: the online softmax's lazy rescaling),
+# long enough for many kv tiles: each D = 128 and D = 64 signature of
+# sweep_signatures() without a window, at one size with Sq != Sk.
+STRESS_SIZE = (1, 700, 2100)
+
+
+def stress_cases():
+    return [(sig, STRESS_SIZE) for sig in sweep_signatures()
+            if sig["mask"] in ("0", "t", "b")]
+
+
 # Problems that also do a --save/--load round trip.
 ROUND_TRIP = [(dict(target="cuda", chip=CHIP, dtype="bf16", hq=16, hk=2, d=128, dv=128,
                     mask="b:100,0,4"), (2, 150, 333)),

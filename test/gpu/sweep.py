@@ -90,6 +90,14 @@ def main():
         jobs.append(("%s B=%d Sq=%d Sk=%d" % (name, b, sq, sk),
                      [runner, path, "-b", str(b), "--sq", str(sq), "--sk", str(sk),
                       "--seed", str(n), "--validate"]))
+    for sig, (b, sq, sk) in cases.stress_cases():
+        name = fmha.bundle_name(**sig)
+        if name in problems or args.filter not in name:
+            continue
+        jobs.append(("%s B=%d Sq=%d Sk=%d stress" % (name, b, sq, sk),
+                     [runner, os.path.join(args.bundles, name), "-b", str(b),
+                      "--sq", str(sq), "--sk", str(sk), "--inputs", "stress",
+                      "--validate"]))
 
     def run(job):
         label, argv = job

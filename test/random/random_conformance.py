@@ -10,8 +10,9 @@ them with a random B, Sq and Sk (1 to 4096, decode rows, tile multiples and
 their neighbours), bounded in work so that each run stays fast. On the cpu
 and cuda targets about a third of the signatures are backward kernels
 (--bwd, half of them --deterministic), checked for dq, dk, dv and, on small
-problems, by finite differences (fmha-run --grad-check). Bundles are
-cached by signature (--cache DIR keeps them across runs).
+problems, by finite differences (fmha-run --grad-check). One forward
+problem in five (by its data seed) runs on `fmha-run --inputs stress`.
+Bundles are cached by signature (--cache DIR keeps them across runs).
 
 Every failure prints the fmha-compile and fmha-run commands that reproduce
 it, and the command that replays that one problem through this driver
@@ -263,6 +264,11 @@ def run_args(bundle, shape, data_seed, sig=None):
     b, sq, sk = shape
     args = [bundle, "-b", str(b), "--sq", str(sq), "--sk", str(sk),
             "--seed", str(data_seed), "--validate"]
+    # One forward problem in five draws stress inputs (row maxima that rise,
+    # fall or jump along the keys: the online softmax's rescaling), chosen
+    # by the data seed so that the problems of a seed stay the same.
+    if sig and not sig.get("bwd") and data_seed % 5 == 0:
+        args += ["--inputs", "stress"]
     if sig and sig.get("bwd") and (b * sq * sk * sig["hq"] *
                                    (sig["d"] + sig["dv"]) <= GRAD_CHECK_WORK):
         args.append("--grad-check")

@@ -137,6 +137,12 @@ def main():
         expect(rc == 0, "the sweep passes over the fake driver", out)
         expect("sweep: 8 cases, 8 passed, 0 failed; 1 round trips; 0 signatures not runnable"
                in out and out.rstrip().endswith("sweep: all passed"), "the summary", out)
+        # A signature with a stress case: its 8 sizes, then Sq=700 Sk=2100 on
+        # fmha-run --inputs stress.
+        rc, out = run(sweep + ["--filter", "fwd-cuda-sm_90a-f16-hq4-hk4-d64-dv64-mask_0.", "-v"],
+                      env)
+        expect(rc == 0 and "sweep: 9 cases, 9 passed, 0 failed" in out and
+               "mask_0.fmha B=1 Sq=700 Sk=2100 stress" in out, "the stress case", out)
         # A signature that did not compile is a failure.
         rc, out = run(sweep + ["--filter", "fwd-cuda-sm_90a-bf16-hq8-hk2-d128-dv128-mask_b-soft"], env)
         expect(rc == 1, "a missing bundle fails the sweep", out)

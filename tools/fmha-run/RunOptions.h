@@ -55,6 +55,10 @@ inline constexpr OptionDef kOptions[] = {
      "bundle's)"},
     {"softcap", true, "X", "score softcap, 0 = none (default: the bundle's)"},
     {"seed", true, "N", "seed of the random inputs (default 0)"},
+    {"inputs", true, "KIND",
+     "normal (default): standard normal q, k, v; stress: q and k reshaped "
+     "so that the softmax's row max rises or falls along the keys or jumps "
+     "(by kv head), for the online rescaling"},
     {"n", true, "N", "element count of an accumulate bundle (kind=acc)"},
     {"bwd", false, nullptr,
      "assert that the bundle is a backward kernel (kind=bwd); without it "

@@ -1030,6 +1030,45 @@ int runAccumulateKernel(const CommandLine &cl, Kernel &kernel, int64_t n,
   return passed ? 0 : 1;
 }
 
+/// --inputs stress: reshapes the standard normal q and k so that the online
+/// softmax's running row max moves a lot. By kv head g (and the q heads of
+/// its group), g mod 4:
+///   0: the scores rise along the keys, by about 0.008 sqrt(D) per key in
+///      base 2 (2.9 per 32 keys at D = 128): the max moves past the lazy
+///      rescaling's slack of 8 every few kv tiles and is stale in between;
+///   1: the same ramp falling along the keys (the max is set at the start);
+///   2: q and k times 3 (scores of a few tens, jumps both ways);
+///   3: unchanged.
+/// With the default scale 1/sqrt(D); other scales shift the slopes.
+void stressInputs(const Problem &p, std::vector<float> &q,
+                  std::vector<float> &k) {
+  const int64_t group = p.hq / p.hk;
+  const double step = 0.008 / 1.4426950408889634; // per key, per element
+  for (int64_t bi = 0; bi < p.b; ++bi)
+    for (int64_t h = 0; h < p.hq; ++h) {
+      const int64_t kind = (h / group) % 4;
+      float *x = &q[((bi * p.hq + h) * p.sq) * p.d];
+      for (int64_t i = 0; i < p.sq * p.d; ++i)
+        x[i] = kind == 2 ? 3.0f * x[i]
+               : kind < 2 ? 0.3f * x[i] + 1.0f
+                          : x[i];
+    }
+  for (int64_t bi = 0; bi < p.b; ++bi)
+    for (int64_t g = 0; g < p.hk; ++g) {
+      const int64_t kind = g % 4;
+      float *x = &k[((bi * p.hk + g) * p.sk) * p.d];
+      for (int64_t j = 0; j < p.sk; ++j)
+        for (int64_t c = 0; c < p.d; ++c) {
+          float &e = x[j * p.d + c];
+          if (kind < 2)
+            e = 0.3f * e + static_cast<float>(
+                               step * (kind == 0 ? j : p.sk - 1 - j));
+          else if (kind == 2)
+            e *= 3.0f;
+        }
+    }
+}
+
 int run(int argc, char **argv) {
   CommandLine cl;
   cl.parse(argc, argv);
@@ -1045,6 +1084,11 @@ int run(int argc, char **argv) {
   int64_t iters = cl.integer("iters", 1).value_or(20);
   int64_t warmup = cl.integer("warmup", 0).value_or(3);
   uint64_t seed = cl.unsignedInteger("seed").value_or(0);
+  const std::string inputKind = cl.str("inputs").value_or("normal");
+  if (inputKind != "normal" && inputKind != "stress")
+    fail("--inputs takes normal or stress, not '" + inputKind + "'");
+  if (cl.has("inputs") && cl.has("load"))
+    fail("--inputs draws the inputs; --load reads them: give one of them");
   bool showMaskRequested = cl.flag("show-mask");
   bool runRequested = cl.flag("validate") || cl.flag("bench") ||
                       cl.flag("grad-check") || cl.has("save") ||
@@ -1101,7 +1145,7 @@ int run(int argc, char **argv) {
   }
   if (meta->kind == KernelKind::Accumulate) {
     for (const char *flag : {"load", "save", "grad-check", "bwd", "fwd", "b",
-                             "sq", "sk"})
+                             "sq", "sk", "inputs"})
       if (cl.has(flag))
         fail(flagName(flag) + " does not apply to an accumulate bundle "
                               "(kind=acc; it takes -n)");
@@ -1117,7 +1161,8 @@ int run(int argc, char **argv) {
   if (cl.has("n"))
     fail("-n applies to accumulate bundles (kind=acc) only");
   if (meta->kind == KernelKind::Merge) {
-    for (const char *flag : {"load", "save", "grad-check", "bwd", "fwd", "sk"})
+    for (const char *flag :
+         {"load", "save", "grad-check", "bwd", "fwd", "sk", "inputs"})
       if (cl.has(flag))
         fail(flagName(flag) + " does not apply to a merge bundle (kind=merge; "
                               "it takes -b and --sq)");
@@ -1206,6 +1251,8 @@ int run(int argc, char **argv) {
     for (std::vector<float> *t : {&q, &k, &v, &dO})
       for (float &x : *t)
         x = static_cast<float>(rng.next());
+    if (inputKind == "stress")
+      stressInputs(p, q, k);
   }
   for (std::vector<float> *t : {&q, &k, &v, &dO})
     for (float &x : *t)
