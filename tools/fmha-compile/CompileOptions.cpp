@@ -89,7 +89,7 @@ cl::opt<std::string>
 cl::opt<std::string> rescale(
     "rescale",
     cl::desc("GPU forward: when the online softmax rescales O: lazy (only "
-             "when a row's max grows by more than 2^8), eager (every kv "
+             "when a row's max grows by more than a factor 2^8), eager (every kv "
              "tile), or empty: lazy on cuda with the mma.sync kernel where "
              "Dv >= 2 x block-n, eager elsewhere"),
     cl::init(""), cl::cat(category));

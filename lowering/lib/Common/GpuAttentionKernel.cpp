@@ -193,7 +193,7 @@ struct KernelConfig {
   /// MMA.
   bool wgmma = false;
   /// Lazy rescaling of O (visitTile): only when a row's max grows by more
-  /// than 2^8; otherwise every kv tile.
+  /// than a factor 2^8; otherwise at every kv tile.
   bool lazyRescale = false;
 };
 

@@ -65,7 +65,7 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
            "fragments per kv tile instead of holding them in registers">,
     Option<"rescale", "rescale", "std::string", "\"\"",
            "fmha.attention: when the online softmax rescales O; lazy: only "
-           "when a row's max grows by more than 2^8 (base 2), eager: every kv "
+           "when a row's max grows by more than a factor 2^8, eager: every kv "
            "tile; empty: lazy for the warp-level MMA on nvvm where Dv >= 2 x "
            "block-n (the O rescale dominates the per-key work), eager "
            "otherwise">,
