@@ -1095,13 +1095,10 @@ struct FmhaLowerToGpuPass
       config.softcap = cap->convertToDouble();
     config.qInShared = qInShared;
     config.wgmma = mma == "wgmma";
-    // Lazy by default where it was measured faster (H200, mma.sync):
-    // D = 128 with 32-key tiles +8-14%, D = 64 with 64-key tiles -7-9%
-    // (docs/PERFORMANCE.md v9).
     config.lazyRescale =
         rescale == "lazy" ||
-        (rescale.empty() && !config.wgmma && target == "nvvm" &&
-         config.dv >= 2 * blockN);
+        (rescale.empty() && !config.wgmma &&
+         gpuTarget.prefersLazyRescale(config.dv, blockN));
     OpBuilder kb(ctx);
     KernelBuilder(kb, loc, gpuTarget, config).build(func);
     kb.setInsertionPointToEnd(&func.getBody().front());

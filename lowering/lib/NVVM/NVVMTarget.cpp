@@ -329,6 +329,12 @@ public:
   }
 
   int64_t getNumCopyStages() const override { return 2; }
+  /// H200, mma.sync (docs/PERFORMANCE.md v9): D = 128 with 32-key tiles
+  /// +8-14%, D = 64 with 64-key tiles -7-9%: lazy where the O rescale
+  /// (Dv / block-n multiplies per key and row) outweighs the branch.
+  bool prefersLazyRescale(int64_t dv, int64_t blockN) const override {
+    return dv >= 2 * blockN;
+  }
   int64_t getMaxSharedBytes(StringRef chip) const override {
     // Opt-in per block: sm_80 163 KB, sm_86/89 99 KB, sm_90 227 KB.
     if (chip.starts_with("sm_90"))

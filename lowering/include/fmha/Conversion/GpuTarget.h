@@ -68,6 +68,13 @@ public:
   /// lane (Q fragments, O accumulators and the row state live there).
   virtual int64_t getMaxHeadDim() const { return 128; }
 
+  /// Whether the forward kernel of the warp-level MMA rescales O lazily by
+  /// default (the `rescale` option overrides it): only where measured
+  /// faster on the target.
+  virtual bool prefersLazyRescale(int64_t dv, int64_t blockN) const {
+    return false;
+  }
+
   /// Elements (e, e+1) of A and of B are adjacent columns (A) or rows (B)
   /// of the same row (A) / column (B): they can be loaded as one pair.
   virtual bool pairsAreAdjacent() const = 0;
