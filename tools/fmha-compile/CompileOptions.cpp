@@ -65,8 +65,9 @@ cl::opt<int64_t> blockM("block-m",
                         cl::init(64), cl::cat(category));
 cl::opt<int64_t>
     blockN("block-n",
-           cl::desc("Keys per kv tile (cuda default: 64, 16 at "
-                    "D = 128; hip: 16 on gfx11, 32 on gfx12 (16 at D = 128))"),
+           cl::desc("Keys per kv tile (cuda default: 64; 16 at D = 128 with "
+                    "--q-in-shared=false; hip: 16 on gfx11, 32 on gfx12 (16 "
+                    "at D = 128))"),
            cl::init(64), cl::cat(category));
 cl::opt<int64_t> warpRows("warp-rows",
                           cl::desc("GPU: query rows per warp (16 or 32): the "
@@ -96,7 +97,8 @@ cl::opt<std::string> rescale(
 cl::opt<bool> qInShared(
     "q-in-shared",
     cl::desc("GPU forward: keep the Q tile in workgroup memory and read its "
-             "fragments per kv tile (frees registers for wider kv tiles)"),
+             "fragments per kv tile (frees registers for wider kv tiles; "
+             "cuda default: on at D = 128 unless --block-n is given)"),
     cl::init(false), cl::cat(category));
 cl::opt<std::string> emit("emit", cl::desc("bundle | mlir | llvm | isa"),
                           cl::init("bundle"), cl::cat(category));
@@ -244,15 +246,21 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       meta.blockM = blockM;
       meta.blockN = blockN;
     } else if (meta.target == rt::Target::Cuda && !bwd) {
-      // Tile defaults measured on the H200 (docs/PERFORMANCE.md, v4 and
-      // v9): four warps of 32 rows, 64-key tiles at D <= 64; at D = 128
-      // 16-key tiles (with lazy rescaling, the per-tile cost is small).
+      // Tile defaults measured on the H200 (docs/PERFORMANCE.md, v4, v9
+      // and v11): four warps of 32 rows, 64-key tiles at D <= 64; at
+      // D = 128 the Q tile in workgroup memory and 64-key tiles (the
+      // registers Q no longer holds go to the wider S tile), or 16-key
+      // tiles where --block-n alone is given without --q-in-shared.
       if (!blockM.getNumOccurrences() && !warpRows.getNumOccurrences()) {
         blockM = 128;
         warpRows = 32;
       }
+      const bool wide = std::max(meta.d, meta.dv) > 64;
+      if (wide && !qInShared.getNumOccurrences() &&
+          !blockN.getNumOccurrences())
+        qInShared = true;
       if (!blockN.getNumOccurrences())
-        blockN = std::max(meta.d, meta.dv) > 64 ? 16 : 64;
+        blockN = wide && !qInShared ? 16 : 64;
       meta.blockM = blockM;
       meta.blockN = blockN;
     }
