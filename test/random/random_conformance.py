@@ -169,6 +169,18 @@ def add_backward(seed, index, sig):
     return sig
 
 
+def add_q_in_shared(seed, index, sig):
+    """Gives some cuda forward signatures with explicit tiles the Q tile in
+    workgroup memory (fmha-compile's default at D = 128 takes it only with
+    its own tiles), from its own stream like add_backward."""
+    if sig["target"] != "cuda" or sig.get("bwd") or "block_n" not in sig:
+        return sig
+    rng = random.Random(f"fmha-random-qs:{seed}:{index}")
+    if rng.random() < 0.4:
+        sig = dict(sig, q_in_shared=True)
+    return sig
+
+
 def signature_key(sig):
     return json.dumps(sig, sort_keys=True)
 
@@ -185,6 +197,8 @@ def compile_args(sig):
                       ("warp_rows", "--warp-rows")):
         if key in sig:
             args.append(f"{flag}={sig[key]}")
+    if sig.get("q_in_shared"):
+        args.append("--q-in-shared")
     if sig["target"] == "cuda":
         args.append(f"--chip={CUDA_CHIP}")
     if sig.get("bwd"):
@@ -207,6 +221,7 @@ def make_problems(seed, count, target, work, signatures):
     pool_rng = random.Random(f"fmha-random-pool:{seed}")
     pool = [random_signature(pool_rng, target) for _ in range(signatures)]
     pool = [add_backward(seed, j, sig) for j, sig in enumerate(pool)]
+    pool = [add_q_in_shared(seed, j, sig) for j, sig in enumerate(pool)]
     problems = []
     for i in range(count):
         rng = random.Random(f"fmha-random-problem:{seed}:{i}")
@@ -282,6 +297,8 @@ def describe(sig, shape):
         extra += f" block={sig['block_m']}x{sig['block_n']}"
     if "warp_rows" in sig:
         extra += f" warp_rows={sig['warp_rows']}"
+    if sig.get("q_in_shared"):
+        extra += " q_in_shared"
     if sig.get("bwd"):
         extra += " bwd" + (" deterministic" if sig.get("deterministic")
                            else "")
