@@ -143,6 +143,10 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       return error("--rescale applies to the GPU forward kernel only (not "
                    "--target=cpu, --bwd, --merge or --accumulate)");
   }
+  if (qInShared.getNumOccurrences() &&
+      (meta.target == rt::Target::Cpu || bwd || merge || accumulate))
+    return error("--q-in-shared applies to the GPU forward kernel only (not "
+                 "--target=cpu, --bwd, --merge or --accumulate)");
   if (accumulate) {
     if (bwd || deterministic || merge)
       return error("--accumulate cannot be combined with --bwd, "

@@ -400,16 +400,10 @@ void BwdKernelBuilder::storeRows(OpBuilder &ob, const CTiles &acc, Value mem,
     OpBuilder::InsertionGuard guard(ob);
     ob.setInsertionPointToStart(inRange.thenBlock());
     IndexMath rm{ob, loc};
-    Value rowBase = rm.add(base, rm.mul(row, rm.c(width)));
-    for (size_t j = 0; j < acc.size(); ++j)
-      for (int64_t e = 0; e < t.getNumCElements(); ++e) {
-        if (t.getCRowSlot(e) != slot)
-          continue;
-        Value col = rm.add(rm.c(j * t.getMmaN()), cCoords[e].col);
-        memref::StoreOp::create(
-            ob, loc, arith::TruncFOp::create(ob, loc, cfg.elementType, acc[j][e]),
-            mem, ValueRange{rm.add(rowBase, col)});
-      }
+    emitStoreCRowSlot(
+        ob, loc, t, cfg.elementType, acc.size(), slot, cCoords,
+        [&](OpBuilder &, int64_t j, int64_t e) { return acc[j][e]; }, mem,
+        rm.add(base, rm.mul(row, rm.c(width))));
   }
 }
 

@@ -884,18 +884,13 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(inRange.thenBlock());
       IndexMath rm{b, loc};
-      FloatMath rf{b, loc, target};
-      for (int64_t jv = 0; jv < cfg.dv / mmaN; ++jv)
-        for (int64_t e = 0; e < numC; ++e) {
-          if (target.getCRowSlot(e) != slot)
-            continue;
-          Value value = rf.select(any, rf.mul(rows.acc[jv][e], inv), rf.c(0.0));
-          Value col = rm.add(rm.c(jv * mmaN), cCoords[e].col);
-          Value idx = rm.add(rm.add(oBase, rm.mul(row, rm.c(cfg.dv))), col);
-          memref::StoreOp::create(
-              b, loc, arith::TruncFOp::create(b, loc, cfg.elementType, value),
-              oMem, ValueRange{idx});
-        }
+      emitStoreCRowSlot(
+          b, loc, target, cfg.elementType, cfg.dv / mmaN, slot, cCoords,
+          [&](OpBuilder &sb, int64_t jv, int64_t e) {
+            FloatMath sf{sb, loc, target};
+            return sf.select(any, sf.mul(rows.acc[jv][e], inv), sf.c(0.0));
+          },
+          oMem, rm.add(oBase, rm.mul(row, rm.c(cfg.dv))));
       // One lane per row writes lse: the one holding column 0.
       Value writesLse =
           rm.cmp(arith::CmpIPredicate::eq, cCoords[firstElem].col, rm.c(0));
@@ -1282,6 +1277,38 @@ scf::ForOp mlir::fmha::emitPipelinedTileLoop(
     target.emitBarrier(b, loc);
   }
   return loop;
+}
+
+void mlir::fmha::emitStoreCRowSlot(
+    OpBuilder &b, Location loc, const GpuTarget &target, Type elementType,
+    int64_t tiles, int64_t slot, ArrayRef<FragmentCoord> cCoords,
+    function_ref<Value(OpBuilder &, int64_t, int64_t)> value, Value mem,
+    Value rowBase) {
+  IndexMath im{b, loc};
+  const int64_t numC = target.getNumCElements();
+  const bool pairs = target.cPairsAreAdjacent();
+  auto element = [&](int64_t j, int64_t e) {
+    return arith::TruncFOp::create(b, loc, elementType, value(b, j, e))
+        .getResult();
+  };
+  for (int64_t j = 0; j < tiles; ++j)
+    for (int64_t e = 0; e < numC; ++e) {
+      if (target.getCRowSlot(e) != slot)
+        continue;
+      Value index =
+          im.add(rowBase, im.add(im.c(j * target.getMmaN()), cCoords[e].col));
+      if (pairs && e % 2 == 0 && e + 1 < numC &&
+          target.getCRowSlot(e + 1) == slot) {
+        Value pair = vector::FromElementsOp::create(
+            b, loc, VectorType::get({2}, elementType),
+            ValueRange{element(j, e), element(j, e + 1)});
+        vector::StoreOp::create(b, loc, pair, mem, ValueRange{index},
+                                /*nontemporal=*/false, llvm::MaybeAlign(4));
+        ++e;
+        continue;
+      }
+      memref::StoreOp::create(b, loc, element(j, e), mem, ValueRange{index});
+    }
 }
 
 Value mlir::fmha::collapseToRank1(OpBuilder &b, Location loc, Value memref) {

@@ -107,6 +107,18 @@ void emitCopyRows(OpBuilder &b, Location loc, const GpuTarget &target,
                   Value tid, int64_t threads, SmallVectorImpl<Value> &tokens,
                   bool coreMatrices = false);
 
+/// Stores the C elements in row slot `slot` of `tiles` N-wide tiles of a
+/// warp's row block: value(b, j, e), the f32 value of element e of tile j,
+/// rounded to `elementType`, goes to mem[rowBase + N j + col(e)] (`cCoords`:
+/// the lane's C coordinates). Where the target lays C pairs out as adjacent
+/// columns (cPairsAreAdjacent), a pair is one 4-byte store (rowBase and the
+/// row width even).
+void emitStoreCRowSlot(OpBuilder &b, Location loc, const GpuTarget &target,
+                       Type elementType, int64_t tiles, int64_t slot,
+                       ArrayRef<FragmentCoord> cCoords,
+                       function_ref<Value(OpBuilder &, int64_t, int64_t)> value,
+                       Value mem, Value rowBase);
+
 /// A software-pipelined loop over tiles [lb, ub) carrying `init`: with two
 /// copy stages the copies of tile t + 1 (into buffer 1 - buf) are issued
 /// before tile t (in buffer buf = (t - lb) % 2) is computed; with one stage

@@ -59,6 +59,8 @@ public:
             im.add(im.mul(t, im.c(2)), im.c(e % 2))};
   }
   bool pairsAreAdjacent() const override { return true; }
+  // c0, c1 (and c2, c3) of m16n8k16: columns 2 (lane % 4) and + 1 of a row.
+  bool cPairsAreAdjacent() const override { return true; }
   int64_t getNumCRowSlots() const override { return 2; }
   int64_t getCRowSlot(int64_t e) const override { return e / 2; }
   SmallVector<int64_t> getRowReduceXorMasks() const override { return {1, 2}; }

@@ -58,7 +58,8 @@
 // CHECK: gpu.barrier
 // CHECK: %[[WIN:.+]]:36 = scf.for {{.+}} iter_args(%{{.+}} = %[[SINK]]#0
 // CHECK: } {fmha.kv_loop = "window"}
-// CHECK: memref.store {{.+}}, %[[GO]]
+// O goes out in pairs of adjacent columns (one 4-byte store each).
+// CHECK: vector.store {{.+}}, %[[GO]][{{.+}}] {alignment = 4 : i64} : memref<?xbf16>, vector<2xbf16>
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
 // CHECK: memref.store {{.+}}, %[[GL]]
 // CHECK: gpu.return

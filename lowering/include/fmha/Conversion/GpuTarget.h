@@ -79,6 +79,10 @@ public:
   /// of the same row (A) / column (B): they can be loaded as one pair.
   virtual bool pairsAreAdjacent() const = 0;
 
+  /// Elements (e, e+1) of C, e even, are adjacent columns of one row: the
+  /// kernels store them as one pair.
+  virtual bool cPairsAreAdjacent() const { return false; }
+
   /// A lane's C elements cover this many distinct rows ("row slots"); element
   /// e lies in slot getCRowSlot(e).
   virtual int64_t getNumCRowSlots() const = 0;
