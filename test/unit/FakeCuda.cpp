@@ -303,6 +303,44 @@ CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t bytes,
   return fake::fill(ptr(dst), value, bytes);
 }
 
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, size_t count,
+                          void *) {
+  FAKE_ENTER("cuMemsetD32Async");
+  return fake::fill32(ptr(dst), value, count);
+}
+
+// Streams (the device ring's): the fake runs everything at once, in order,
+// so a stream is only a handle and waiting on an event is immediate.
+CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+  FAKE_ENTER("cuCtxGetStreamPriorityRange");
+  *least = 0;
+  *greatest = -5;
+  return fake::kSuccess;
+}
+
+CUresult cuStreamCreate(void **stream, unsigned) {
+  FAKE_ENTER("cuStreamCreate");
+  *stream = new int(0);
+  return fake::kSuccess;
+}
+
+CUresult cuStreamCreateWithPriority(void **stream, unsigned, int) {
+  FAKE_ENTER("cuStreamCreateWithPriority");
+  *stream = new int(0);
+  return fake::kSuccess;
+}
+
+CUresult cuStreamDestroy_v2(void *stream) {
+  FAKE_ENTER("cuStreamDestroy_v2");
+  delete static_cast<int *>(stream);
+  return fake::kSuccess;
+}
+
+CUresult cuStreamWaitEvent(void *, void *, unsigned) {
+  FAKE_ENTER("cuStreamWaitEvent");
+  return fake::kSuccess;
+}
+
 CUresult cuStreamSynchronize(void *) {
   FAKE_ENTER("cuStreamSynchronize");
   return fake::kSuccess;

@@ -687,6 +687,15 @@ int fill(void *dst, int value, size_t bytes) {
   return kSuccess;
 }
 
+int fill32(void *dst, unsigned value, size_t count) {
+  if (!findAllocation(dst, count * sizeof(unsigned)))
+    return kInvalidValue;
+  auto *words = static_cast<unsigned char *>(dst);
+  for (size_t i = 0; i < count; ++i)
+    std::memcpy(words + i * sizeof(unsigned), &value, sizeof(unsigned));
+  return kSuccess;
+}
+
 int createEvent(void **event) {
   *event = new Event;
   return kSuccess;

@@ -136,6 +136,8 @@ int release(void *ptr);
 /// A copy into (`toDevice`) or out of a live allocation.
 int copy(void *dst, const void *src, size_t bytes, bool toDevice);
 int fill(void *dst, int value, size_t bytes);
+/// `count` 32-bit words of `value` into a live allocation.
+int fill32(void *dst, unsigned value, size_t count);
 
 int createEvent(void **event);
 int recordEvent(void *event);
