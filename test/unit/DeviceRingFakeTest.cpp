@@ -67,8 +67,18 @@ struct OneRank {
   BundleMeta full = fakeMeta(DType::BF16, 4, 2, 16, 16, "0");
   BundleMeta causal = fakeMeta(DType::BF16, 4, 2, 16, 16, "t");
   std::unique_ptr<Kernel> fwd, fwdCausal, merge;
+  std::unique_ptr<ring::CudaRingDevice> device;
   ring::RingConfig config;
   ring::RingKernels kernels;
+
+  /// The one chunk of `data` as the ring's inputs.
+  static ring::RingInputs inputs(const Data &data) {
+    ring::RingInputs in;
+    in.q = {bytesOf(data.q)};
+    in.k = {bytesOf(data.k)};
+    in.v = {bytesOf(data.v)};
+    return in;
+  }
 
   void load() {
     Expected<std::unique_ptr<Kernel>> f = loadFake(full);
@@ -87,29 +97,27 @@ struct OneRank {
     config.b = 2;
     config.chunk = 24;
     config.target = Target::Cuda;
+    Expected<std::unique_ptr<ring::CudaRingDevice>> dev =
+        ring::CudaRingDevice::create(fakeTarget().device);
+    ASSERT_TRUE(dev.ok()) << dev.message();
+    device = std::move(*dev);
   }
 };
 
 TEST(DeviceRingFake, OneRankMatchesTheReference) {
   OneRank r;
   ASSERT_NO_FATAL_FAILURE(r.load());
-  Expected<std::unique_ptr<ring::CudaRingDevice>> dev =
-      ring::CudaRingDevice::create(fakeTarget().device);
-  ASSERT_TRUE(dev.ok()) << dev.message();
   for (bool causal : {false, true}) {
     SCOPED_TRACE(causal ? "causal" : "full");
     r.config.causal = causal;
     const BundleMeta &m = causal ? r.causal : r.full;
     Data data = makeData(m, makeProblem(m, 2, 24, 24), causal ? 11 : 5);
-    ring::RingInputs in;
-    in.q = {bytesOf(data.q)};
-    in.k = {bytesOf(data.k)};
-    in.v = {bytesOf(data.v)};
+    ring::RingInputs in = OneRank::inputs(data);
     LoopbackTransport t(/*othersOk=*/true);
     ring::RingOutputs out;
     ring::DeviceRingTimes times;
     clearLog();
-    Status s = ring::runRingDevice(t, **dev, r.kernels, r.config, in, &out,
+    Status s = ring::runRingDevice(t, *r.device, r.kernels, r.config, in, &out,
                                    &times, ring::RingMode::Full,
                                    /*iterations=*/2);
     ASSERT_TRUE(s.ok()) << s.message();
@@ -131,18 +139,12 @@ TEST(DeviceRingFake, OneRankMatchesTheReference) {
 TEST(DeviceRingFake, AnotherRankFailedStopsBeforeTheClock) {
   OneRank r;
   ASSERT_NO_FATAL_FAILURE(r.load());
-  Expected<std::unique_ptr<ring::CudaRingDevice>> dev =
-      ring::CudaRingDevice::create(fakeTarget().device);
-  ASSERT_TRUE(dev.ok()) << dev.message();
   Data data = makeData(r.full, makeProblem(r.full, 2, 24, 24), 3);
-  ring::RingInputs in;
-  in.q = {bytesOf(data.q)};
-  in.k = {bytesOf(data.k)};
-  in.v = {bytesOf(data.v)};
+  ring::RingInputs in = OneRank::inputs(data);
   LoopbackTransport t(/*othersOk=*/false);
   ring::RingOutputs out;
   clearLog();
-  Status s = ring::runRingDevice(t, **dev, r.kernels, r.config, in, &out);
+  Status s = ring::runRingDevice(t, *r.device, r.kernels, r.config, in, &out);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), ErrorCode::LaunchFailed);
   EXPECT_EQ(s.message(), "ring: another rank failed before the timed run");

@@ -89,10 +89,11 @@ cl::opt<std::string>
         cl::init(""), cl::cat(category));
 cl::opt<std::string> rescale(
     "rescale",
-    cl::desc("GPU forward: when the online softmax rescales O: lazy (only "
-             "when a row's max grows by more than a factor 2^8), eager (every kv "
-             "tile), or empty: lazy on cuda with the mma.sync kernel where "
-             "Dv >= 2 x block-n, eager elsewhere"),
+    cl::desc(
+        "GPU forward: when the online softmax rescales O: lazy (only "
+        "when a row's max grows by more than a factor 2^8), eager (every kv "
+        "tile), or empty: lazy on cuda with the mma.sync kernel where "
+        "Dv >= 2 x block-n, eager elsewhere"),
     cl::init(""), cl::cat(category));
 cl::opt<bool> qInShared(
     "q-in-shared",
@@ -135,18 +136,22 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       return error("--mma=wgmma is forward only (not --bwd, --merge or "
                    "--accumulate)");
   }
+  // Options of the GPU forward kernel alone.
+  const bool gpuForward =
+      meta.target != rt::Target::Cpu && !bwd && !merge && !accumulate;
+  auto gpuForwardOnly = [&](llvm::StringRef flag) {
+    return error(flag + " applies to the GPU forward kernel only (not "
+                        "--target=cpu, --bwd, --merge or --accumulate)");
+  };
   if (!rescale.empty()) {
     if (rescale != "lazy" && rescale != "eager")
       return error("unknown --rescale '" + rescale +
                    "' (expected lazy or eager)");
-    if (meta.target == rt::Target::Cpu || bwd || merge || accumulate)
-      return error("--rescale applies to the GPU forward kernel only (not "
-                   "--target=cpu, --bwd, --merge or --accumulate)");
+    if (!gpuForward)
+      return gpuForwardOnly("--rescale");
   }
-  if (qInShared.getNumOccurrences() &&
-      (meta.target == rt::Target::Cpu || bwd || merge || accumulate))
-    return error("--q-in-shared applies to the GPU forward kernel only (not "
-                 "--target=cpu, --bwd, --merge or --accumulate)");
+  if (qInShared.getNumOccurrences() && !gpuForward)
+    return gpuForwardOnly("--q-in-shared");
   if (accumulate) {
     if (bwd || deterministic || merge)
       return error("--accumulate cannot be combined with --bwd, "
@@ -260,8 +265,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
         warpRows = 32;
       }
       const bool wide = std::max(meta.d, meta.dv) > 64;
-      if (wide && !qInShared.getNumOccurrences() &&
-          !blockN.getNumOccurrences())
+      if (wide && !qInShared.getNumOccurrences() && !blockN.getNumOccurrences())
         qInShared = true;
       if (!blockN.getNumOccurrences())
         blockN = wide && !qInShared ? 16 : 64;
