@@ -536,16 +536,32 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     t.emitBarrier(b, loc);
   }
   Value warpRow0 = im.mul(warp, im.c(mmaM)); // within the kv tile
+  // The A fragments of the warp's K and V rows. Up to d + dv = 128 they stay
+  // in registers for the whole loop (32 registers at D = 64); wider, they
+  // would not fit next to the dK/dV accumulators and are re-read per step.
+  auto loadKvFrags = [&](OpBuilder &ob, Value tile, int64_t width) {
+    IndexMath m{ob, loc};
+    SmallVector<SmallVector<Value>> frags;
+    for (int64_t kk = 0; kk < width / mmaK; ++kk)
+      frags.push_back(loadA(ob, tile, warpRow0, m.c(kk * mmaK)));
+    return frags;
+  };
+  SmallVector<SmallVector<Value>> kHeld, vHeld;
+  if (cfg.d + cfg.dv <= 128) {
+    kHeld = loadKvFrags(b, kTile, cfg.d);
+    vHeld = loadKvFrags(b, vTile, cfg.dv);
+  }
 
   // The q tiles that see [c0, c1), for every head of the group: iteration
-  // it = g * nq + (qt - begin).
+  // it = (qt - begin) * group + g, so that decoding it divides by the
+  // constant group size (a shift for powers of two), not by a runtime count.
   QLoopBounds qb = emitQLoopBounds(b, loc, cfg.mask, c0, c1, sq, sk, cfg.qStep);
   Value nq = im.max(im.sub(qb.end, qb.begin), im.c(0));
   Value total = im.mul(nq, im.c(group));
-  Value nqSafe = im.max(nq, im.c(1));
   auto decode = [&](IndexMath &m, Value it) {
-    Value g = m.div(it, nqSafe);
-    Value qTile = m.add(qb.begin, m.rem(it, nqSafe));
+    Value g = m.b.createOrFold<arith::RemUIOp>(loc, it, m.c(group));
+    Value qTile =
+        m.add(qb.begin, m.b.createOrFold<arith::DivUIOp>(loc, it, m.c(group)));
     Value head = m.add(m.mul(kvHead, m.c(group)), g); // b * Hq + hq
     return std::pair(head, m.mul(qTile, m.c(cfg.qStep)));
   };
@@ -577,12 +593,12 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     CTiles &accK = accs[0], &accV = accs[1];
 
     // S^T = K Q^T and dP^T = V dO^T for the warp's kv rows.
-    SmallVector<SmallVector<Value>> kFrags, vFrags;
-    for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk)
-      kFrags.push_back(loadA(ob, kTile, warpRow0, m.c(kk * mmaK)));
+    SmallVector<SmallVector<Value>> kFrags = kHeld, vFrags = vHeld;
+    if (kFrags.empty())
+      kFrags = loadKvFrags(ob, kTile, cfg.d);
     CTiles s = productBT(ob, kFrags, qTile, cfg.qStep, cfg.d);
-    for (int64_t kk = 0; kk < cfg.dv / mmaK; ++kk)
-      vFrags.push_back(loadA(ob, vTile, warpRow0, m.c(kk * mmaK)));
+    if (vFrags.empty())
+      vFrags = loadKvFrags(ob, vTile, cfg.dv);
     CTiles dp = productBT(ob, vFrags, dOTile, cfg.qStep, cfg.dv);
 
     // Per element: column = q row q0 + N j + col, row = kv row.
