@@ -88,11 +88,22 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
   attach.features = "+ptx80";
   attach.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(attach));
+  const unsigned indexBitwidth = options.indexBitwidth;
   addKernelLowering(
       pm,
-      [](OpPassManager &kernels) {
-        kernels.addPass(createConvertNVGPUToNVVMPass());
-        kernels.addPass(createConvertGpuOpsToNVVMOps());
+      [&](OpPassManager &kernels) {
+        // One index bitwidth for every conversion of the kernel: upstream's
+        // nvgpu lowering only knows 64.
+        if (indexBitwidth == 64) {
+          kernels.addPass(createConvertNVGPUToNVVMPass());
+        } else {
+          FmhaNVGPUToNVVMPassOptions nvgpu;
+          nvgpu.indexBitwidth = indexBitwidth;
+          kernels.addPass(createFmhaNVGPUToNVVMPass(nvgpu));
+        }
+        ConvertGpuOpsToNVVMOpsOptions nvvm;
+        nvvm.indexBitwidth = indexBitwidth;
+        kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
         // NVVM ops written as inline PTX (wgmma.mma_async).
         kernels.addPass(createConvertNVVMToLLVMPass());
       },

@@ -16,9 +16,10 @@ using namespace mlir::fmha;
 
 namespace {
 
-/// Window bounds larger than any sequence behave as unbounded; capping them
-/// keeps the index arithmetic free of overflow.
-constexpr int64_t kBoundCap = int64_t(1) << 40;
+/// Window bounds and sink counts larger than any sequence behave as
+/// unbounded; capping them at 2^30 (the runtime's limit on Sq and Sk) keeps
+/// the index arithmetic free of overflow, in 32-bit kernel indices too.
+constexpr int64_t kBoundCap = int64_t(1) << 30;
 
 } // namespace
 

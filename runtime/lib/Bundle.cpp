@@ -43,6 +43,7 @@ constexpr const char *kKeys[] = {"target",
                                  "shared_bytes",
                                  "kernel",
                                  "abi",
+                                 "index_bits",
                                  "binary_format",
                                  "binary_size"};
 
@@ -51,8 +52,10 @@ bool isGpuOnlyKey(std::string_view key) {
   return key == "block_threads" || key == "shared_bytes";
 }
 
-/// Keys every bundle may leave out (absent means 0).
-bool isOptionalKey(std::string_view key) { return key == "deterministic"; }
+/// Keys every bundle may leave out (absent: deterministic=0, index_bits=64).
+bool isOptionalKey(std::string_view key) {
+  return key == "deterministic" || key == "index_bits";
+}
 
 std::string formatFloat(float f) {
   char buf[64];
@@ -280,6 +283,10 @@ std::string BundleMeta::validate() const {
     return "deterministic=1 is only valid for a backward kernel (kind=bwd), "
            "got kind=" +
            std::string(toString(kind));
+  if (indexBits != 64 && indexBits != 32)
+    return "index_bits must be 32 or 64, got " + std::to_string(indexBits);
+  if (indexBits == 32 && target == Target::Cpu)
+    return "index_bits=32 is only valid for a GPU target, got target=cpu";
   if (kind == KernelKind::Merge) {
     if (hk != hq || d != dv)
       return "a merge kernel (kind=merge) needs hk = hq and d = dv, got hq=" +
@@ -334,6 +341,8 @@ bool serializeBundle(const BundleMeta &meta, std::string_view binary,
     put("shared_bytes", std::to_string(meta.sharedBytes));
   put("kernel", meta.kernel);
   put("abi", meta.abi);
+  if (meta.indexBits != 64)
+    put("index_bits", std::to_string(meta.indexBits));
   put("binary_format", toString(meta.binaryFormat));
   put("binary_size", std::to_string(binary.size()));
   s += '\n';
@@ -500,6 +509,12 @@ bool parseBundle(std::string_view bytes, const std::string &name,
     return bad("binary_size", "expected a non-negative decimal integer");
   if (*size == 0)
     return bad("binary_size", "the binary is empty");
+  if (auto it = values.find("index_bits"); it != values.end()) {
+    std::optional<int64_t> bits = detail::parseInt(it->second);
+    if (!bits || (*bits != 32 && *bits != 64))
+      return bad("index_bits", "expected 32 or 64");
+    m.indexBits = *bits;
+  }
   if (auto it = values.find("deterministic"); it != values.end()) {
     if (it->second == "1")
       m.deterministic = true;

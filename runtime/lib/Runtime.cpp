@@ -38,6 +38,14 @@ Status Problem::validate() const {
                            std::string("problem ") + dim.name +
                                " must be positive, got " +
                                std::to_string(dim.value));
+  // The kernels treat window bounds and sink counts past 2^30 as unbounded
+  // (MaskUtils), which holds while no sequence is longer.
+  for (const Dim &dim : {Dim{"Sq", sq}, Dim{"Sk", sk}})
+    if (dim.value > kMaxSequence)
+      return Status::error(ErrorCode::InvalidArgument,
+                           std::string("problem ") + dim.name + "=" +
+                               std::to_string(dim.value) +
+                               " is over the limit of 2^30 tokens");
   if (hq % hk != 0)
     return Status::error(ErrorCode::InvalidArgument,
                          "problem Hq=" + std::to_string(hq) +
@@ -374,6 +382,29 @@ Expected<std::unique_ptr<Kernel>> Kernel::loadBytes(std::string_view bytes,
   return kernel;
 }
 
+namespace {
+
+/// With 32-bit kernel indices (index_bits=32), every buffer's element count
+/// must stay below kMaxIndex32Elements; `counts` are (buffer, elements).
+Status checkIndexRange(const BundleMeta &meta, const std::string &bundle,
+                       std::initializer_list<std::pair<const char *, int64_t>>
+                           counts) {
+  if (meta.indexBits != 32)
+    return Status::success();
+  for (const auto &[buffer, elements] : counts)
+    if (elements > kMaxIndex32Elements)
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          std::string("problem too large for bundle '") + bundle +
+              "' (index_bits=32): " + buffer + " has " +
+              std::to_string(elements) + " elements, more than " +
+              std::to_string(kMaxIndex32Elements) +
+              "; compile it with --index-bits=64; nothing was launched");
+  return Status::success();
+}
+
+} // namespace
+
 Status Kernel::checkProblem(const Problem &p) const {
   Status valid = p.validate();
   if (!valid.ok())
@@ -392,7 +423,12 @@ Status Kernel::checkProblem(const Problem &p) const {
                                std::to_string(f.problem) +
                                " does not match bundle " + f.name + "=" +
                                std::to_string(f.bundle));
-  return Status::success();
+  // Validated above: these products fit 64 bits.
+  return checkIndexRange(meta_, name_,
+                         {{"q", p.b * p.hq * p.sq * p.d},
+                          {"k", p.b * p.hk * p.sk * p.d},
+                          {"v", p.b * p.hk * p.sk * p.dv},
+                          {"o", p.b * p.hq * p.sq * p.dv}});
 }
 
 Expected<LaunchDims> Kernel::launchDims(const Problem &p, GpuGrid grid) const {
@@ -662,7 +698,7 @@ Status Kernel::checkMergeProblem(const MergeProblem &p) const {
         ErrorCode::ProblemMismatch,
         "merge problem Dv=" + std::to_string(p.dv) +
             " does not match bundle Dv=" + std::to_string(meta_.dv));
-  return Status::success();
+  return checkIndexRange(meta_, name_, {{"o", p.b * p.h * p.s * p.dv}});
 }
 
 Status Kernel::runMerge(const MergeProblem &p, const MergeArgs &args,
@@ -697,6 +733,8 @@ Status Kernel::runAccumulate(int64_t n, const AccumulateArgs &args,
     return Status::error(ErrorCode::InvalidArgument,
                          "accumulate: n=" + std::to_string(n) +
                              " is too large");
+  if (Status range = checkIndexRange(meta_, name_, {{"x", n}}); !range.ok())
+    return range;
   if (!args.x)
     return nullPointer("x");
   if (!args.acc)

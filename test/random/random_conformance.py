@@ -181,6 +181,18 @@ def add_q_in_shared(seed, index, sig):
     return sig
 
 
+def add_index_bits(seed, index, sig):
+    """Gives a quarter of the cuda signatures 64-bit kernel indices
+    (fmha-compile's cuda default is 32), from its own stream like
+    add_backward, so that both lowerings meet random problems."""
+    if sig["target"] != "cuda":
+        return sig
+    rng = random.Random(f"fmha-random-ib:{seed}:{index}")
+    if rng.random() < 0.25:
+        sig = dict(sig, index_bits=64)
+    return sig
+
+
 def signature_key(sig):
     return json.dumps(sig, sort_keys=True)
 
@@ -199,6 +211,8 @@ def compile_args(sig):
             args.append(f"{flag}={sig[key]}")
     if sig.get("q_in_shared"):
         args.append("--q-in-shared")
+    if "index_bits" in sig:
+        args.append(f"--index-bits={sig['index_bits']}")
     if sig["target"] == "cuda":
         args.append(f"--chip={CUDA_CHIP}")
     if sig.get("bwd"):
@@ -222,6 +236,7 @@ def make_problems(seed, count, target, work, signatures):
     pool = [random_signature(pool_rng, target) for _ in range(signatures)]
     pool = [add_backward(seed, j, sig) for j, sig in enumerate(pool)]
     pool = [add_q_in_shared(seed, j, sig) for j, sig in enumerate(pool)]
+    pool = [add_index_bits(seed, j, sig) for j, sig in enumerate(pool)]
     problems = []
     for i in range(count):
         rng = random.Random(f"fmha-random-problem:{seed}:{i}")
@@ -299,6 +314,8 @@ def describe(sig, shape):
         extra += f" warp_rows={sig['warp_rows']}"
     if sig.get("q_in_shared"):
         extra += " q_in_shared"
+    if "index_bits" in sig:
+        extra += f" index_bits={sig['index_bits']}"
     if sig.get("bwd"):
         extra += " bwd" + (" deterministic" if sig.get("deterministic")
                            else "")

@@ -275,6 +275,52 @@ TEST(Bundle, DeterministicKey) {
   EXPECT_FALSE(serializeBundle(bad, kBinary, &bytes, &err));
 }
 
+TEST(Bundle, IndexBitsKey) {
+  // 64 is not printed (absent means 64); 32 is, after abi, and round-trips.
+  EXPECT_EQ(sampleBytes().find("index_bits"), std::string::npos);
+  BundleMeta m;
+  std::string bin, err, bytes;
+  ASSERT_TRUE(parseBundle(sampleBytes(), "x", &m, &bin, &err)) << err;
+  EXPECT_EQ(m.indexBits, 64);
+  BundleMeta narrow = sampleMeta();
+  narrow.indexBits = 32;
+  ASSERT_TRUE(serializeBundle(narrow, kBinary, &bytes, &err)) << err;
+  EXPECT_NE(bytes.find("\nabi=" + narrow.abi + "\nindex_bits=32\nbinary_format="),
+            std::string::npos)
+      << bytes;
+  ASSERT_TRUE(parseBundle(bytes, "x", &m, &bin, &err)) << err;
+  EXPECT_EQ(m.indexBits, 32);
+  // An explicit 64 parses; anything but 32 or 64 is rejected, as is a repeat.
+  const std::string line = "index_bits=32\n";
+  size_t at = bytes.find(line);
+  ASSERT_NE(at, std::string::npos);
+  std::string before = bytes.substr(0, at);
+  std::string after = bytes.substr(at + line.size());
+  ASSERT_TRUE(parseBundle(before + "index_bits=64\n" + after, "x", &m, &bin,
+                          &err))
+      << err;
+  EXPECT_EQ(m.indexBits, 64);
+  for (const char *value : {"16", "0", "", "32 ", "x"})
+    EXPECT_EQ(parseError(before + "index_bits=" + value + "\n" + after),
+              std::string("bundle 'x.fmha': bad value for 'index_bits': '") +
+                  value + "' (expected 32 or 64)");
+  EXPECT_EQ(parseError(before + line + line + after),
+            "bundle 'x.fmha': key 'index_bits' appears twice");
+  // 32-bit indices are for GPU kernels only, in the writer and the reader.
+  BundleMeta cpu = sampleMeta();
+  cpu.target = Target::Cpu;
+  cpu.abi = kAbiMemrefCifaceV1;
+  cpu.binaryFormat = BinaryFormat::ElfSo;
+  cpu.blockThreads = cpu.sharedBytes = 0;
+  cpu.indexBits = 32;
+  EXPECT_EQ(cpu.validate(),
+            "index_bits=32 is only valid for a GPU target, got target=cpu");
+  EXPECT_FALSE(serializeBundle(cpu, kBinary, &bytes, &err));
+  BundleMeta odd = sampleMeta();
+  odd.indexBits = 48;
+  EXPECT_EQ(odd.validate(), "index_bits must be 32 or 64, got 48");
+}
+
 TEST(Bundle, GpuLaunchKeysAndAbi) {
   struct Case {
     const char *key, *line, *message;

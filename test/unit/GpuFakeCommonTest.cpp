@@ -190,6 +190,60 @@ TEST(GpuFake, GridLimitsLaunchNothing) {
   EXPECT_FALSE(contains(readLog(), "launch")) << readLog();
 }
 
+TEST(GpuFake, Index32LimitLaunchesNothing) {
+  // A bundle with 32-bit indices takes buffers of up to kMaxIndex32Elements
+  // elements; one more and the run is refused before anything is launched
+  // (the pointers are never read).
+  static uint16_t h16[1];
+  static float h32[1];
+  const int64_t d = 128, rowsAtLimit = kMaxIndex32Elements / d;
+  ASSERT_EQ(rowsAtLimit * d, kMaxIndex32Elements);
+  auto tooLarge = [](const char *buffer, int64_t elements) {
+    return std::string("problem too large for bundle 'fake.fmha' "
+                       "(index_bits=32): ") +
+           buffer + " has " + std::to_string(elements) +
+           " elements, more than " + std::to_string(kMaxIndex32Elements) +
+           "; compile it with --index-bits=64; nothing was launched";
+  };
+  BundleMeta m = fakeMeta(DType::BF16, 1, 1, d, d);
+  m.indexBits = 32;
+  Expected<std::unique_ptr<Kernel>> k = loadFake(m);
+  ASSERT_TRUE(k.ok()) << k.message();
+  ForwardArgs f{h16, h16, h16, h16, h32};
+  clearLog();
+  Status s = (*k)->run(makeProblem(m, 1, rowsAtLimit + 1, 8), f);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), tooLarge("q", (rowsAtLimit + 1) * d));
+  s = (*k)->run(makeProblem(m, 1, 8, rowsAtLimit + 1), f);
+  EXPECT_EQ(s.message(), tooLarge("k", (rowsAtLimit + 1) * d));
+  EXPECT_FALSE(contains(readLog(), "launch")) << readLog();
+  // At the limit the kernel is launched (and the fake refuses the
+  // pointers, which hold one element).
+  s = (*k)->run(makeProblem(m, 1, rowsAtLimit, 8), f);
+  EXPECT_EQ(s.code(), ErrorCode::LaunchFailed) << s.message();
+  EXPECT_TRUE(contains(readLog(), "launch")) << readLog();
+  // The same bundle with 64-bit indices launches the larger problem.
+  m.indexBits = 64;
+  k = loadFake(m);
+  ASSERT_TRUE(k.ok()) << k.message();
+  clearLog();
+  s = (*k)->run(makeProblem(m, 1, rowsAtLimit + 1, 8), f);
+  EXPECT_EQ(s.code(), ErrorCode::LaunchFailed) << s.message();
+  EXPECT_TRUE(contains(readLog(), "launch")) << readLog();
+
+  // The backward checks the same buffers (dQ's accumulator is q's size).
+  BundleMeta bm =
+      fakeGpuBwdMeta(fakeTarget().target, DType::BF16, 2, 1, d, d, "0");
+  bm.indexBits = 32;
+  k = loadFake(bm);
+  ASSERT_TRUE(k.ok()) << k.message();
+  BackwardArgs bargs{h16, h16, h16, h16, h32, h16, h16, h16, h16};
+  clearLog();
+  s = (*k)->runBackward(makeProblem(bm, 1, rowsAtLimit / 2 + 1, 8), bargs);
+  EXPECT_EQ(s.message(), tooLarge("q", (rowsAtLimit / 2 + 1) * 2 * d));
+  EXPECT_FALSE(contains(readLog(), "launch")) << readLog();
+}
+
 TEST(GpuFake, ApiErrorsNameTheCall) {
   BundleMeta m = fakeMeta(DType::BF16, 2, 2, 8, 8);
   Expected<std::unique_ptr<Kernel>> k = loadFake(m);

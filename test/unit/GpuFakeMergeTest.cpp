@@ -352,6 +352,49 @@ TEST(GpuFakeAccumulate, GridLimit) {
       << readLog();
 }
 
+TEST(GpuFakeMergeAccumulate, Index32Limit) {
+  // With 32-bit indices a buffer of more than kMaxIndex32Elements elements
+  // is refused before the launch, as for the attention kernels.
+  auto tooLarge = [](const char *bundle, const char *buffer,
+                     int64_t elements) {
+    return std::string("problem too large for bundle '") + bundle +
+           "' (index_bits=32): " + buffer + " has " +
+           std::to_string(elements) + " elements, more than " +
+           std::to_string(kMaxIndex32Elements) +
+           "; compile it with --index-bits=64; nothing was launched";
+  };
+  static uint16_t h16[1];
+  static float h32[1];
+  BundleMeta mm = fakeGpuMergeMeta(fakeTarget().target, DType::BF16, 1, 8);
+  mm.indexBits = 32;
+  Expected<std::unique_ptr<Kernel>> k = loadFake(mm);
+  ASSERT_TRUE(k.ok()) << k.message();
+  MergeProblem p;
+  p.b = 1;
+  p.h = 1;
+  p.s = kMaxIndex32Elements / 8 + 1;
+  p.dv = 8;
+  MergeArgs m;
+  m.o1 = m.o2 = m.o = h16;
+  m.lse1 = m.lse2 = m.lse = h32;
+  clearLog();
+  Status s = (*k)->runMerge(p, m);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), tooLarge("fake.fmha", "o", p.s * 8));
+
+  BundleMeta am = fakeGpuAccMeta(fakeTarget().target, DType::BF16);
+  am.indexBits = 32;
+  k = loadFake(am);
+  ASSERT_TRUE(k.ok()) << k.message();
+  AccumulateArgs a;
+  a.x = h16;
+  a.acc = h32;
+  s = (*k)->runAccumulate(kMaxIndex32Elements + 1, a);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), tooLarge("fake.fmha", "x", kMaxIndex32Elements + 1));
+  EXPECT_FALSE(contains(readLog(), "launch")) << readLog();
+}
+
 TEST(GpuFakeMergeAccumulate, MissingKernel) {
   for (const BundleMeta &m :
        {fakeGpuMergeMeta(fakeTarget().target, DType::F16, 2, 8),

@@ -68,6 +68,11 @@ TEST(Problem, Validate) {
   EXPECT_EQ(
       problem(1 << 20, 1 << 20, 1, 1 << 20, 1, 1 << 20, 1).validate().message(),
       "problem is too large: an element count overflows 64 bits");
+  EXPECT_TRUE(problem(1, 1, 1, kMaxSequence, 1, 1, 1).validate().ok());
+  EXPECT_EQ(problem(1, 1, 1, kMaxSequence + 1, 1, 1, 1).validate().message(),
+            "problem Sq=1073741825 is over the limit of 2^30 tokens");
+  EXPECT_EQ(problem(1, 1, 1, 1, kMaxSequence + 1, 1, 1).validate().message(),
+            "problem Sk=1073741825 is over the limit of 2^30 tokens");
 }
 
 TEST(Problem, CountVisiblePairsMatchesBruteForce) {

@@ -101,6 +101,13 @@ cl::opt<bool> qInShared(
              "fragments per kv tile (frees registers for wider kv tiles; "
              "cuda default: on at D = 128 unless --block-n is given)"),
     cl::init(false), cl::cat(category));
+cl::opt<int64_t> indexBits(
+    "index-bits",
+    cl::desc("GPU: bits of the kernels' index arithmetic and index "
+             "parameters, 32 (cuda's default: cheaper address arithmetic, "
+             "and the runtime refuses a problem with a buffer of more than "
+             "2^31 - 2^20 elements) or 64 (hip's only choice)"),
+    cl::init(0), cl::cat(category));
 cl::opt<std::string> emit("emit", cl::desc("bundle | mlir | llvm | isa"),
                           cl::init("bundle"), cl::cat(category));
 cl::opt<std::string> output("o", cl::desc("Output file ('-' for stdout)"),
@@ -152,6 +159,19 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   }
   if (qInShared.getNumOccurrences() && !gpuForward)
     return gpuForwardOnly("--q-in-shared");
+  // 32-bit indices on cuda by default: measured on the H200
+  // (docs/PERFORMANCE.md, v13).
+  meta.indexBits = meta.target == rt::Target::Cuda ? 32 : 64;
+  if (indexBits.getNumOccurrences()) {
+    if (indexBits != 64 && indexBits != 32)
+      return error("--index-bits must be 32 or 64, got " +
+                   llvm::Twine(indexBits.getValue()));
+    if (indexBits == 32 && meta.target != rt::Target::Cuda)
+      return error("--index-bits=32 needs --target=cuda (the " +
+                   llvm::Twine(target.getValue()) +
+                   " kernels keep 64-bit indices)");
+    meta.indexBits = indexBits;
+  }
   if (accumulate) {
     if (bwd || deterministic || merge)
       return error("--accumulate cannot be combined with --bwd, "

@@ -285,6 +285,7 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
     options.rescale = rescale;
     options.mma = mma;
     options.kernelName = meta.kernel;
+    options.indexBitwidth = meta.indexBits;
     std::string toolkit = findCudaToolkit();
     if (emit == "llvm")
       options.format = "llvm";

@@ -93,6 +93,12 @@ struct NVVMPipelineOptions : public GpuPipelineOptions<NVVMPipelineOptions> {
                              llvm::cl::desc("Binary format: bin (cubin, needs "
                                             "ptxas), isa (PTX), fatbin, llvm"),
                              llvm::cl::init("isa")};
+  Option<unsigned> indexBitwidth{
+      *this, "index-bitwidth",
+      llvm::cl::desc("Bits of the kernels' index type: 64, or 32 (index "
+                     "arithmetic and index parameters in 32 bits; every "
+                     "element offset must stay below 2^31)"),
+      llvm::cl::init(64)};
 };
 
 /// Options of `fmha-to-rocdl-pipeline`.

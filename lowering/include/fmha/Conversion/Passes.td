@@ -84,4 +84,27 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def FmhaNVGPUToNVVMPass : Pass<"fmha-nvgpu-to-nvvm"> {
+  let summary = "Lower the nvgpu ops of the kernels to NVVM at a chosen "
+                "index bitwidth";
+  let description = [{
+    Rewrites the nvgpu ops the fmha kernels use (`nvgpu.device_async_copy`,
+    `device_async_create_group`, `device_async_wait`, `ldmatrix`,
+    `mma.sync`) into NVVM and LLVM ops with upstream's patterns, but with an
+    index type of `index-bitwidth` bits. Upstream's `convert-nvgpu-to-nvvm`
+    always takes 64-bit indices, so its output cannot meet a
+    `convert-gpu-to-nvvm{index-bitwidth=32}` lowering of the rest of the
+    kernel; `fmha-to-nvvm-pipeline{index-bitwidth=32}` runs this pass
+    instead. Async-copy tokens become i32 values that nothing reads.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+  let options = [
+    Option<"indexBitwidth", "index-bitwidth", "unsigned", "64",
+           "Bits of the index type (32 or 64)">
+  ];
+}
+
 #endif // FMHA_CONVERSION_PASSES_TD

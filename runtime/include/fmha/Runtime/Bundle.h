@@ -159,6 +159,10 @@ struct BundleMeta {
   /// Backward kernels only: the kernel gives bit-identical dq, dk, dv run
   /// to run (no floating-point atomics whose order varies).
   bool deterministic = false;
+  /// GPU targets: the bits of the kernels' index arithmetic and index
+  /// parameters, 64 or 32. With 32 every element offset of a run must stay
+  /// below kMaxIndex32Elements (the runtime refuses larger problems).
+  int64_t indexBits = 64;
 
   /// The scale the kernel applies: `scale`, or 1/sqrt(d) when it is 0.
   float effectiveScale() const;
@@ -166,12 +170,18 @@ struct BundleMeta {
   /// Checks every field and their consistency (hq % hk == 0, positive dims,
   /// a valid mask, a C identifier as kernel, a binary format the target can
   /// run, an ABI the target takes, block_threads and shared_bytes in range
-  /// for GPU targets, deterministic only with kind bwd; kind merge with
+  /// for GPU targets, deterministic only with kind bwd, index_bits 64, or
+  /// 32 on a GPU target; kind merge with
   /// hk = hq, d = dv, mask 0, scale 0 and softcap 0; kind acc with hq = hk
   /// = d = dv = 1, mask 0, scale 0 and softcap 0). Returns an empty
   /// string when valid, else the message (without a file name).
   std::string validate() const;
 };
+
+/// The largest element count of any buffer a bundle with index_bits=32 may
+/// address: 2^31 less a margin of 2^20 for the tile arithmetic that runs
+/// past a buffer's last row before it is clamped.
+constexpr int64_t kMaxIndex32Elements = (int64_t(1) << 31) - (int64_t(1) << 20);
 
 /// The bundle as bytes. Fails (returns false, sets *err) when `meta` does
 /// not validate or the binary is empty.

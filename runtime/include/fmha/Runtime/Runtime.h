@@ -213,6 +213,9 @@ private:
 // Problems and arguments
 //===----------------------------------------------------------------------===//
 
+/// The longest Sq or Sk a problem may have (2^30 tokens).
+constexpr int64_t kMaxSequence = int64_t(1) << 30;
+
 /// One attention problem, DESIGN.md section 1.
 struct Problem {
   int64_t b = 0, hq = 0, hk = 0, sq = 0, sk = 0, d = 0, dv = 0;
@@ -223,8 +226,9 @@ struct Problem {
   int64_t oElements() const { return b * hq * sq * dv; }
   int64_t lseElements() const { return b * hq * sq; }
 
-  /// Section 1 on its own: every size positive, hq % hk == 0, and no element
-  /// count that overflows int64 (the counts above are then safe to use).
+  /// Section 1 on its own: every size positive, Sq and Sk at most
+  /// kMaxSequence, hq % hk == 0, and no element count that overflows int64
+  /// (the counts above are then safe to use).
   Status validate() const;
 };
 
