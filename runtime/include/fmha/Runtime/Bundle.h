@@ -21,7 +21,11 @@
 // shared_bytes are required for cuda and hip and optional for cpu (absent
 // means 0; the writer leaves them out when they are 0). deterministic=0|1
 // is optional (absent means 0; the writer prints it after kind, for
-// kind=bwd only; 1 is valid only with kind=bwd). The reader is
+// kind=bwd only; 1 is valid only with kind=bwd). index_bits=32|64 is
+// optional (absent means 64; the writer prints it after abi when it is 32,
+// which GPU targets only may be): the width of the kernels' index
+// arithmetic and index parameters; the runtime refuses a 32-bit bundle any
+// buffer of more than kMaxIndex32Elements elements. The reader is
 // strict: a missing, repeated or unknown key, a value that does not parse,
 // or a binary of the wrong size is an error whose one-line message names the
 // file and the problem. No byte sequence makes the reader crash.
