@@ -55,6 +55,7 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
   gpu.kernelName = options.kernelName;
   gpu.mfma = mfma;
   gpu.mma = mma.str();
+  gpu.indexBitwidth = options.indexBitwidth;
   pm.addPass(mlir::fmha::createFmhaLowerToGpuPass(gpu));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -123,6 +124,7 @@ void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
                       target->getWarpSize() == 64;
   pm.addPass(createGpuROCDLAttachTarget(attach));
   std::string chip = options.chip;
+  const unsigned indexBitwidth = options.indexBitwidth;
   addKernelLowering(
       pm,
       [&](OpPassManager &kernels) {
@@ -131,6 +133,9 @@ void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
         kernels.addPass(createConvertAMDGPUToROCDLPass(amdgpu));
         ConvertGpuOpsToROCDLOpsOptions rocdl;
         rocdl.chipset = chip;
+        // The matrix ops (amdgpu.mfma, wmma) take no indices: one index
+        // width for the whole kernel comes from this conversion alone.
+        rocdl.indexBitwidth = indexBitwidth;
         rocdl.runtime = gpu::amd::Runtime::HIP;
         kernels.addPass(createConvertGpuOpsToROCDLOps(rocdl));
       },

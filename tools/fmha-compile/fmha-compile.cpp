@@ -301,6 +301,7 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
   } else {
     mlir::fmha::ROCDLPipelineOptions options;
     options.chip = meta.chip;
+    options.indexBitwidth = meta.indexBits;
     options.blockM = meta.blockM;
     options.blockN = meta.blockN;
     options.warpRows = warpRows;

@@ -1015,6 +1015,11 @@ struct FmhaLowerToGpuPass
                             "target's choice)";
       return signalPassFailure();
     }
+    if (indexBitwidth != 32 && indexBitwidth != 64) {
+      module.emitError() << "index-bitwidth must be 32 or 64, got "
+                         << static_cast<unsigned>(indexBitwidth);
+      return signalPassFailure();
+    }
     if (!mma.empty() && mma != "wgmma") {
       module.emitError() << "unknown mma '" << mma
                          << "' (expected wgmma, or empty for the target's "

@@ -78,6 +78,12 @@ struct GpuPipelineOptions : public PassPipelineOptions<Derived> {
       llvm::cl::init("")};
   typename Base::template Option<std::string> kernelName{
       *this, "kernel-name", llvm::cl::desc("Kernel name"), llvm::cl::init("")};
+  typename Base::template Option<unsigned> indexBitwidth{
+      *this, "index-bitwidth",
+      llvm::cl::desc("Bits of the kernels' index type: 64, or 32 (index "
+                     "arithmetic and index parameters in 32 bits; every "
+                     "element offset must stay below 2^31)"),
+      llvm::cl::init(64)};
 };
 
 /// Options of `fmha-to-nvvm-pipeline`.
@@ -93,12 +99,6 @@ struct NVVMPipelineOptions : public GpuPipelineOptions<NVVMPipelineOptions> {
                              llvm::cl::desc("Binary format: bin (cubin, needs "
                                             "ptxas), isa (PTX), fatbin, llvm"),
                              llvm::cl::init("isa")};
-  Option<unsigned> indexBitwidth{
-      *this, "index-bitwidth",
-      llvm::cl::desc("Bits of the kernels' index type: 64, or 32 (index "
-                     "arithmetic and index parameters in 32 bits; every "
-                     "element offset must stay below 2^31)"),
-      llvm::cl::init(64)};
 };
 
 /// Options of `fmha-to-rocdl-pipeline`.

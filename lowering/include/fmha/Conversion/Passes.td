@@ -80,7 +80,11 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
            "warp-level one; wgmma: Hopper warpgroup MMA (nvvm, sm_90a, f16 "
            "or bf16, D = Dv in {64, 128}, block-m 64 to 256 (a warpgroup per 64 "
            "rows), warp-rows 16, "
-           "Q/K/V/P read from workgroup memory by descriptors)">
+           "Q/K/V/P read from workgroup memory by descriptors)">,
+    Option<"indexBitwidth", "index-bitwidth", "unsigned", "64",
+           "The index width the kernels will be lowered at (32 or 64; the "
+           "pipelines pass theirs): their index arithmetic is written to "
+           "stay in range at either, given the runtime's limits">
   ];
 }
 
