@@ -198,13 +198,6 @@ TEST(GpuFake, Index32LimitLaunchesNothing) {
   static float h32[1];
   const int64_t d = 128, rowsAtLimit = kMaxIndex32Elements / d;
   ASSERT_EQ(rowsAtLimit * d, kMaxIndex32Elements);
-  auto tooLarge = [](const char *buffer, int64_t elements) {
-    return std::string("problem too large for bundle 'fake.fmha' "
-                       "(index_bits=32): ") +
-           buffer + " has " + std::to_string(elements) +
-           " elements, more than " + std::to_string(kMaxIndex32Elements) +
-           "; compile it with --index-bits=64; nothing was launched";
-  };
   BundleMeta m = fakeMeta(DType::BF16, 1, 1, d, d);
   m.indexBits = 32;
   Expected<std::unique_ptr<Kernel>> k = loadFake(m);
@@ -213,9 +206,9 @@ TEST(GpuFake, Index32LimitLaunchesNothing) {
   clearLog();
   Status s = (*k)->run(makeProblem(m, 1, rowsAtLimit + 1, 8), f);
   EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
-  EXPECT_EQ(s.message(), tooLarge("q", (rowsAtLimit + 1) * d));
+  EXPECT_EQ(s.message(), index32TooLarge("q", (rowsAtLimit + 1) * d));
   s = (*k)->run(makeProblem(m, 1, 8, rowsAtLimit + 1), f);
-  EXPECT_EQ(s.message(), tooLarge("k", (rowsAtLimit + 1) * d));
+  EXPECT_EQ(s.message(), index32TooLarge("k", (rowsAtLimit + 1) * d));
   EXPECT_FALSE(contains(readLog(), "launch")) << readLog();
   // At the limit the kernel is launched (and the fake refuses the
   // pointers, which hold one element).
@@ -240,7 +233,7 @@ TEST(GpuFake, Index32LimitLaunchesNothing) {
   BackwardArgs bargs{h16, h16, h16, h16, h32, h16, h16, h16, h16};
   clearLog();
   s = (*k)->runBackward(makeProblem(bm, 1, rowsAtLimit / 2 + 1, 8), bargs);
-  EXPECT_EQ(s.message(), tooLarge("q", (rowsAtLimit / 2 + 1) * 2 * d));
+  EXPECT_EQ(s.message(), index32TooLarge("q", (rowsAtLimit / 2 + 1) * 2 * d));
   EXPECT_FALSE(contains(readLog(), "launch")) << readLog();
 }
 

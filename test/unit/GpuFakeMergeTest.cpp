@@ -355,14 +355,6 @@ TEST(GpuFakeAccumulate, GridLimit) {
 TEST(GpuFakeMergeAccumulate, Index32Limit) {
   // With 32-bit indices a buffer of more than kMaxIndex32Elements elements
   // is refused before the launch, as for the attention kernels.
-  auto tooLarge = [](const char *bundle, const char *buffer,
-                     int64_t elements) {
-    return std::string("problem too large for bundle '") + bundle +
-           "' (index_bits=32): " + buffer + " has " +
-           std::to_string(elements) + " elements, more than " +
-           std::to_string(kMaxIndex32Elements) +
-           "; compile it with --index-bits=64; nothing was launched";
-  };
   static uint16_t h16[1];
   static float h32[1];
   BundleMeta mm = fakeGpuMergeMeta(fakeTarget().target, DType::BF16, 1, 8);
@@ -380,7 +372,7 @@ TEST(GpuFakeMergeAccumulate, Index32Limit) {
   clearLog();
   Status s = (*k)->runMerge(p, m);
   EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
-  EXPECT_EQ(s.message(), tooLarge("fake.fmha", "o", p.s * 8));
+  EXPECT_EQ(s.message(), index32TooLarge("o", p.s * 8));
 
   BundleMeta am = fakeGpuAccMeta(fakeTarget().target, DType::BF16);
   am.indexBits = 32;
@@ -391,7 +383,7 @@ TEST(GpuFakeMergeAccumulate, Index32Limit) {
   a.acc = h32;
   s = (*k)->runAccumulate(kMaxIndex32Elements + 1, a);
   EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
-  EXPECT_EQ(s.message(), tooLarge("fake.fmha", "x", kMaxIndex32Elements + 1));
+  EXPECT_EQ(s.message(), index32TooLarge("x", kMaxIndex32Elements + 1));
   EXPECT_FALSE(contains(readLog(), "launch")) << readLog();
 }
 

@@ -75,6 +75,16 @@ const FakeTarget &fakeTarget();
 inline std::string readLog() { return readBytes(fakeTarget().logPath); }
 inline void clearLog() { writeBytes(fakeTarget().logPath, ""); }
 
+/// The runtime's refusal of a buffer too large for an index_bits=32 bundle
+/// loaded by loadFake.
+inline std::string index32TooLarge(const char *buffer, int64_t elements) {
+  return std::string("problem too large for bundle 'fake.fmha' "
+                     "(index_bits=32): ") +
+         buffer + " has " + std::to_string(elements) + " elements, more than " +
+         std::to_string(rt::kMaxIndex32Elements) +
+         "; compile it with --index-bits=64; nothing was launched";
+}
+
 inline bool contains(const std::string &s, const std::string &part) {
   return s.find(part) != std::string::npos;
 }
