@@ -62,8 +62,9 @@ cl::opt<bool> accumulate(
     cl::init(false), cl::cat(category));
 cl::opt<int64_t> blockM("block-m",
                         cl::desc("Query rows per tile (default 64; cuda: "
-                                 "128, but 64 for --bwd --deterministic; "
-                                 "--bwd on GPUs: block-m = block-n)"),
+                                 "128; --bwd on cuda: 64 up to D = 64, "
+                                 "else 128; --bwd on GPUs: block-m = "
+                                 "block-n)"),
                         cl::init(64), cl::cat(category));
 cl::opt<int64_t>
     blockN("block-n",
@@ -293,13 +294,13 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
         blockN = wide && !qInShared ? 16 : 64;
       meta.blockM = blockM;
       meta.blockN = blockN;
-    } else if (meta.target == rt::Target::Cuda && !deterministic &&
-               !blockM.getNumOccurrences() && !blockN.getNumOccurrences()) {
-      // The atomic backward: 128 x 128 tiles halve the dQ atomics per key
-      // (+15-28% on the H200); the deterministic one keeps 64 x 64, which
-      // is faster for it (docs/PERFORMANCE.md, "Backward v13").
-      meta.blockM = blockM = 128;
-      meta.blockN = blockN = 128;
+    } else if (meta.target == rt::Target::Cuda && !blockM.getNumOccurrences() &&
+               !blockN.getNumOccurrences()) {
+      // The backward with the split dkdv step, both modes: 128 x 128 tiles
+      // above D = 64, 64 x 64 up to it (docs/PERFORMANCE.md, "Backward
+      // v14").
+      meta.blockM = blockM = meta.blockN = blockN =
+          std::max(meta.d, meta.dv) > 64 ? 128 : 64;
     }
     if (meta.target == rt::Target::Hip) {
       // 32x32 MFMA: one row block of 32 rows per wave. RDNA (wave32 WMMA):

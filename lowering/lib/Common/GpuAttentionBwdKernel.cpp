@@ -54,6 +54,39 @@ namespace {
 
 constexpr double kLog2e = 1.4426950408889634;
 
+/// A product of rows x cols outputs split over the warps of a workgroup:
+/// warp w owns the tile of tileRows x tileCols at row (w / colWarps)
+/// tileRows, column (w % colWarps) tileCols.
+struct WarpGrid {
+  int64_t colWarps, tileRows, tileCols;
+};
+
+/// The grid of `warps` warps over rows x cols, with tiles of 2 M rows where
+/// they go round (fragments of B shared by two row blocks), else M, and
+/// columns a multiple of `colUnit`; none when neither divides.
+std::optional<WarpGrid> warpGrid(int64_t rows, int64_t cols, int64_t warps,
+                                 int64_t mmaM, int64_t colUnit) {
+  for (int64_t tileRows : {2 * mmaM, mmaM}) {
+    if (rows % tileRows != 0)
+      continue;
+    const int64_t rowWarps = rows / tileRows;
+    if (rowWarps > warps || warps % rowWarps != 0)
+      continue;
+    const int64_t colWarps = warps / rowWarps;
+    if (cols % colWarps != 0 || (cols / colWarps) % colUnit != 0)
+      continue;
+    return WarpGrid{colWarps, tileRows, cols / colWarps};
+  }
+  return std::nullopt;
+}
+
+/// The warp grids of the split dkdv step (q tile qStep x kv tile blockRows):
+/// S and dP (qStep x blockRows), dK (blockRows x D), dV (blockRows x Dv),
+/// dQ (qStep x D, atomic mode).
+struct SplitGrids {
+  WarpGrid s, dk, dv, dq;
+};
+
 /// One problem signature of the backward kernels.
 struct BwdConfig {
   Type elementType;
@@ -64,6 +97,10 @@ struct BwdConfig {
   /// The q tile of the dkdv kernel's loop and the kv tile of the dq kernel's.
   int64_t qStep, kvStep;
   bool deterministic;
+  /// The dkdv step split over warp grids, P and dS through workgroup memory
+  /// (where the grids exist and the memory fits); else each warp owns M kv
+  /// rows of the whole step.
+  std::optional<SplitGrids> split;
   ::fmha::MaskSpec mask;
   double scale;
   std::optional<double> softcap;
@@ -78,7 +115,8 @@ int64_t bufferBytes(int64_t rows, int64_t cols) {
 }
 
 /// Workgroup memory of the dkdv kernel: K and V of the kv tile; the Q and dO
-/// stages; the dS tile (atomic mode); each warp's P scratch (targets whose C
+/// stages; the dS tile ([q][kv]; atomic mode or split); split: the P tile
+/// ([q][kv], at `scratch`), else each warp's P scratch (targets whose C
 /// fragments are not A fragments).
 struct DkDvLayout {
   int64_t k, v, q, dO, dS, scratch, total;
@@ -86,14 +124,19 @@ struct DkDvLayout {
 DkDvLayout dkdvLayout(const GpuTarget &t, const BwdConfig &c) {
   DkDvLayout l;
   const int64_t stages = t.getNumCopyStages();
+  const int64_t qkvTile = bufferBytes(c.qStep, c.blockRows);
   l.k = 0;
   l.v = l.k + bufferBytes(c.blockRows, c.d);
   l.q = l.v + bufferBytes(c.blockRows, c.dv);
   l.dO = l.q + stages * bufferBytes(c.qStep, c.d);
   l.dS = l.dO + stages * bufferBytes(c.qStep, c.dv);
-  l.scratch = l.dS + (c.deterministic ? 0 : bufferBytes(c.qStep, c.blockRows));
-  l.total = l.scratch +
-            (t.getAFromC(0) ? 0 : c.warps * bufferBytes(t.getMmaM(), c.qStep));
+  l.scratch = l.dS + (c.deterministic && !c.split ? 0 : qkvTile);
+  if (c.split)
+    l.total = l.scratch + qkvTile;
+  else
+    l.total = l.scratch + (t.getAFromC(0) ? 0
+                                          : c.warps * bufferBytes(t.getMmaM(),
+                                                                  c.qStep));
   return l;
 }
 
@@ -174,6 +217,33 @@ private:
   /// with emitLoadVFragments, over `cols` columns.
   void accumulateAB(OpBuilder &ob, ArrayRef<SmallVector<Value>> aFrags,
                     Value bTile, int64_t cols, CTiles &acc);
+  /// The C tiles ([row block][N tile], flattened) of a warp's grid tile of
+  /// A x B^T: rows [row0, row0 + rows) of the 2-d workgroup tile `aTile`
+  /// against rows [col0, col0 + cols) of `bTile` (emitLoadKFragments), over
+  /// `reduction` columns of both.
+  CTiles gridProductBT(OpBuilder &ob, Value aTile, Value bTile, Value row0,
+                       Value col0, int64_t rows, int64_t cols,
+                       int64_t reduction);
+  /// acc ([row block][N tile]) += A x B over `reduction`: A is rows [row0,
+  /// row0 + rows) and columns [0, reduction) of `aTile`, or of its transpose
+  /// with `aTransposed`; B is rows [0, reduction) and columns [col0, col0 +
+  /// cols) of `bTile` (emitLoadVFragments).
+  void gridAccumulateAB(OpBuilder &ob, Value aTile, bool aTransposed,
+                        Value bTile, Value row0, Value col0, int64_t rows,
+                        int64_t cols, int64_t reduction, CTiles &acc);
+  /// Stores the grid tile `c` ([row block][N tile] of `cols` columns),
+  /// rounded, at rows row0.. and columns col0.. of a 2-d workgroup tile.
+  void storeTile(OpBuilder &ob, const CTiles &c, Value tile, Value row0,
+                 Value col0, int64_t cols);
+  /// The dQ accumulator's index of C element e of the M x N tile at q row
+  /// row0 (a multiple of M) and column col0 of the head whose row 0 is flat
+  /// row `rowBase`. A full block of M rows keeps each of its D / N tiles as
+  /// M N floats in C-fragment order (element e of lane l at e W + l), so
+  /// that a warp's adds of one element are one contiguous run; a head's
+  /// last, partial block is row-major (rows past Sq clamped). The same
+  /// B Hq Sq D floats as row-major, permuted.
+  Value dqAccIndex(OpBuilder &ob, Value rowBase, Value row0, Value col0,
+                   int64_t e, Value sq);
   /// Scores to probabilities and dS (in place): s -> P, dp -> dS (scaled),
   /// given the per-element lse and dsum (f32, natural log) and a visibility
   /// predicate for edge tiles (null: all visible).
@@ -352,6 +422,107 @@ void BwdKernelBuilder::probsAndDs(
     }
 }
 
+CTiles BwdKernelBuilder::gridProductBT(OpBuilder &ob, Value aTile,
+                                       Value bTile, Value row0, Value col0,
+                                       int64_t rows, int64_t cols,
+                                       int64_t reduction) {
+  IndexMath im{ob, loc};
+  FloatMath fm{ob, loc, t};
+  const int64_t mmaM = t.getMmaM(), mmaN = t.getMmaN(), mmaK = t.getMmaK();
+  const int64_t blocks = rows / mmaM, tiles = cols / mmaN;
+  CTiles acc(blocks * tiles,
+             SmallVector<Value>(t.getNumCElements(), fm.c(0.0)));
+  for (int64_t kk = 0; kk < reduction / mmaK; kk += 2) {
+    SmallVector<SmallVector<Value>> a; // [block][k-step kk + h]
+    for (int64_t rb = 0; rb < blocks; ++rb)
+      for (int64_t h = 0; h < 2; ++h)
+        a.push_back(loadA(ob, aTile, im.add(row0, im.c(rb * mmaM)),
+                          im.c((kk + h) * mmaK)));
+    for (int64_t j = 0; j < tiles; ++j) {
+      SmallVector<SmallVector<Value>> frags = t.emitLoadKFragments(
+          ob, loc, bTile, lane, im.add(col0, im.c(j * mmaN)),
+          im.c(kk * mmaK));
+      for (int64_t rb = 0; rb < blocks; ++rb)
+        for (int64_t h = 0; h < 2; ++h)
+          acc[rb * tiles + j] =
+              t.emitMma(ob, loc, cfg.elementType, a[rb * 2 + h], frags[h],
+                        acc[rb * tiles + j]);
+    }
+  }
+  return acc;
+}
+
+void BwdKernelBuilder::gridAccumulateAB(OpBuilder &ob, Value aTile,
+                                        bool aTransposed, Value bTile,
+                                        Value row0, Value col0, int64_t rows,
+                                        int64_t cols, int64_t reduction,
+                                        CTiles &acc) {
+  IndexMath im{ob, loc};
+  const int64_t mmaM = t.getMmaM(), mmaN = t.getMmaN(), mmaK = t.getMmaK();
+  const int64_t blocks = rows / mmaM, tiles = cols / mmaN;
+  for (int64_t kk = 0; kk < reduction / mmaK; ++kk) {
+    SmallVector<SmallVector<Value>> a;
+    for (int64_t rb = 0; rb < blocks; ++rb) {
+      Value r = im.add(row0, im.c(rb * mmaM)), k = im.c(kk * mmaK);
+      a.push_back(aTransposed ? t.emitLoadATransposedFragment(ob, loc, aTile,
+                                                              lane, r, k)
+                              : loadA(ob, aTile, r, k));
+    }
+    for (int64_t j = 0; j < tiles; j += 2) {
+      SmallVector<SmallVector<Value>> frags = t.emitLoadVFragments(
+          ob, loc, bTile, lane, im.c(kk * mmaK), im.add(col0, im.c(j * mmaN)));
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t rb = 0; rb < blocks; ++rb)
+          acc[rb * tiles + j + h] =
+              t.emitMma(ob, loc, cfg.elementType, a[rb], frags[h],
+                        acc[rb * tiles + j + h]);
+    }
+  }
+}
+
+void BwdKernelBuilder::storeTile(OpBuilder &ob, const CTiles &c, Value tile,
+                                 Value row0, Value col0, int64_t cols) {
+  IndexMath im{ob, loc};
+  const int64_t mmaM = t.getMmaM(), mmaN = t.getMmaN();
+  const int64_t tiles = cols / mmaN, numC = t.getNumCElements();
+  const bool pairs = t.cPairsAreAdjacent();
+  auto round = [&](Value v) {
+    return arith::TruncFOp::create(ob, loc, cfg.elementType, v).getResult();
+  };
+  for (size_t i = 0; i < c.size(); ++i) {
+    const int64_t rb = i / tiles, j = i % tiles;
+    for (int64_t e = 0; e < numC; e += pairs ? 2 : 1) {
+      Value row = im.add(row0, im.add(im.c(rb * mmaM), cCoords[e].row));
+      Value col = im.add(col0, im.add(im.c(j * mmaN), cCoords[e].col));
+      if (pairs) {
+        Value pair = vector::FromElementsOp::create(
+            ob, loc, VectorType::get({2}, cfg.elementType),
+            ValueRange{round(c[i][e]), round(c[i][e + 1])});
+        vector::StoreOp::create(ob, loc, pair, tile, ValueRange{row, col},
+                                /*nontemporal=*/false, llvm::MaybeAlign(4));
+      } else {
+        memref::StoreOp::create(ob, loc, round(c[i][e]), tile,
+                                ValueRange{row, col});
+      }
+    }
+  }
+}
+
+Value BwdKernelBuilder::dqAccIndex(OpBuilder &ob, Value rowBase, Value row0,
+                                   Value col0, int64_t e, Value sq) {
+  IndexMath m{ob, loc};
+  const int64_t mmaM = t.getMmaM();
+  Value full = m.le(m.add(row0, m.c(mmaM)), sq);
+  Value blocked =
+      m.add(m.add(m.mul(m.add(rowBase, row0), m.c(cfg.d)),
+                  m.mul(col0, m.c(mmaM))),
+            m.add(m.c(e * t.getWarpSize()), lane));
+  Value row = m.min(m.add(row0, cCoords[e].row), m.sub(sq, m.c(1)));
+  Value rowMajor = m.add(m.mul(m.add(rowBase, row), m.c(cfg.d)),
+                         m.add(col0, cCoords[e].col));
+  return arith::SelectOp::create(ob, loc, full, blocked, rowMajor);
+}
+
 SmallVector<CTiles> BwdKernelBuilder::unpack(ValueRange values,
                                              ArrayRef<int64_t> widths) const {
   SmallVector<CTiles> accs;
@@ -517,12 +688,17 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
   Value dOBufs = workgroupView(b, loc, raw, layout.dO,
                                {stages, cfg.qStep, cfg.dv + kRowPad},
                                cfg.elementType);
-  Value dsTile;
-  if (!cfg.deterministic)
+  Value dsTile, pTile, scratch;
+  if (!cfg.deterministic || cfg.split)
     dsTile = workgroupView(b, loc, raw, layout.dS,
                            {cfg.qStep, cfg.blockRows + kRowPad},
                            cfg.elementType);
-  Value scratch = warpScratch(layout.scratch, cfg.qStep);
+  if (cfg.split)
+    pTile = workgroupView(b, loc, raw, layout.scratch,
+                          {cfg.qStep, cfg.blockRows + kRowPad},
+                          cfg.elementType);
+  else
+    scratch = warpScratch(layout.scratch, cfg.qStep);
 
   // K and V of the kv tile, once.
   {
@@ -547,7 +723,7 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     return frags;
   };
   SmallVector<SmallVector<Value>> kHeld, vHeld;
-  if (cfg.d + cfg.dv <= 128) {
+  if (!cfg.split && cfg.d + cfg.dv <= 128) {
     kHeld = loadKvFrags(b, kTile, cfg.d);
     vHeld = loadKvFrags(b, vTile, cfg.dv);
   }
@@ -566,7 +742,28 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     return std::pair(head, m.mul(qTile, m.c(cfg.qStep)));
   };
 
-  SmallVector<Value> init((cfg.d + cfg.dv) / mmaN * numC, fm.c(0.0));
+  // The split step's warp tiles: origins of the warp in each grid, and its
+  // dK and dV accumulators as one "width" of N-wide tiles each.
+  auto origin = [&](const WarpGrid &g) {
+    return std::pair(im.mul(im.div(warp, im.c(g.colWarps)), im.c(g.tileRows)),
+                     im.mul(im.rem(warp, im.c(g.colWarps)), im.c(g.tileCols)));
+  };
+  auto tilesOf = [&](const WarpGrid &g) {
+    return g.tileRows / mmaM * g.tileCols;
+  };
+  SmallVector<int64_t> accWidths = {cfg.d, cfg.dv};
+  std::pair<Value, Value> sAt, dkAt, dvAt, dqAt;
+  if (cfg.split) {
+    const SplitGrids &g = *cfg.split;
+    accWidths = {tilesOf(g.dk), tilesOf(g.dv)};
+    sAt = origin(g.s);
+    dkAt = origin(g.dk);
+    dvAt = origin(g.dv);
+    if (!cfg.deterministic)
+      dqAt = origin(g.dq);
+  }
+  SmallVector<Value> init((accWidths[0] + accWidths[1]) / mmaN * numC,
+                          fm.c(0.0));
 
   auto issue = [&](OpBuilder &ob, Value it, Value buf) {
     IndexMath m{ob, loc};
@@ -582,16 +779,10 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     return t.emitAsyncCommit(ob, loc, tokens);
   };
 
-  auto body = [&](OpBuilder &ob, Value it, Value buf,
-                  ValueRange carried) -> SmallVector<Value> {
+  // One step (q tile of head `head` from row q0) of each form.
+  auto unsplitStep = [&](OpBuilder &ob, Value head, Value q0, Value qTile,
+                         Value dOTile, CTiles &accK, CTiles &accV) {
     IndexMath m{ob, loc};
-    std::pair<Value, Value> decoded = decode(m, it);
-    Value head = decoded.first, q0 = decoded.second;
-    Value qTile = selectBuffer(ob, loc, qBufs, buf);
-    Value dOTile = selectBuffer(ob, loc, dOBufs, buf);
-    SmallVector<CTiles> accs = unpack(carried, {cfg.d, cfg.dv});
-    CTiles &accK = accs[0], &accV = accs[1];
-
     // S^T = K Q^T and dP^T = V dO^T for the warp's kv rows.
     SmallVector<SmallVector<Value>> kFrags = kHeld, vFrags = vHeld;
     if (kFrags.empty())
@@ -682,13 +873,108 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
       // Rows past Sq hold dS = 0: clamping them adds zeros.
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t e = 0; e < numC; ++e) {
-          Value qRow =
-              um.min(um.add(q0, um.add(rowBlock, cCoords[e].row)), sqLast);
-          Value col = um.add(col0, um.add(um.c(h * mmaN), cCoords[e].col));
-          Value idx = um.add(um.mul(um.add(rowBase, qRow), um.c(cfg.d)), col);
+          Value idx = dqAccIndex(ob, rowBase, um.add(q0, rowBlock),
+                                 um.add(col0, um.c(h * mmaN)), e, sq);
           t.emitWorkspaceAtomicAdd(ob, loc, acc[h][e], arg(kDQAcc), idx);
         }
     }
+  };
+
+  // The split step: S = Q K^T and dP = dO V^T over the S grid; P and dS
+  // (q rows x kv columns) to workgroup memory; then dV += P^T dO and dK +=
+  // dS^T Q over their own grids (the transposes read by the loads), and in
+  // atomic mode dQ = dS K over the dQ grid, added to the accumulator.
+  auto splitStep = [&](OpBuilder &ob, Value head, Value q0, Value qTile,
+                       Value dOTile, CTiles &accK, CTiles &accV) {
+    const SplitGrids &g = *cfg.split;
+    IndexMath m{ob, loc};
+
+    CTiles s = gridProductBT(ob, qTile, kTile, sAt.first, sAt.second,
+                             g.s.tileRows, g.s.tileCols, cfg.d);
+    CTiles dp = gridProductBT(ob, dOTile, vTile, sAt.first, sAt.second,
+                              g.s.tileRows, g.s.tileCols, cfg.dv);
+    // lse and dsum per (row block, row slot) of the warp's q rows.
+    const int64_t tiles = g.s.tileCols / mmaN;
+    const int64_t slots = t.getNumCRowSlots();
+    Value rowBase = m.mul(head, sq);
+    auto qRowOf = [&](IndexMath &em, int64_t i, int64_t e) {
+      return em.add(em.add(q0, sAt.first),
+                    em.add(em.c(i / tiles * mmaM), cCoords[e].row));
+    };
+    SmallVector<Value> lse, dsum;
+    for (int64_t rb = 0; rb < g.s.tileRows / mmaM; ++rb)
+      for (int64_t slot = 0; slot < slots; ++slot) {
+        int64_t e = 0;
+        while (t.getCRowSlot(e) != slot)
+          ++e;
+        Value idx = m.add(rowBase, m.min(qRowOf(m, rb * tiles, e), sqLast));
+        lse.push_back(memref::LoadOp::create(ob, loc, arg(kLse), idx));
+        dsum.push_back(memref::LoadOp::create(ob, loc, arg(kDsum), idx));
+      }
+    auto rowState = [&](ArrayRef<Value> v) {
+      return [&, v](int64_t i, int64_t e) {
+        return v[i / tiles * slots + t.getCRowSlot(e)];
+      };
+    };
+    Value q1 = m.add(q0, m.c(cfg.qStep));
+    Value full = emitKvTileIsFull(ob, loc, cfg.mask, q0, q1, c0, c1, sq, sk);
+    full = arith::AndIOp::create(ob, loc, full, m.le(q1, sq));
+    full = arith::AndIOp::create(ob, loc, full, m.le(c1, sk));
+    probsAndDs(ob, s, dp, rowState(lse), rowState(dsum), full,
+               [&](OpBuilder &eb, int64_t i, int64_t e) {
+                 IndexMath em{eb, loc};
+                 Value qRow = qRowOf(em, i, e);
+                 Value kvRow = em.add(
+                     em.add(c0, sAt.second),
+                     em.add(em.c(i % tiles * mmaN), cCoords[e].col));
+                 Value vis =
+                     emitVisible(eb, loc, cfg.mask, qRow, kvRow, sq, sk);
+                 vis = arith::AndIOp::create(eb, loc, vis, em.lt(qRow, sq));
+                 return arith::AndIOp::create(eb, loc, vis, em.lt(kvRow, sk))
+                     .getResult();
+               });
+    storeTile(ob, s, pTile, sAt.first, sAt.second, g.s.tileCols);
+    storeTile(ob, dp, dsTile, sAt.first, sAt.second, g.s.tileCols);
+    t.emitBarrier(ob, loc);
+
+    gridAccumulateAB(ob, pTile, /*aTransposed=*/true, dOTile, dvAt.first,
+                     dvAt.second, g.dv.tileRows, g.dv.tileCols, cfg.qStep,
+                     accV);
+    gridAccumulateAB(ob, dsTile, /*aTransposed=*/true, qTile, dkAt.first,
+                     dkAt.second, g.dk.tileRows, g.dk.tileCols, cfg.qStep,
+                     accK);
+    if (!cfg.deterministic) {
+      FloatMath qf{ob, loc, t};
+      const int64_t dqTiles = g.dq.tileCols / mmaN;
+      CTiles dq(g.dq.tileRows / mmaM * dqTiles,
+                SmallVector<Value>(numC, qf.c(0.0)));
+      gridAccumulateAB(ob, dsTile, /*aTransposed=*/false, kTile, dqAt.first,
+                       dqAt.second, g.dq.tileRows, g.dq.tileCols,
+                       cfg.blockRows, dq);
+      // Rows past Sq hold dS = 0: clamping them adds zeros.
+      for (size_t i = 0; i < dq.size(); ++i) {
+        Value row0 = m.add(m.add(q0, dqAt.first), m.c(i / dqTiles * mmaM));
+        Value col0 = m.add(dqAt.second, m.c(i % dqTiles * mmaN));
+        for (int64_t e = 0; e < numC; ++e)
+          t.emitWorkspaceAtomicAdd(ob, loc, dq[i][e], arg(kDQAcc),
+                                   dqAccIndex(ob, rowBase, row0, col0, e, sq));
+      }
+    }
+  };
+
+  auto body = [&](OpBuilder &ob, Value it, Value buf,
+                  ValueRange carried) -> SmallVector<Value> {
+    IndexMath m{ob, loc};
+    std::pair<Value, Value> decoded = decode(m, it);
+    Value qTile = selectBuffer(ob, loc, qBufs, buf);
+    Value dOTile = selectBuffer(ob, loc, dOBufs, buf);
+    SmallVector<CTiles> accs = unpack(carried, accWidths);
+    if (cfg.split)
+      splitStep(ob, decoded.first, decoded.second, qTile, dOTile, accs[0],
+                accs[1]);
+    else
+      unsplitStep(ob, decoded.first, decoded.second, qTile, dOTile, accs[0],
+                  accs[1]);
     return pack(accs);
   };
   scf::ForOp loop = emitPipelinedTileLoop(b, loc, t, im.c(0), total, init,
@@ -696,10 +982,26 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
   loop->setAttr("fmha.q_loop", b.getStringAttr("group"));
 
   // dK (scale already in dS) and dV, rows past Sk not written.
-  SmallVector<CTiles> out = unpack(loop.getResults(), {cfg.d, cfg.dv});
-  Value kvRow0 = im.add(c0, warpRow0);
-  storeRows(b, out[0], arg(kDK), kBase, kvRow0, sk, cfg.d);
-  storeRows(b, out[1], arg(kDV), vBase, kvRow0, sk, cfg.dv);
+  SmallVector<CTiles> out = unpack(loop.getResults(), accWidths);
+  if (!cfg.split) {
+    Value kvRow0 = im.add(c0, warpRow0);
+    storeRows(b, out[0], arg(kDK), kBase, kvRow0, sk, cfg.d);
+    storeRows(b, out[1], arg(kDV), vBase, kvRow0, sk, cfg.dv);
+    return;
+  }
+  // Per row block of the warp's grid tiles.
+  auto storeGrid = [&](const CTiles &acc, const WarpGrid &g,
+                       std::pair<Value, Value> at, Value mem, Value base,
+                       int64_t width) {
+    const int64_t tiles = g.tileCols / mmaN;
+    for (int64_t rb = 0; rb < g.tileRows / mmaM; ++rb) {
+      CTiles block(acc.begin() + rb * tiles, acc.begin() + (rb + 1) * tiles);
+      storeRows(b, block, mem, im.add(base, at.second),
+                im.add(im.add(c0, at.first), im.c(rb * mmaM)), sk, width);
+    }
+  };
+  storeGrid(out[0], cfg.split->dk, dkAt, arg(kDK), kBase, cfg.d);
+  storeGrid(out[1], cfg.split->dv, dvAt, arg(kDV), vBase, cfg.dv);
 }
 
 //===----------------------------------------------------------------------===//
@@ -725,23 +1027,18 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
   Value dqBase = im.mul(rowBase, im.c(cfg.d));
 
   if (!cfg.deterministic) {
-    // dq = accumulator rounded, one element per thread and step.
-    const int64_t elements = cfg.blockRows * cfg.d;
-    auto loop = scf::ForOp::create(b, loc, tid, im.c(elements), im.c(threads));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    IndexMath lm{b, loc};
-    Value i = loop.getInductionVar();
-    Value row = lm.add(r0, lm.div(i, lm.c(cfg.d)));
-    auto inRange = scf::IfOp::create(b, loc, lm.lt(row, sq), false);
-    b.setInsertionPointToStart(inRange.thenBlock());
-    IndexMath rm{b, loc};
-    Value idx = rm.add(rm.add(dqBase, rm.mul(row, rm.c(cfg.d))),
-                       rm.rem(i, rm.c(cfg.d)));
-    Value acc = memref::LoadOp::create(b, loc, arg(kDQAcc), idx);
-    memref::StoreOp::create(
-        b, loc, arith::TruncFOp::create(b, loc, cfg.elementType, acc),
-        arg(kDQ), ValueRange{idx});
+    // dq = the accumulator rounded: warp w reads its row block's tiles in
+    // the accumulator's order (dqAccIndex) and stores them row-major.
+    Value row0 = im.add(r0, im.mul(warp, im.c(mmaM)));
+    CTiles acc;
+    for (int64_t j = 0; j < cfg.d / mmaN; ++j) {
+      acc.emplace_back();
+      for (int64_t e = 0; e < numC; ++e)
+        acc.back().push_back(memref::LoadOp::create(
+            b, loc, arg(kDQAcc),
+            dqAccIndex(b, rowBase, row0, im.c(j * mmaN), e, sq)));
+    }
+    storeRows(b, acc, arg(kDQ), dqBase, row0, sq, cfg.d);
     return;
   }
 
@@ -950,6 +1247,26 @@ LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
   cfg.scale = op.getScaleOrDefault();
   if (std::optional<APFloat> cap = op.getSoftcap())
     cfg.softcap = cap->convertToDouble();
+  // The split dkdv step (64 q rows against the kv tile, P and dS through
+  // workgroup memory) where its warp grids exist and its workgroup memory
+  // fits the chip (docs/PERFORMANCE.md, "Backward v14").
+  if (blockM == blockN && blockM % target.getMmaM() == 0 &&
+      warpRows == target.getMmaM()) {
+    const int64_t colUnit = 2 * target.getMmaN();
+    BwdConfig split = cfg;
+    split.qStep = std::max<int64_t>(64, unit);
+    auto grid = [&](int64_t rows, int64_t cols) {
+      return warpGrid(rows, cols, cfg.warps, target.getMmaM(), colUnit);
+    };
+    std::optional<WarpGrid> s = grid(split.qStep, blockM),
+                            dk = grid(blockM, cfg.d), dv = grid(blockM, cfg.dv),
+                            dq = grid(split.qStep, cfg.d);
+    if (s && dk && dv && dq && blockM % unit == 0) {
+      split.split = SplitGrids{*s, *dk, *dv, *dq};
+      if (sharedBytes(target, split) <= target.getMaxSharedBytes(chip))
+        cfg = split;
+    }
+  }
   std::string error =
       checkSupported(op, target, chip, cfg, blockM, blockN, warpRows);
   if (!error.empty())

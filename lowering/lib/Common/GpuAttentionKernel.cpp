@@ -119,6 +119,26 @@ SmallVector<Value> GpuTarget::emitLoadAFragment(OpBuilder &b, Location loc,
   return regs;
 }
 
+SmallVector<Value> GpuTarget::emitLoadATransposedFragment(
+    OpBuilder &b, Location loc, Value tile, Value lane, Value row0,
+    Value col0) const {
+  IndexMath im{b, loc};
+  auto tileType = cast<MemRefType>(tile.getType());
+  auto pair = VectorType::get({2}, tileType.getElementType());
+  SmallVector<Value> regs;
+  for (int64_t e = 0; e < getNumAElements(); e += 2) {
+    SmallVector<Value> elems;
+    for (int64_t h = 0; h < 2; ++h) {
+      FragmentCoord at = getACoord(b, loc, lane, e + h);
+      elems.push_back(memref::LoadOp::create(
+          b, loc, tile,
+          ValueRange{im.add(col0, at.col), im.add(row0, at.row)}));
+    }
+    regs.push_back(vector::FromElementsOp::create(b, loc, pair, elems));
+  }
+  return regs;
+}
+
 std::string GpuTarget::configure(StringRef chip, int64_t matrixSize) {
   if (matrixSize != 0 && matrixSize != getMmaM())
     return "mfma=" + std::to_string(matrixSize) + " is not available on the " +

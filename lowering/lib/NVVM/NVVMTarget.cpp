@@ -143,6 +143,21 @@ public:
     return ldmatrixX4(b, loc, tile, row, col, false);
   }
 
+  SmallVector<Value>
+  emitLoadATransposedFragment(OpBuilder &b, Location loc, Value tile,
+                              Value lane, Value row0,
+                              Value col0) const override {
+    // Transposed: register m = lane / 8 holds A rows [row0 + 8 (m % 2), + 8)
+    // and columns [col0 + 8 (m / 2), + 8), which the tile stores as its rows
+    // col0 + 8 (m / 2) + i, columns from row0 + 8 (m % 2).
+    IndexMath im{b, loc};
+    Value m = im.div(lane, im.c(8));
+    Value row = im.add(im.add(col0, im.mul(im.div(m, im.c(2)), im.c(8))),
+                       im.rem(lane, im.c(8)));
+    Value col = im.add(row0, im.mul(im.rem(m, im.c(2)), im.c(8)));
+    return ldmatrixX4(b, loc, tile, row, col, true);
+  }
+
   SmallVector<SmallVector<Value>>
   emitLoadVFragments(OpBuilder &b, Location loc, Value tile, Value lane,
                      Value key0, Value col0) const override {

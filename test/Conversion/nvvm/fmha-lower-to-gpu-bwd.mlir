@@ -3,9 +3,10 @@
 // Atomic mode, GQA 8:2, D = 64, causal (bottom-right), sinks: the host
 // allocates dsum [B*Hq*Sq] and the f32 dQ accumulator [B*Hq*Sq*D] and
 // launches prep and dq over (q tiles, Hq, B), dkdv over (kv tiles, Hk, B),
-// all with 4 warps and one amount of workgroup memory: K and V tiles (64 x
-// (64 + 8) each), two stages of Q and dO (32 x 72 each), the dS tile (32 x
-// 72): 41472 bytes.
+// all with 4 warps and one amount of workgroup memory. dkdv takes the split
+// step (64 q rows against the 64 keys): K and V tiles (64 x (64 + 8) each),
+// two stages of Q and dO (64 x 72 each), the P and dS tiles (64 x 72 each):
+// 73728 bytes.
 // CHECK-LABEL: func.func @bwd(
 // CHECK-DAG: %[[B:.+]] = memref.dim %arg0, %c0
 // CHECK-DAG: %[[SQ:.+]] = memref.dim %arg0, %c2
@@ -14,9 +15,9 @@
 // CHECK-DAG: %[[NK:.+]] = arith.ceildivsi %[[SK]], %c64
 // CHECK-DAG: %[[DSUM:.+]] = memref.alloc(%{{.+}}) : memref<?xf32>
 // CHECK-DAG: %[[ACC:.+]] = memref.alloc(%{{.+}}) : memref<?xf32>
-// CHECK: gpu.launch_func @fmha_kernels::@bwd_prep blocks in (%[[NQ]], %c8, %[[B]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c41472_i32 args({{.+}}, %[[DSUM]] : memref<?xf32>, %[[ACC]] : memref<?xf32>, %[[B]] : index, %[[SQ]] : index, %[[SK]] : index)
-// CHECK-NEXT: gpu.launch_func @fmha_kernels::@bwd_dkdv blocks in (%[[NK]], %c2, %[[B]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c41472_i32
-// CHECK-NEXT: gpu.launch_func @fmha_kernels::@bwd_dq blocks in (%[[NQ]], %c8, %[[B]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c41472_i32
+// CHECK: gpu.launch_func @fmha_kernels::@bwd_prep blocks in (%[[NQ]], %c8, %[[B]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c73728_i32 args({{.+}}, %[[DSUM]] : memref<?xf32>, %[[ACC]] : memref<?xf32>, %[[B]] : index, %[[SQ]] : index, %[[SK]] : index)
+// CHECK-NEXT: gpu.launch_func @fmha_kernels::@bwd_dkdv blocks in (%[[NK]], %c2, %[[B]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c73728_i32
+// CHECK-NEXT: gpu.launch_func @fmha_kernels::@bwd_dq blocks in (%[[NQ]], %c8, %[[B]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c73728_i32
 // CHECK-DAG: memref.dealloc %[[DSUM]]
 // CHECK-DAG: memref.dealloc %[[ACC]]
 
@@ -25,12 +26,17 @@
 // CHECK: gpu.shuffle xor
 // CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}] : memref<?xf32>
 // dkdv: K and V copied once, then one pipelined loop over the group's heads
-// times the q tiles that see the kv tile; dS K added atomically.
+// times the q tiles that see the kv tile: S and dP on the warp grid, P and dS
+// stored as element pairs, a barrier, then P^T dO and dS^T Q with the
+// transposes read by ldmatrix .trans; dS K added atomically.
 // CHECK: gpu.func @bwd_dkdv(
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvgpu.device_async_wait
 // CHECK: scf.for
 // CHECK: nvvm.mma.sync
+// CHECK: vector.store %{{.+}} : memref<64x72xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: gpu.barrier
+// CHECK: nvgpu.ldmatrix {{.+}} transpose = true
 // CHECK: memref.atomic_rmw addf
 // CHECK: fmha.q_loop = "group"
 // dq (atomic mode): the accumulator rounded to bf16.
@@ -50,10 +56,10 @@ func.func @bwd(%q: memref<?x8x?x64xbf16>, %k: memref<?x2x?x64xbf16>, %v: memref<
 
 // Deterministic: no accumulator (0 elements), no atomics; dq recomputes over
 // the forward's kv loops (sink, then window) with K/V stages (2 x 64 x 72
-// each, 36864 bytes; dkdv needs 36864 too without the dS tile).
+// each, 36864 bytes); the split dkdv needs 73728 (P and dS tiles both).
 // CHECK-LABEL: func.func @det(
 // CHECK: memref.alloc() : memref<0xf32>
-// CHECK: gpu.launch_func @fmha_kernels::@det_prep {{.+}} dynamic_shared_memory_size %c36864_i32
+// CHECK: gpu.launch_func @fmha_kernels::@det_prep {{.+}} dynamic_shared_memory_size %c73728_i32
 // CHECK: gpu.func @det_dkdv(
 // CHECK-NOT: memref.atomic_rmw
 // CHECK: gpu.func @det_dq(

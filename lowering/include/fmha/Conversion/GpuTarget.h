@@ -128,6 +128,15 @@ public:
                                                Value tile, Value lane,
                                                Value row0, Value col0) const;
 
+  /// The A fragment of rows [row0, row0 + M) and columns [col0, col0 + K)
+  /// of a matrix whose transpose a workgroup-memory tile holds row-major:
+  /// element (r, c) of A is tile[col0 + c][row0 + r] (e.g. P^T from a tile
+  /// of P). numA / 2 registers. The default reads each element at
+  /// getACoord.
+  virtual SmallVector<Value>
+  emitLoadATransposedFragment(OpBuilder &b, Location loc, Value tile,
+                              Value lane, Value row0, Value col0) const;
+
   /// Warpgroup matrix instructions (Hopper wgmma.mma_async), for the kernel
   /// of `mma=wgmma`: a warpgroup of four warps computes D[64 x N] = A[64 x K]
   /// * B[K x N] (+ D), K = getMmaK(), with A and B read from workgroup memory
