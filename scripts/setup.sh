@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build python3 libgtest-dev
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
+  libclang-rt-22-dev  # ASan/UBSan runtimes and libFuzzer (sanitizer build)
   rocm-device-libs
   libamdhip64-5
   openmpi-bin libopenmpi-dev
