@@ -784,7 +784,9 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   if (cfg.mask.hasRight()) {
     // Later q tiles see more keys under a right bound (causal): schedule
     // them first so that the light tiles fill the tail of the grid.
-    // (The grid is ceil(Sq / block-m) wide.)
+    // (The grid is ceil(Sq / block-m) wide.) Numbering the whole grid
+    // tile-major instead lost up to 9% on the H200 (docs/PERFORMANCE.md,
+    // "Backward v14"): concurrent blocks then read different heads' K/V.
     Value tiles = im.ceilDiv(sq, im.c(cfg.blockM));
     qt = im.sub(im.sub(tiles, im.c(1)), qt);
   }

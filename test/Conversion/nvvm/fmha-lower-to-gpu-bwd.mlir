@@ -29,7 +29,17 @@
 // times the q tiles that see the kv tile: S and dP on the warp grid, P and dS
 // stored as element pairs, a barrier, then P^T dO and dS^T Q with the
 // transposes read by ldmatrix .trans; dS K added atomically.
+// Under the right bound, with GQA and at most 32 kv tiles, the kv tiles run
+// tile-major, tile 0 (the one the most q tiles see) first: kt = (x + tiles
+// (y + 2 z)) / (2 B).
 // CHECK: gpu.func @bwd_dkdv(
+// CHECK-DAG: %[[NT:.+]] = arith.ceildivsi %arg13, %c64
+// CHECK-DAG: %[[FEW:.+]] = arith.cmpi sle, %[[NT]], %c32
+// CHECK-DAG: %[[ROWS:.+]] = arith.muli %arg11, %c2
+// CHECK-DAG: %[[L0:.+]] = arith.muli %[[NT]], %{{.+}}
+// CHECK-DAG: %[[L:.+]] = arith.addi %block_id_x, %[[L0]]
+// CHECK-DAG: %[[T:.+]] = arith.divsi %[[L]], %[[ROWS]]
+// CHECK-DAG: arith.select %[[FEW]], %[[T]], %block_id_x
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvgpu.device_async_wait
 // CHECK: scf.for
