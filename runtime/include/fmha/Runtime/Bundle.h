@@ -107,8 +107,9 @@ inline constexpr const char *kAbiGpuFlatV1 = "gpu-flat-v1";
 /// parameters: the flattened 1-d memref descriptors (allocated, aligned,
 /// offset 0, size, stride 1; five 64-bit values each) of q, k, v, o, dO
 /// (element type), lse (f32), dq, dk, dv (element type), dsum (f32,
-/// B*Hq*Sq elements) and dqacc (f32, B*Hq*Sq*D elements; size 0 when
-/// deterministic, and then never read), followed by B, Sq, Sk (64-bit).
+/// B*Hq*Sq elements) and dqacc (f32, B*Hq*Sq*D elements in an order of
+/// the kernels' own; size 0 when deterministic, and then never read),
+/// followed by B, Sq, Sk (64-bit).
 /// Grids: prep and dq (ceil(Sq / block_m), Hq, B), dkdv (ceil(Sk / block_n),
 /// Hk, B). prep writes dsum = rowsum(dO * o) and zeroes dqacc; dkdv writes
 /// dk and dv (and, unless deterministic, adds dS K into dqacc atomically);

@@ -46,8 +46,9 @@
 // order on the caller's stream, 58 parameters each (packGpuBwdV1 below), with
 // a workspace of gpuBwdV1Workspace(p, deterministic).totalBytes device bytes:
 // dsum (float32, B*Hq*Sq), then, unless deterministic, dqacc (float32,
-// B*Hq*Sq*D) at the next 256-byte boundary. The prep kernel zeroes dqacc; the
-// workspace needs no initialisation. Callers may pass their own
+// B*Hq*Sq*D, in the kernels' own order: a permutation of row-major that
+// only they read) at the next 256-byte boundary. The prep kernel zeroes
+// dqacc; the workspace needs no initialisation. Callers may pass their own
 // (BackwardArgs::workspace, 256-byte aligned, at least
 // Kernel::backwardWorkspaceBytes); otherwise the kernel object keeps one,
 // allocated on first use and grown when a problem needs more.
