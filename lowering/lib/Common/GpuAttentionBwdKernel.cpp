@@ -333,13 +333,7 @@ SmallVector<Value> BwdKernelBuilder::loadA(OpBuilder &ob, Value tile,
 
 void BwdKernelBuilder::spill(OpBuilder &ob, const CTiles &c, Value scratch) {
   IndexMath im{ob, loc};
-  for (size_t j = 0; j < c.size(); ++j)
-    for (int64_t e = 0; e < t.getNumCElements(); ++e)
-      memref::StoreOp::create(
-          ob, loc, arith::TruncFOp::create(ob, loc, cfg.elementType, c[j][e]),
-          scratch,
-          ValueRange{cCoords[e].row,
-                     im.add(im.c(j * t.getMmaN()), cCoords[e].col)});
+  storeTile(ob, c, scratch, im.c(0), im.c(0), c.size() * t.getMmaN());
   t.emitBarrier(ob, loc);
 }
 
@@ -819,6 +813,23 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     return t.emitAsyncCommit(ob, loc, tokens);
   };
 
+  // Whether the step's q tile [q0, q0 + qStep) against the kv tile lies
+  // inside Sq, Sk and the mask (no element mask), and whether one (q row, kv
+  // row) pair of an edge tile is visible.
+  auto stepIsFull = [&](OpBuilder &ob, Value q0) {
+    IndexMath m{ob, loc};
+    Value q1 = m.add(q0, m.c(cfg.qStep));
+    Value full = emitKvTileIsFull(ob, loc, cfg.mask, q0, q1, c0, c1, sq, sk);
+    full = arith::AndIOp::create(ob, loc, full, m.le(q1, sq));
+    return arith::AndIOp::create(ob, loc, full, m.le(c1, sk)).getResult();
+  };
+  auto pairVisible = [&](OpBuilder &eb, Value qRow, Value kvRow) {
+    IndexMath em{eb, loc};
+    Value vis = emitVisible(eb, loc, cfg.mask, qRow, kvRow, sq, sk);
+    vis = arith::AndIOp::create(eb, loc, vis, em.lt(qRow, sq));
+    return arith::AndIOp::create(eb, loc, vis, em.lt(kvRow, sk)).getResult();
+  };
+
   // One step (q tile of head `head` from row q0) of each form.
   auto unsplitStep = [&](OpBuilder &ob, Value head, Value q0, Value qTile,
                          Value dOTile, CTiles &accK, CTiles &accV) {
@@ -843,21 +854,14 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
         lse.push_back(memref::LoadOp::create(ob, loc, arg(kLse), idx));
         dsum.push_back(memref::LoadOp::create(ob, loc, arg(kDsum), idx));
       }
-    Value q1 = m.add(q0, m.c(cfg.qStep));
-    Value full = emitKvTileIsFull(ob, loc, cfg.mask, q0, q1, c0, c1, sq, sk);
-    full = arith::AndIOp::create(ob, loc, full, m.le(q1, sq));
-    full = arith::AndIOp::create(ob, loc, full, m.le(c1, sk));
     probsAndDs(
         ob, s, dp, [&](int64_t j, int64_t e) { return lse[j * numC + e]; },
-        [&](int64_t j, int64_t e) { return dsum[j * numC + e]; }, full,
-        [&](OpBuilder &eb, int64_t j, int64_t e) {
+        [&](int64_t j, int64_t e) { return dsum[j * numC + e]; },
+        stepIsFull(ob, q0), [&](OpBuilder &eb, int64_t j, int64_t e) {
           IndexMath em{eb, loc};
           Value qRow = em.add(q0, em.add(em.c(j * mmaN), cCoords[e].col));
           Value kvRow = em.add(em.add(c0, warpRow0), cCoords[e].row);
-          Value vis = emitVisible(eb, loc, cfg.mask, qRow, kvRow, sq, sk);
-          vis = arith::AndIOp::create(eb, loc, vis, em.lt(qRow, sq));
-          return arith::AndIOp::create(eb, loc, vis, em.lt(kvRow, sk))
-              .getResult();
+          return pairVisible(eb, qRow, kvRow);
         });
 
     // dV += P^T dO, dK += dS^T Q (the reduction runs over the q tile).
@@ -956,22 +960,13 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
         return v[i / tiles * slots + t.getCRowSlot(e)];
       };
     };
-    Value q1 = m.add(q0, m.c(cfg.qStep));
-    Value full = emitKvTileIsFull(ob, loc, cfg.mask, q0, q1, c0, c1, sq, sk);
-    full = arith::AndIOp::create(ob, loc, full, m.le(q1, sq));
-    full = arith::AndIOp::create(ob, loc, full, m.le(c1, sk));
-    probsAndDs(ob, s, dp, rowState(lse), rowState(dsum), full,
+    probsAndDs(ob, s, dp, rowState(lse), rowState(dsum), stepIsFull(ob, q0),
                [&](OpBuilder &eb, int64_t i, int64_t e) {
                  IndexMath em{eb, loc};
-                 Value qRow = qRowOf(em, i, e);
                  Value kvRow = em.add(
                      em.add(c0, sAt.second),
                      em.add(em.c(i % tiles * mmaN), cCoords[e].col));
-                 Value vis =
-                     emitVisible(eb, loc, cfg.mask, qRow, kvRow, sq, sk);
-                 vis = arith::AndIOp::create(eb, loc, vis, em.lt(qRow, sq));
-                 return arith::AndIOp::create(eb, loc, vis, em.lt(kvRow, sk))
-                     .getResult();
+                 return pairVisible(eb, qRowOf(em, i, e), kvRow);
                });
     storeTile(ob, s, pTile, sAt.first, sAt.second, g.s.tileCols);
     storeTile(ob, dp, dsTile, sAt.first, sAt.second, g.s.tileCols);
