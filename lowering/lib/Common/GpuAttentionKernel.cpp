@@ -86,7 +86,12 @@ void GpuTarget::emitWarpgroupFence(OpBuilder &, Location) const {
   llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
 }
 
-void GpuTarget::emitWarpgroupWait(OpBuilder &, Location, int64_t) const {
+void GpuTarget::emitWarpgroupCommit(OpBuilder &, Location) const {
+  llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
+}
+
+SmallVector<Value> GpuTarget::emitWarpgroupWait(OpBuilder &, Location, int64_t,
+                                                ArrayRef<Value>) const {
   llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
 }
 
@@ -152,11 +157,14 @@ namespace {
 /// Rows of a warpgroup product (wgmma: m64nNk16 over four warps).
 constexpr int64_t kWarpgroupRows = 64;
 constexpr int64_t kWarpgroupWarps = 4;
+/// K/V stages of the `mma=wgmma` kernel: tile t + 1 lands while tile t's
+/// S = Q K^T and tile t - 1's O += P V read the other two.
+constexpr int64_t kWarpgroupStages = 3;
 
 /// The workgroup memory of the `mma=wgmma` kernel, in bytes, every operand
 /// stored as 128-byte core matrices ([cols / 8][rows][8], emitCopyRows with
 /// coreMatrices): the K stages, the V stages, the Q tile (P stays in
-/// registers). Each part starts at a multiple of 1024.
+/// registers).
 struct WarpgroupLayout {
   int64_t kStage, vStage, kOffset, vOffset, qOffset, total;
 
@@ -183,8 +191,7 @@ int64_t kernelSharedBytes(const GpuTarget &target, int64_t blockM,
                           int64_t blockN, int64_t d, int64_t dv, bool qInShared,
                           bool wgmma = false) {
   if (wgmma)
-    return WarpgroupLayout(target.getNumCopyStages(), blockM, blockN, d, dv)
-        .total;
+    return WarpgroupLayout(kWarpgroupStages, blockM, blockN, d, dv).total;
   int64_t bytes = sharedBytesFor(target.getNumCopyStages(), blockN, d, dv);
   if (!target.getAFromC(0))
     bytes += blockM * (blockN + kRowPad) * 2; // warps * mmaM rows
@@ -237,20 +244,50 @@ private:
     SmallVector<RowState> rows; // [rowBlocks]
   };
 
+  /// Scores of a tile: s[row block][key tile][C element].
+  using Scores = SmallVector<SmallVector<SmallVector<Value>>>;
+  /// One online-softmax step: the new m and l of every row, and what O must
+  /// be scaled by.
+  struct SoftmaxStep {
+    State out; // m and l; acc once rescaled
+    SmallVector<SmallVector<Value>> alphas; // [row block][slot]
+    Value anyMoved;                         // lazy: some row's max moved
+  };
+
   SmallVector<Value> flatten(const State &s) const;
   State unflatten(ValueRange values) const;
   State visitTile(OpBuilder &ob, Value kt, Value buf, const State &in);
+  /// Masks (edge tiles only) and exponentiates the scores `s` of the tile
+  /// of keys from `c0` in place: the softmax step from `in`. With `accFrom`,
+  /// O = accFrom's acc is rescaled into out.acc too; otherwise the caller
+  /// calls `rescale`.
+  SoftmaxStep softmaxTile(OpBuilder &ob, Value c0, Scores &s, const State &in,
+                          const State *accFrom);
+  /// One row block's O scaled per row slot by `alpha`.
+  SmallVector<SmallVector<Value>> scaleAcc(FloatMath &fm, const RowState &rows,
+                                           ArrayRef<Value> alpha) const;
+  /// step.out.acc = O of `accFrom` scaled by the step's alphas.
+  void rescale(OpBuilder &ob, SoftmaxStep &step, const State &accFrom);
   /// O *= alpha (alphas[row block][slot]) under one branch taken when
   /// `anyMoved`; fills out.rows[*].acc from in.rows[*].acc.
   void lazyRescale(OpBuilder &ob, Value anyMoved,
                    ArrayRef<SmallVector<Value>> alphas, const State &in,
                    State &out);
-  /// S = Q K^T of tile buffer `buf` by warpgroup products: s[0][j][e].
-  SmallVector<SmallVector<Value>> warpgroupScores(OpBuilder &ob, Value buf);
-  /// O += P V by warpgroup products, P = softmax(S) as A fragments in
-  /// registers (GpuTarget::getAFromC), V from workgroup memory.
-  void warpgroupPV(OpBuilder &ob, Value buf,
-                   const SmallVector<SmallVector<Value>> &p, RowState &rows);
+  /// The kv loop over tiles [lb, ub) of the `mma=wgmma` kernel.
+  State warpgroupLoop(Value lb, Value ub, const State &in, StringRef name);
+  /// Issues S = Q K^T of K stage `buf` as warpgroup products and commits
+  /// them; returns the accumulators (valid after emitWarpgroupWait).
+  SmallVector<Value> issueScores(OpBuilder &ob, Value buf);
+  /// Issues O += P V (O: `rows`' acc; P: A registers per k-step, `pRegs`; V
+  /// stage `buf`) and commits it; returns the accumulators (valid after
+  /// emitWarpgroupWait).
+  SmallVector<Value> issuePV(OpBuilder &ob, Value buf,
+                             ArrayRef<SmallVector<Value>> pRegs,
+                             const RowState &rows);
+  /// P = the exponentiated scores of one row block as the A registers of
+  /// each k-step ([block-n / K][numA / 2]).
+  SmallVector<SmallVector<Value>>
+  packP(OpBuilder &ob, ArrayRef<SmallVector<Value>> p);
   /// A register of P (elements e and e + 1 of the A fragment of k-step kk)
   /// packed from the C fragments `p` of one row block (key tile by key tile).
   Value pRegister(OpBuilder &ob, ArrayRef<SmallVector<Value>> p, int64_t kk,
@@ -361,12 +398,10 @@ Value KernelBuilder::pRegister(OpBuilder &ob, ArrayRef<SmallVector<Value>> p,
       ob, loc, VectorType::get({2}, cfg.elementType), pair);
 }
 
-SmallVector<SmallVector<Value>> KernelBuilder::warpgroupScores(OpBuilder &ob,
-                                                               Value buf) {
+SmallVector<Value> KernelBuilder::issueScores(OpBuilder &ob, Value buf) {
   IndexMath im{ob, loc};
-  WarpgroupLayout layout(target.getNumCopyStages(), cfg.blockM, cfg.blockN,
-                         cfg.d, cfg.dv);
-  const int64_t mmaK = target.getMmaK(), numC = target.getNumCElements();
+  WarpgroupLayout layout(kWarpgroupStages, cfg.blockM, cfg.blockN, cfg.d,
+                         cfg.dv);
   // Q: [D / 8][block-m][8], this warpgroup's 64 rows 8 core matrices in;
   // K: [D / 8][block-n][8]. A k-step spans two core matrices along D.
   Value qRows = im.mul(warpGroup, im.c(kWarpgroupRows * 16));
@@ -374,7 +409,7 @@ SmallVector<SmallVector<Value>> KernelBuilder::warpgroupScores(OpBuilder &ob,
   const int64_t qLeading = cfg.blockM * 16, kLeading = cfg.blockN * 16;
   target.emitWarpgroupFence(ob, loc);
   SmallVector<Value> acc;
-  for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk) {
+  for (int64_t kk = 0; kk < cfg.d / target.getMmaK(); ++kk) {
     Value descQ = target.emitWarpgroupDescriptor(
         ob, loc, sharedAddress(ob, layout.qOffset + kk * 2 * qLeading, qRows),
         qLeading, 128);
@@ -384,76 +419,172 @@ SmallVector<SmallVector<Value>> KernelBuilder::warpgroupScores(OpBuilder &ob,
     acc = target.emitWarpgroupMma(ob, loc, cfg.elementType, cfg.blockN, descQ,
                                   descK, /*bNMajor=*/false, acc);
   }
-  target.emitWarpgroupWait(ob, loc, 0);
-  SmallVector<SmallVector<Value>> s;
-  for (int64_t j = 0; j < cfg.blockN / target.getMmaN(); ++j)
-    s.emplace_back(acc.begin() + j * numC, acc.begin() + (j + 1) * numC);
-  return s;
+  target.emitWarpgroupCommit(ob, loc);
+  return acc;
 }
 
-void KernelBuilder::warpgroupPV(OpBuilder &ob, Value buf,
-                                const SmallVector<SmallVector<Value>> &p,
-                                RowState &rows) {
-  IndexMath im{ob, loc};
-  WarpgroupLayout layout(target.getNumCopyStages(), cfg.blockM, cfg.blockN,
-                         cfg.d, cfg.dv);
-  const int64_t mmaK = target.getMmaK(), numC = target.getNumCElements();
+SmallVector<SmallVector<Value>>
+KernelBuilder::packP(OpBuilder &ob, ArrayRef<SmallVector<Value>> p) {
   // The wgmma accumulator of a warp is its rows' C fragments tile after
   // tile, and the A register fragment of m64nNk16 is the warp MMA's A
   // fragment for the same rows: P goes to the product from the registers
-  // of S. V: [Dv / 8][block-n][8] (B, N-major: a core matrix is 8 keys x 8
-  // value columns); a k-step spans two core matrices along the keys.
+  // of S.
+  SmallVector<SmallVector<Value>> regs;
+  for (int64_t kk = 0; kk < cfg.blockN / target.getMmaK(); ++kk) {
+    regs.emplace_back();
+    for (int64_t e = 0; e < target.getNumAElements(); e += 2)
+      regs.back().push_back(pRegister(ob, p, kk, e));
+  }
+  return regs;
+}
+
+SmallVector<Value>
+KernelBuilder::issuePV(OpBuilder &ob, Value buf,
+                       ArrayRef<SmallVector<Value>> pRegs,
+                       const RowState &rows) {
+  IndexMath im{ob, loc};
+  WarpgroupLayout layout(kWarpgroupStages, cfg.blockM, cfg.blockN, cfg.d,
+                         cfg.dv);
+  // V: [Dv / 8][block-n][8] (B, N-major: a core matrix is 8 keys x 8 value
+  // columns); a k-step spans two core matrices along the keys.
   Value vStage = im.mul(buf, im.c(layout.vStage));
   const int64_t vStride = cfg.blockN * 16;
   SmallVector<Value> acc;
   for (const SmallVector<Value> &tile : rows.acc)
     acc.append(tile.begin(), tile.end());
-  SmallVector<SmallVector<Value>> pFrags;
-  for (int64_t kk = 0; kk < cfg.blockN / mmaK; ++kk) {
-    SmallVector<Value> regs;
-    for (int64_t e = 0; e < target.getNumAElements(); e += 2)
-      regs.push_back(pRegister(ob, p, kk, e));
-    pFrags.push_back(regs);
-  }
   target.emitWarpgroupFence(ob, loc);
-  for (int64_t kk = 0; kk < cfg.blockN / mmaK; ++kk) {
+  for (auto [kk, regs] : llvm::enumerate(pRegs)) {
     Value descV = target.emitWarpgroupDescriptor(
         ob, loc, sharedAddress(ob, layout.vOffset + kk * 2 * 128, vStage), 128,
         vStride);
     acc = target.emitWarpgroupMmaRegisterA(ob, loc, cfg.elementType, cfg.dv,
-                                           pFrags[kk], descV,
+                                           regs, descV,
                                            /*bNMajor=*/true, acc);
   }
-  target.emitWarpgroupWait(ob, loc, 0);
-  for (auto [jv, tile] : llvm::enumerate(rows.acc))
-    tile.assign(acc.begin() + jv * numC, acc.begin() + (jv + 1) * numC);
+  target.emitWarpgroupCommit(ob, loc);
+  return acc;
+}
+
+KernelBuilder::State KernelBuilder::warpgroupLoop(Value lb, Value ub,
+                                                  const State &in,
+                                                  StringRef name) {
+  // Pipelined within each warpgroup as in FlashAttention-3: the step of
+  // tile t issues S(t) = Q K_t^T, then O += P(t-1) V_(t-1), waits for S(t)
+  // alone, and computes softmax(t) while the tensor cores run P V; then it
+  // waits for P V and rescales O (O, P(t-1) and V_(t-1) are all relative to
+  // the max of tile t - 1). Three copy stages: tile t + 1 lands in the
+  // stage of tile t - 2 while S(t) and P(t-1) V read the other two. One
+  // barrier per tile: after it, tile t is visible to every warp and every
+  // warpgroup has waited for P(t-2) V, so tile t - 2's stage is free.
+  const int64_t numC = target.getNumCElements();
+  const int64_t keyTiles = cfg.blockN / target.getMmaN();
+  const int64_t kSteps = cfg.blockN / target.getMmaK();
+  const int64_t regsPerStep = target.getNumAElements() / 2;
+  auto stage = [&](OpBuilder &ob, Value t) {
+    IndexMath sm{ob, loc};
+    return sm.rem(sm.sub(t, lb), sm.c(kWarpgroupStages));
+  };
+  auto beginStep = [&](OpBuilder &ob, Value t) {
+    IndexMath sm{ob, loc};
+    target.emitAsyncWait(ob, loc, target.emitAsyncCommit(ob, loc, {}), 0);
+    target.emitWarpgroupOperandFence(ob, loc);
+    target.emitBarrier(ob, loc);
+    Value next = sm.add(t, sm.c(1));
+    issueTile(ob, next, stage(ob, next));
+    return issueScores(ob, stage(ob, t));
+  };
+  auto keys = [&](OpBuilder &ob, Value t) {
+    return IndexMath{ob, loc}.mul(t, IndexMath{ob, loc}.c(cfg.blockN));
+  };
+  auto scoreTiles = [&](ArrayRef<Value> acc) {
+    Scores s(1);
+    for (int64_t j = 0; j < keyTiles; ++j)
+      s[0].emplace_back(acc.begin() + j * numC, acc.begin() + (j + 1) * numC);
+    return s;
+  };
+  auto setAcc = [&](RowState &rows, ArrayRef<Value> acc) {
+    for (auto [jv, tile] : llvm::enumerate(rows.acc))
+      tile.assign(acc.begin() + jv * numC, acc.begin() + (jv + 1) * numC);
+  };
+  IndexMath im{b, loc};
+  auto nonEmpty = scf::IfOp::create(
+      b, loc, im.lt(lb, ub),
+      [&](OpBuilder &ob, Location) {
+        IndexMath om{ob, loc};
+        issueTile(ob, lb, om.c(0));
+        // Tile lb: no product of this loop before it.
+        Scores s = scoreTiles(
+            target.emitWarpgroupWait(ob, loc, 0, beginStep(ob, lb)));
+        SmallVector<Value> init =
+            flatten(softmaxTile(ob, keys(ob, lb), s, in, &in).out);
+        for (const SmallVector<Value> &regs : packP(ob, s[0]))
+          init.append(regs.begin(), regs.end());
+        const size_t stateSize = init.size() - kSteps * regsPerStep;
+        auto splitP = [&](ValueRange values) {
+          SmallVector<SmallVector<Value>> regs;
+          for (int64_t kk = 0; kk < kSteps; ++kk)
+            regs.emplace_back(values.begin() + stateSize + kk * regsPerStep,
+                              values.begin() + stateSize +
+                                  (kk + 1) * regsPerStep);
+          return regs;
+        };
+        auto loop = scf::ForOp::create(
+            ob, loc, om.add(lb, om.c(1)), ub, om.c(1), init,
+            [&](OpBuilder &lob, Location, Value t, ValueRange args) {
+              IndexMath lm{lob, loc};
+              State prev = unflatten(args.take_front(stateSize));
+              SmallVector<Value> sAcc = beginStep(lob, t);
+              SmallVector<Value> oAcc =
+                  issuePV(lob, stage(lob, lm.sub(t, lm.c(1))), splitP(args),
+                          prev.rows[0]);
+              Scores s =
+                  scoreTiles(target.emitWarpgroupWait(lob, loc, 1, sAcc));
+              SoftmaxStep step =
+                  softmaxTile(lob, keys(lob, t), s, prev, nullptr);
+              setAcc(prev.rows[0],
+                     target.emitWarpgroupWait(lob, loc, 0, oAcc));
+              rescale(lob, step, prev);
+              SmallVector<Value> next = flatten(step.out);
+              for (const SmallVector<Value> &regs : packP(lob, s[0]))
+                next.append(regs.begin(), regs.end());
+              scf::YieldOp::create(lob, loc, next);
+            });
+        loop->setAttr("fmha.kv_loop", ob.getStringAttr(name));
+        // The last tile's P V; then the prefetch of tile ub drains before
+        // the stages are reused.
+        State last = unflatten(loop.getResults().take_front(stateSize));
+        SmallVector<Value> oAcc =
+            issuePV(ob, stage(ob, om.sub(ub, om.c(1))),
+                    splitP(loop.getResults()), last.rows[0]);
+        setAcc(last.rows[0], target.emitWarpgroupWait(ob, loc, 0, oAcc));
+        target.emitAsyncWait(ob, loc, target.emitAsyncCommit(ob, loc, {}), 0);
+        target.emitBarrier(ob, loc);
+        scf::YieldOp::create(ob, loc, flatten(last));
+      },
+      [&](OpBuilder &ob, Location) {
+        scf::YieldOp::create(ob, loc, flatten(in));
+      });
+  return unflatten(nonEmpty.getResults());
 }
 
 KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
                                               Value buf, const State &in) {
-  Value kTile, vTile;
-  if (!cfg.wgmma) {
-    kTile = selectBuffer(ob, loc, kBuffers, buf);
-    vTile = selectBuffer(ob, loc, vBuffers, buf);
-  }
+  Value kTile = selectBuffer(ob, loc, kBuffers, buf);
+  Value vTile = selectBuffer(ob, loc, vBuffers, buf);
   IndexMath im{ob, loc};
   FloatMath fm{ob, loc, target};
   const int64_t mmaM = target.getMmaM(), mmaN = target.getMmaN(),
                 mmaK = target.getMmaK();
   const int64_t numA = target.getNumAElements(),
                 numC = target.getNumCElements();
-  const int64_t slots = target.getNumCRowSlots();
   const int64_t rowBlocks = cfg.rowBlocks;
   const int64_t keyTiles = cfg.blockN / mmaN;
   Value c0 = im.mul(kt, im.c(cfg.blockN));
 
   // S = Q K^T, one N-wide tile of keys at a time; each K fragment read from
   // workgroup memory feeds every row block of the warp.
-  // s[rb][j][e]: row block rb, key tile j, C element e.
-  SmallVector<SmallVector<SmallVector<Value>>> s(rowBlocks);
-  if (cfg.wgmma) {
-    s[0] = warpgroupScores(ob, buf);
-  } else if (cfg.qInShared) {
+  Scores s(rowBlocks);
+  if (cfg.qInShared) {
     // Q fragments from workgroup memory, two k-steps at a time, each feeding
     // every key tile.
     SmallVector<SmallVector<SmallVector<Value>>> acc(
@@ -479,7 +610,7 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
     }
     s = acc;
   }
-  for (int64_t j = 0; j < keyTiles && !cfg.qInShared && !cfg.wgmma; ++j) {
+  for (int64_t j = 0; j < keyTiles && !cfg.qInShared; ++j) {
     SmallVector<SmallVector<Value>> acc(rowBlocks,
                                         SmallVector<Value>(numC, fm.c(0.0)));
     for (int64_t kk = 0; kk < cfg.d / mmaK; kk += 2) {
@@ -493,6 +624,61 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
     for (int64_t rb = 0; rb < rowBlocks; ++rb)
       s[rb].push_back(acc[rb]);
   }
+  State out = softmaxTile(ob, c0, s, in, &in).out;
+
+  // O += P V. Where the target's C fragments are A fragments in the same
+  // lane, P goes straight from the S registers; otherwise each warp writes
+  // its rows of P to workgroup memory and reads them back as A fragments.
+  auto pairType = VectorType::get({2}, cfg.elementType);
+  const bool pInRegisters = target.getAFromC(0).has_value();
+  if (!pInRegisters) {
+    for (int64_t rb = 0; rb < rowBlocks; ++rb)
+      for (int64_t j = 0; j < keyTiles; ++j)
+        for (int64_t e = 0; e < numC; ++e)
+          memref::StoreOp::create(
+              ob, loc,
+              arith::TruncFOp::create(ob, loc, cfg.elementType, s[rb][j][e]),
+              pTile,
+              ValueRange{im.add(im.c(rb * mmaM), cCoords[e].row),
+                         im.add(im.c(j * mmaN), cCoords[e].col)});
+    target.emitBarrier(ob, loc);
+  }
+  for (int64_t kk = 0; kk < cfg.blockN / mmaK; ++kk) {
+    SmallVector<SmallVector<Value>> pFrags(rowBlocks);
+    for (int64_t rb = 0; rb < rowBlocks; ++rb)
+      for (int64_t e = 0; e < numA; e += 2) {
+        if (!pInRegisters) {
+          pFrags[rb].push_back(vector::LoadOp::create(
+              ob, loc, pairType, pTile,
+              ValueRange{im.add(im.c(rb * mmaM), aCoords[e].row),
+                         im.add(im.c(kk * mmaK), aCoords[e].col)}));
+          continue;
+        }
+        pFrags[rb].push_back(pRegister(ob, s[rb], kk, e));
+      }
+    for (int64_t jv = 0; jv < cfg.dv / mmaN; jv += 2) {
+      SmallVector<SmallVector<Value>> frags = target.emitLoadVFragments(
+          ob, loc, vTile, lane, im.c(kk * mmaK), im.c(jv * mmaN));
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t rb = 0; rb < rowBlocks; ++rb)
+          out.rows[rb].acc[jv + h] =
+              target.emitMma(ob, loc, cfg.elementType, pFrags[rb], frags[h],
+                             out.rows[rb].acc[jv + h]);
+    }
+  }
+  return out;
+}
+
+KernelBuilder::SoftmaxStep
+KernelBuilder::softmaxTile(OpBuilder &ob, Value c0, Scores &s,
+                           const State &in, const State *accFrom) {
+  IndexMath im{ob, loc};
+  FloatMath fm{ob, loc, target};
+  const int64_t mmaM = target.getMmaM(), mmaN = target.getMmaN();
+  const int64_t numC = target.getNumCElements();
+  const int64_t slots = target.getNumCRowSlots();
+  const int64_t rowBlocks = static_cast<int64_t>(s.size());
+  const int64_t keyTiles = cfg.blockN / mmaN;
 
   // Scores in base 2: x = softcap(scale * s) * log2(e). Without a softcap
   // the scale stays out of the tile: the row max is scaled once per row
@@ -555,9 +741,8 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
   // the thread moved. O / l and lse = m + log2(l) are exact for any such m,
   // as the final normalisation uses the same m for both.
   constexpr double kRescaleSlack = 8.0;
-  State out;
-  Value anyMoved;
-  SmallVector<SmallVector<Value>> alphas; // [rowBlocks][slots]
+  SoftmaxStep step;
+  Value &anyMoved = step.anyMoved;
   for (int64_t rb = 0; rb < rowBlocks; ++rb) {
     const RowState &prev = in.rows[rb];
     RowState next;
@@ -608,64 +793,38 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
       }
     for (int64_t slot = 0; slot < slots; ++slot)
       next.l.push_back(fm.add(fm.mul(prev.l[slot], alpha[slot]), rowSum[slot]));
-    if (!cfg.lazyRescale)
-      for (const SmallVector<Value> &tile : prev.acc) {
-        SmallVector<Value> scaled;
-        for (int64_t e = 0; e < numC; ++e)
-          scaled.push_back(fm.mul(tile[e], alpha[target.getCRowSlot(e)]));
-        next.acc.push_back(scaled);
-      }
-    alphas.push_back(alpha);
-    out.rows.push_back(next);
+    if (accFrom && !cfg.lazyRescale)
+      next.acc = scaleAcc(fm, accFrom->rows[rb], alpha);
+    step.alphas.push_back(alpha);
+    step.out.rows.push_back(next);
   }
-  if (cfg.lazyRescale)
-    lazyRescale(ob, anyMoved, alphas, in, out);
+  if (accFrom && cfg.lazyRescale)
+    lazyRescale(ob, anyMoved, step.alphas, *accFrom, step.out);
+  return step;
+}
 
-  // O += P V. Where the target's C fragments are A fragments in the same
-  // lane, P goes straight from the S registers; otherwise each warp writes
-  // its rows of P to workgroup memory and reads them back as A fragments.
-  if (cfg.wgmma) {
-    warpgroupPV(ob, buf, s[0], out.rows[0]);
-    return out;
+SmallVector<SmallVector<Value>>
+KernelBuilder::scaleAcc(FloatMath &fm, const RowState &rows,
+                        ArrayRef<Value> alpha) const {
+  SmallVector<SmallVector<Value>> acc;
+  for (const SmallVector<Value> &tile : rows.acc) {
+    SmallVector<Value> scaled;
+    for (auto [e, x] : llvm::enumerate(tile))
+      scaled.push_back(fm.mul(x, alpha[target.getCRowSlot(e)]));
+    acc.push_back(scaled);
   }
-  auto pairType = VectorType::get({2}, cfg.elementType);
-  const bool pInRegisters = target.getAFromC(0).has_value();
-  if (!pInRegisters) {
-    for (int64_t rb = 0; rb < rowBlocks; ++rb)
-      for (int64_t j = 0; j < keyTiles; ++j)
-        for (int64_t e = 0; e < numC; ++e)
-          memref::StoreOp::create(
-              ob, loc,
-              arith::TruncFOp::create(ob, loc, cfg.elementType, s[rb][j][e]),
-              pTile,
-              ValueRange{im.add(im.c(rb * mmaM), cCoords[e].row),
-                         im.add(im.c(j * mmaN), cCoords[e].col)});
-    target.emitBarrier(ob, loc);
+  return acc;
+}
+
+void KernelBuilder::rescale(OpBuilder &ob, SoftmaxStep &step,
+                            const State &accFrom) {
+  if (cfg.lazyRescale) {
+    lazyRescale(ob, step.anyMoved, step.alphas, accFrom, step.out);
+    return;
   }
-  for (int64_t kk = 0; kk < cfg.blockN / mmaK; ++kk) {
-    SmallVector<SmallVector<Value>> pFrags(rowBlocks);
-    for (int64_t rb = 0; rb < rowBlocks; ++rb)
-      for (int64_t e = 0; e < numA; e += 2) {
-        if (!pInRegisters) {
-          pFrags[rb].push_back(vector::LoadOp::create(
-              ob, loc, pairType, pTile,
-              ValueRange{im.add(im.c(rb * mmaM), aCoords[e].row),
-                         im.add(im.c(kk * mmaK), aCoords[e].col)}));
-          continue;
-        }
-        pFrags[rb].push_back(pRegister(ob, s[rb], kk, e));
-      }
-    for (int64_t jv = 0; jv < cfg.dv / mmaN; jv += 2) {
-      SmallVector<SmallVector<Value>> frags = target.emitLoadVFragments(
-          ob, loc, vTile, lane, im.c(kk * mmaK), im.c(jv * mmaN));
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t rb = 0; rb < rowBlocks; ++rb)
-          out.rows[rb].acc[jv + h] =
-              target.emitMma(ob, loc, cfg.elementType, pFrags[rb], frags[h],
-                             out.rows[rb].acc[jv + h]);
-    }
-  }
-  return out;
+  FloatMath fm{ob, loc, target};
+  for (auto [rb, rows] : llvm::enumerate(step.out.rows))
+    rows.acc = scaleAcc(fm, accFrom.rows[rb], step.alphas[rb]);
 }
 
 void KernelBuilder::lazyRescale(OpBuilder &ob, Value anyMoved,
@@ -735,14 +894,17 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
     const int64_t stages = target.getNumCopyStages();
     if (cfg.wgmma) {
       // Every operand in core matrices (WarpgroupLayout).
-      WarpgroupLayout layout(stages, cfg.blockM, cfg.blockN, cfg.d, cfg.dv);
+      WarpgroupLayout layout(kWarpgroupStages, cfg.blockM, cfg.blockN, cfg.d,
+                             cfg.dv);
       auto coreMatrices = [&](int64_t offset, int64_t count, int64_t rows,
                               int64_t cols) {
         return workgroupView(b, loc, raw, offset, {count, cols / 8, rows, 8},
                              cfg.elementType);
       };
-      kBuffers = coreMatrices(layout.kOffset, stages, cfg.blockN, cfg.d);
-      vBuffers = coreMatrices(layout.vOffset, stages, cfg.blockN, cfg.dv);
+      kBuffers =
+          coreMatrices(layout.kOffset, kWarpgroupStages, cfg.blockN, cfg.d);
+      vBuffers =
+          coreMatrices(layout.vOffset, kWarpgroupStages, cfg.blockN, cfg.dv);
       qStage = coreMatrices(layout.qOffset, 1, cfg.blockM, cfg.d);
       warpGroup = im.div(warp, im.c(kWarpgroupWarps));
       sharedBase = arith::IndexCastOp::create(
@@ -861,6 +1023,8 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   // prefetch past the loop's end reads valid memory. With one stage the
   // copies of a tile simply precede its math.
   auto emitLoop = [&](Value lb, Value ub, const State &in, StringRef name) {
+    if (cfg.wgmma)
+      return warpgroupLoop(lb, ub, in, name);
     scf::ForOp loop = emitPipelinedTileLoop(
         b, loc, target, lb, ub, flatten(in),
         [&](OpBuilder &ob, Value kt, Value buf) {
@@ -868,11 +1032,6 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
         },
         [&](OpBuilder &ob, Value kt, Value buf, ValueRange args) {
           return flatten(visitTile(ob, kt, buf, unflatten(args)));
-        },
-        [&](OpBuilder &ob) {
-          // The copies become visible to the warpgroup products.
-          if (cfg.wgmma)
-            target.emitWarpgroupOperandFence(ob, loc);
         });
     loop->setAttr("fmha.kv_loop", b.getStringAttr(name));
     return unflatten(loop.getResults());
@@ -1268,8 +1427,7 @@ scf::ForOp mlir::fmha::emitPipelinedTileLoop(
     OpBuilder &b, Location loc, const GpuTarget &target, Value lb, Value ub,
     ValueRange init, function_ref<Value(OpBuilder &, Value, Value)> issue,
     function_ref<SmallVector<Value>(OpBuilder &, Value, Value, ValueRange)>
-        body,
-    function_ref<void(OpBuilder &)> afterWait) {
+        body) {
   // With two stages, a software pipeline over workgroup memory: while tile t
   // is computed from one buffer, the copies of tile t + 1 fill the other.
   // The copies clamp their rows, so the prefetch past the loop's end reads
@@ -1291,8 +1449,6 @@ scf::ForOp mlir::fmha::emitPipelinedTileLoop(
         } else {
           target.emitAsyncWait(ob, loc, issue(ob, t, buf), 0);
         }
-        if (afterWait)
-          afterWait(ob);
         target.emitBarrier(ob, loc); // Tile t is visible to all warps.
         SmallVector<Value> next = body(ob, t, buf, args);
         target.emitBarrier(ob, loc); // Its buffer may be refilled.

@@ -125,14 +125,12 @@ void emitStoreCRowSlot(OpBuilder &b, Location loc, const GpuTarget &target,
 /// each tile's copies complete before its math. `issue(b, t, buf)` issues the
 /// copies of tile t (t may be ub: clamp) and returns their group token;
 /// `body(b, t, buf, args)` computes tile t and returns the new values. Both
-/// barriers (tile visible; buffer free) are emitted here; `afterWait`, when
-/// given, runs between a tile's copy wait and its barrier.
+/// barriers (tile visible; buffer free) are emitted here.
 scf::ForOp emitPipelinedTileLoop(
     OpBuilder &b, Location loc, const GpuTarget &target, Value lb, Value ub,
     ValueRange init, function_ref<Value(OpBuilder &, Value, Value)> issue,
     function_ref<SmallVector<Value>(OpBuilder &, Value, Value, ValueRange)>
-        body,
-    function_ref<void(OpBuilder &)> afterWait = nullptr);
+        body);
 
 /// Lowers one fmha.attention_bwd on memrefs to its kernels and launches
 /// (GpuAttentionBwdKernel.cpp); emits the diagnostic on failure.

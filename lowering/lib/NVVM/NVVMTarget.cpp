@@ -281,10 +281,29 @@ public:
   void emitWarpgroupFence(OpBuilder &b, Location loc) const override {
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
   }
-  void emitWarpgroupWait(OpBuilder &b, Location loc,
-                         int64_t pending) const override {
+  void emitWarpgroupCommit(OpBuilder &b, Location loc) const override {
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  }
+  SmallVector<Value> emitWarpgroupWait(OpBuilder &b, Location loc,
+                                       int64_t pending,
+                                       ArrayRef<Value> results) const override {
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
+    // The accumulators are plain SSA values to LLVM, which could move their
+    // first use above the wait (PTX leaves reading them before it
+    // undefined). An empty side-effecting asm per value, tied in and out,
+    // keeps every use after the wait and emits no instruction.
+    SmallVector<Value> fenced;
+    for (Value v : results)
+      fenced.push_back(
+          LLVM::InlineAsmOp::create(
+              b, loc, v.getType(), ValueRange{v}, "", "=f,0",
+              /*has_side_effects=*/true, /*is_align_stack=*/false,
+              LLVM::tailcallkind::TailCallKind::None,
+              LLVM::AsmDialectAttr::get(b.getContext(),
+                                        LLVM::AsmDialect::AD_ATT),
+              /*operand_attrs=*/ArrayAttr())
+              .getResult(0));
+    return fenced;
   }
   void emitWarpgroupOperandFence(OpBuilder &b, Location loc) const override {
     // fence.proxy.async.shared::cta: generic-proxy writes (st.shared,

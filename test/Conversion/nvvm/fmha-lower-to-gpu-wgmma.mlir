@@ -2,16 +2,16 @@
 
 // mma=wgmma: two warpgroups (8 warps) per workgroup of 128 query rows; Q, K
 // and V live in workgroup memory as 128-byte core matrices
-// ([cols / 8][rows][8]): K and V stages 2 x 64 x 128 (65536 bytes), Q 128 x
-// 128 (32768): 98304 bytes. P stays in registers.
+// ([cols / 8][rows][8]): K and V stages 3 x 64 x 128 (98304 bytes), Q 128 x
+// 128 (32768): 131072 bytes. P stays in registers.
 // CHECK-LABEL: func.func @attention(
-// CHECK: gpu.launch_func @fmha_kernels::@attention_kernel blocks in (%{{.+}}, %c8, %{{.+}}) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c98304_i32
+// CHECK: gpu.launch_func @fmha_kernels::@attention_kernel blocks in (%{{.+}}, %c8, %{{.+}}) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c131072_i32
 
 // CHECK: gpu.func @attention_kernel(%[[GQ:[^:]+]]: memref<?xbf16>, %[[GK:[^:]+]]: memref<?xbf16>, %[[GV:[^:]+]]: memref<?xbf16>, {{.+}} kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // CHECK: %[[SMEM:.+]] = gpu.dynamic_shared_memory
-// CHECK: %[[KB:.+]] = memref.view %[[SMEM]][%c0][] {{.+}} to memref<2x16x64x8xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[VB:.+]] = memref.view %[[SMEM]][%c32768][] {{.+}} to memref<2x16x64x8xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[QB:.+]] = memref.view %[[SMEM]][%c65536][] {{.+}} to memref<1x16x128x8xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[KB:.+]] = memref.view %[[SMEM]][%c0][] {{.+}} to memref<3x16x64x8xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[VB:.+]] = memref.view %[[SMEM]][%c49152][] {{.+}} to memref<3x16x64x8xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[QB:.+]] = memref.view %[[SMEM]][%c98304][] {{.+}} to memref<1x16x128x8xbf16, #gpu.address_space<workgroup>>
 // CHECK-NOT: memref.view
 // CHECK: memref.extract_aligned_pointer_as_index %[[SMEM]]
 // The Q tile, by asynchronous copies, then made visible to the async proxy.
@@ -19,38 +19,80 @@
 // CHECK: nvgpu.device_async_wait
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT: gpu.barrier
-// CHECK: scf.for
-// CHECK:   nvgpu.device_async_copy %[[GK]][%{{.+}}], %[[KB]][%{{.+}}, %{{.+}}, %{{.+}}, %c0], 8 {bypassL1}
-// CHECK:   nvgpu.device_async_copy %[[GV]][%{{.+}}], %[[VB]][%{{.+}}, %{{.+}}, %{{.+}}, %c0], 8 {bypassL1}
-// CHECK:   nvgpu.device_async_wait %{{.+}} {numGroups = 1 : i32}
+// The sink loop, only when it has a tile. Its first tile is peeled: its
+// copies into stage 0, then its step with no product in flight before it.
+// CHECK: scf.if
+// CHECK:   nvgpu.device_async_copy %[[GK]][%{{.+}}], %[[KB]][%c0, %{{.+}}, %{{.+}}, %c0], 8 {bypassL1}
+// CHECK:   nvgpu.device_async_copy %[[GV]][%{{.+}}], %[[VB]][%c0, %{{.+}}, %{{.+}}, %c0], 8 {bypassL1}
+// A step begins: the tile has landed, is visible to the async proxy and to
+// every warp (one barrier a tile), and the next tile's copies go to the
+// stage after it.
+// CHECK:   %[[NONE:.+]] = nvgpu.device_async_create_group{{ *$}}
+// CHECK-NEXT:   nvgpu.device_async_wait %[[NONE]] {numGroups = 0 : i32}
 // CHECK-NEXT:   nvvm.fence.proxy
 // CHECK-NEXT:   gpu.barrier
+// CHECK:   nvgpu.device_async_copy %[[GK]][%{{.+}}], %[[KB]][%c1,
 // S = Q K^T: 8 k-steps of m64n64k16, K-major B, the first without D.
 // CHECK:   nvvm.wgmma.fence.aligned
 // CHECK:   nvvm.wgmma.mma_async %{{.+}}, %{{.+}}, %{{.+}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK-COUNT-7:   nvvm.wgmma.mma_async %{{.+}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK:   nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT:   nvvm.wgmma.wait.group.sync.aligned 0
+// The accumulators pass through an empty asm each after the wait, so that
+// LLVM cannot read them before it.
+// CHECK-COUNT-32: llvm.inline_asm has_side_effects asm_dialect = att "", "=f,0"
 // The mask-derived element mask and the online softmax of the mma.sync kernel.
 // CHECK:   scf.if
 // CHECK:   gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32
 // CHECK:   gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32
-// O += P V: P = softmax(S) packed from the S registers into A fragments
-// (pairs of adjacent keys), no workgroup memory and no barrier; 4 k-steps of
-// the register-A wgmma m64n128k16 (one instruction, upstream's lowering
-// mechanism: llvm.inline_asm), D tied to the accumulators, V N-major
-// (imm-trans-b 1).
+// P = softmax(S) packed from the S registers into A fragments (pairs of
+// adjacent keys), no workgroup memory: 4 k-steps x 4 registers carried by
+// the loop with m, l (2 + 2) and O (64).
 // CHECK-NOT:   vector.store
-// CHECK-NOT:   nvvm.barrier
 // CHECK:   vector.from_elements %{{.+}}, %{{.+}} : vector<2xbf16>
-// CHECK-NOT:   vector.store
-// CHECK-NOT:   nvvm.barrier
+// CHECK:   scf.for %{{.+}} = %c1 to %{{.+}} step %c1 iter_args({{.+}}) -> (f32, {{.+}}, vector<2xbf16>)
+// Tile t: its copies landed, one barrier, tile t + 1's copies to stage
+// (t + 1 - lb) % 3, S(t) issued and committed...
+// CHECK:     nvgpu.device_async_wait %{{.+}} {numGroups = 0 : i32}
+// CHECK-NEXT:     nvvm.fence.proxy
+// CHECK-NEXT:     gpu.barrier
+// CHECK:     arith.remsi %{{.+}}, %c3
+// CHECK:     nvgpu.device_async_copy %[[GK]]
+// CHECK:     nvvm.wgmma.fence.aligned
+// CHECK-COUNT-8:     nvvm.wgmma.mma_async
+// CHECK:     nvvm.wgmma.commit.group.sync.aligned
+// ...then O += P(t-1) V(t-1): 4 k-steps of the register-A wgmma
+// m64n128k16 (one instruction, upstream's lowering mechanism:
+// llvm.inline_asm), D tied to the accumulators, V N-major (imm-trans-b 1),
+// committed as a second group; the wait lets it run on.
+// CHECK-NOT:     nvvm.wgmma.wait
+// CHECK:     nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4:     llvm.inline_asm has_side_effects asm_dialect = att "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.+}}, $63}, {$64, $65, $66, $67}, $68, $69, 1, 1, 1;", "=f,{{.+}},=f,r,r,r,r,l,b,0,1,{{.+}},63"
+// CHECK:     nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT:     nvvm.wgmma.wait.group.sync.aligned 1
+// softmax(t) runs while P V does; then the wait for P V, and O is rescaled.
+// CHECK-NOT:     gpu.barrier
+// CHECK:     llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK-NOT:     gpu.barrier
+// CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-COUNT-64:     llvm.inline_asm has_side_effects asm_dialect = att "", "=f,0"
+// CHECK:     arith.mulf
+// CHECK-NOT:     gpu.barrier
+// CHECK:     scf.yield
+// CHECK:   } {fmha.kv_loop = "sink"}
+// The last tile's P V; then the prefetch past the end drains.
 // CHECK:   nvvm.wgmma.fence.aligned
-// CHECK-COUNT-4:   llvm.inline_asm has_side_effects asm_dialect = att "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.+}}, $63}, {$64, $65, $66, $67}, $68, $69, 1, 1, 1;", "=f,{{.+}},=f,r,r,r,r,l,b,0,1,{{.+}},63"
+// CHECK-COUNT-4:   llvm.inline_asm has_side_effects asm_dialect = att "wgmma.mma_async
 // CHECK:   nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT:   nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK:   gpu.barrier
+// CHECK:   nvgpu.device_async_wait %{{.+}} {numGroups = 0 : i32}
+// CHECK-NEXT:   gpu.barrier
 // CHECK:   scf.yield
+// CHECK: } else {
+// The window loop, the same way.
+// CHECK: scf.if
+// CHECK: scf.for
+// CHECK: } {fmha.kv_loop = "window"}
 func.func @attention(%q: memref<?x8x?x128xbf16>, %k: memref<?x2x?x128xbf16>, %v: memref<?x2x?x128xbf16>, %o: memref<?x8x?x128xbf16>, %lse: memref<?x8x?xf32>) {
   fmha.attention ins(%q, %k, %v : memref<?x8x?x128xbf16>, memref<?x2x?x128xbf16>, memref<?x2x?x128xbf16>) outs(%o : memref<?x8x?x128xbf16>, %lse : memref<?x8x?xf32>) {mask = #fmha.mask<"b:256,0,4">}
   return

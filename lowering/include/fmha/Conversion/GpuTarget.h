@@ -175,10 +175,14 @@ public:
                             bool bNMajor, ArrayRef<Value> acc) const;
   /// Orders register accesses before the next warpgroup products.
   virtual void emitWarpgroupFence(OpBuilder &b, Location loc) const;
-  /// Commits the products issued so far and waits until at most `pending`
-  /// groups are in flight.
-  virtual void emitWarpgroupWait(OpBuilder &b, Location loc,
-                                 int64_t pending) const;
+  /// Closes the group of the products issued since the last commit.
+  virtual void emitWarpgroupCommit(OpBuilder &b, Location loc) const;
+  /// Waits until at most `pending` committed groups are in flight and returns
+  /// `results` (accumulators of the groups now complete) as values that no
+  /// use can be scheduled before the wait.
+  virtual SmallVector<Value> emitWarpgroupWait(OpBuilder &b, Location loc,
+                                               int64_t pending,
+                                               ArrayRef<Value> results) const;
   /// Makes this thread's completed writes to workgroup memory (stores and
   /// asynchronous copies) visible to the warpgroup products; a barrier must
   /// follow before another thread's product reads them.
