@@ -29,10 +29,10 @@ wg-bf16-d64-bm64 --mma=wgmma --dtype=bf16 --hq=4 --hk=4 -d 64 --block-m=64
 wg-bf16-d64-bm256 --mma=wgmma --dtype=bf16 --hq=4 --hk=4 -d 64 --block-m=256"
 # Benchmark pairs: default (mma.sync) and wgmma, bf16, Hq = Hk = 16.
 benched="\
-def-d64-none --dtype=bf16 --hq=16 --hk=16 -d 64
-def-d64-causal --dtype=bf16 --hq=16 --hk=16 -d 64 --mask=b
-def-d128-none --dtype=bf16 --hq=16 --hk=16 -d 128
-def-d128-causal --dtype=bf16 --hq=16 --hk=16 -d 128 --mask=b
+def-d64-none --mma=mma.sync --dtype=bf16 --hq=16 --hk=16 -d 64
+def-d64-causal --mma=mma.sync --dtype=bf16 --hq=16 --hk=16 -d 64 --mask=b
+def-d128-none --mma=mma.sync --dtype=bf16 --hq=16 --hk=16 -d 128
+def-d128-causal --mma=mma.sync --dtype=bf16 --hq=16 --hk=16 -d 128 --mask=b
 wg-d64-none --mma=wgmma --dtype=bf16 --hq=16 --hk=16 -d 64
 wg-d64-causal --mma=wgmma --dtype=bf16 --hq=16 --hk=16 -d 64 --mask=b
 wg-d128-none --mma=wgmma --dtype=bf16 --hq=16 --hk=16 -d 128

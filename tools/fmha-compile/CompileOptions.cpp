@@ -85,10 +85,12 @@ cl::opt<int64_t> mfma("mfma",
                       cl::init(0), cl::cat(category));
 cl::opt<std::string>
     mma("mma",
-        cl::desc("cuda forward: the matrix instruction, empty (mma.sync "
-                 "m16n8k16) or wgmma (sm_90a warpgroup MMA: f16/bf16, "
-                 "D = Dv in {64, 128}; block-m 128, block-n 64 at D = 64 "
-                 "and 128 at D = 128, warp-rows 16 by default)"),
+        cl::desc("cuda forward: the matrix instruction, wgmma (sm_90a "
+                 "warpgroup MMA: f16/bf16, D = Dv in {64, 128}; block-m "
+                 "128, block-n 64 at D = 64 and 128 at D = 128, warp-rows "
+                 "16 by default), mma.sync (m16n8k16), or empty: wgmma "
+                 "where it applies and neither --warp-rows nor "
+                 "--q-in-shared is given, mma.sync elsewhere"),
         cl::init(""), cl::cat(category));
 cl::opt<std::string> rescale(
     "rescale",
@@ -139,13 +141,15 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     return error("unknown --dtype '" + dtype + "' (expected f32, f16 or bf16)");
   meta.dtype = *parsedType;
   if (!mma.empty()) {
-    if (mma != "wgmma")
-      return error("unknown --mma '" + mma + "' (expected wgmma)");
-    if (meta.target != rt::Target::Cuda || meta.chip != "sm_90a")
-      return error("--mma=wgmma needs --target=cuda --chip=sm_90a");
+    if (mma != "wgmma" && mma != "mma.sync")
+      return error("unknown --mma '" + mma + "' (expected wgmma or mma.sync)");
+    if (meta.target != rt::Target::Cuda ||
+        (mma == "wgmma" && meta.chip != "sm_90a"))
+      return error("--mma=" + mma + " needs --target=cuda" +
+                   (mma == "wgmma" ? " --chip=sm_90a" : ""));
     if (bwd || merge || accumulate)
-      return error("--mma=wgmma is forward only (not --bwd, --merge or "
-                   "--accumulate)");
+      return error("--mma=" + mma +
+                   " is forward only (not --bwd, --merge or --accumulate)");
   }
   // Options of the GPU forward kernel alone.
   const bool gpuForward =
@@ -263,9 +267,18 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     meta.blockN = blockN;
     meta.kernel = bwd ? kBwdKernelName : kKernelName;
     meta.binaryFormat = rt::BinaryFormat::ElfSo;
+    // The warpgroup kernel by default where it applies: 1.4-1.5x the
+    // mma.sync kernel on the H200 (docs/PERFORMANCE.md, wgmma v15).
+    if (mma.empty() && meta.target == rt::Target::Cuda &&
+        meta.chip == "sm_90a" && !bwd && meta.d == meta.dv &&
+        (meta.d == 64 || meta.d == 128) && meta.dtype != rt::DType::F32 &&
+        !warpRows.getNumOccurrences() && !qInShared.getNumOccurrences())
+      mma = "wgmma";
+    if (mma == "mma.sync")
+      mma = ""; // The pass's default kernel.
     if (!mma.empty()) {
       // Two warpgroups of 64 rows; 64-key tiles at D = 64, 128 at D = 128
-      // (measured on the H200, docs/PERFORMANCE.md, v7).
+      // (measured on the H200, docs/PERFORMANCE.md, v7 and wgmma v15).
       if (meta.d != meta.dv || (meta.d != 64 && meta.d != 128))
         return error("--mma=wgmma supports d = dv in {64, 128}, got d=" +
                      llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));

@@ -162,9 +162,11 @@ constexpr int64_t kWarpgroupWarps = 4;
 constexpr int64_t kWarpgroupStages = 3;
 
 /// The workgroup memory of the `mma=wgmma` kernel, in bytes, every operand
-/// stored as 128-byte core matrices ([cols / 8][rows][8], emitCopyRows with
-/// coreMatrices): the K stages, the V stages, the Q tile (P stays in
-/// registers).
+/// in the 128-byte swizzled layout ([cols / 64][rows][64], emitCopyRows with
+/// `swizzled`): the K stages, the V stages, the Q tile (P stays in
+/// registers). Each part starts at a multiple of 1024 past a 1024-aligned
+/// base, which the kernel rounds its workgroup memory up to (`total` keeps
+/// the slack).
 struct WarpgroupLayout {
   int64_t kStage, vStage, kOffset, vOffset, qOffset, total;
 
@@ -175,8 +177,9 @@ struct WarpgroupLayout {
     kOffset = 0;
     vOffset = stages * kStage;
     qOffset = vOffset + stages * vStage;
-    total = qOffset + blockM * d * 2;
+    total = qOffset + blockM * d * 2 + kSharedAlign;
   }
+  static constexpr int64_t kSharedAlign = 1024;
 };
 
 /// Bytes of the K and V buffers (all stages) of 16-bit elements.
@@ -402,20 +405,27 @@ SmallVector<Value> KernelBuilder::issueScores(OpBuilder &ob, Value buf) {
   IndexMath im{ob, loc};
   WarpgroupLayout layout(kWarpgroupStages, cfg.blockM, cfg.blockN, cfg.d,
                          cfg.dv);
-  // Q: [D / 8][block-m][8], this warpgroup's 64 rows 8 core matrices in;
-  // K: [D / 8][block-n][8]. A k-step spans two core matrices along D.
-  Value qRows = im.mul(warpGroup, im.c(kWarpgroupRows * 16));
+  // Q: [D / 64][block-m][64], this warpgroup's 64 rows 64 x 128 bytes in;
+  // K: [D / 64][block-n][64]; both K-major, 8-row atoms 1024 bytes apart. A
+  // k-step of 16 elements is 32 bytes into its 128-byte rows (the hardware
+  // applies the swizzle to the address it forms).
+  Value qRows = im.mul(warpGroup, im.c(kWarpgroupRows * 128));
   Value kStage = im.mul(buf, im.c(layout.kStage));
-  const int64_t qLeading = cfg.blockM * 16, kLeading = cfg.blockN * 16;
+  const int64_t mmaK = target.getMmaK(), stepsPerRow = 64 / mmaK;
   target.emitWarpgroupFence(ob, loc);
   SmallVector<Value> acc;
-  for (int64_t kk = 0; kk < cfg.d / target.getMmaK(); ++kk) {
+  for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk) {
+    const int64_t block = kk / stepsPerRow, inRow = kk % stepsPerRow * 32;
     Value descQ = target.emitWarpgroupDescriptor(
-        ob, loc, sharedAddress(ob, layout.qOffset + kk * 2 * qLeading, qRows),
-        qLeading, 128);
+        ob, loc,
+        sharedAddress(ob, layout.qOffset + block * cfg.blockM * 128 + inRow,
+                      qRows),
+        16, 1024);
     Value descK = target.emitWarpgroupDescriptor(
-        ob, loc, sharedAddress(ob, layout.kOffset + kk * 2 * kLeading, kStage),
-        kLeading, 128);
+        ob, loc,
+        sharedAddress(ob, layout.kOffset + block * cfg.blockN * 128 + inRow,
+                      kStage),
+        16, 1024);
     acc = target.emitWarpgroupMma(ob, loc, cfg.elementType, cfg.blockN, descQ,
                                   descK, /*bNMajor=*/false, acc);
   }
@@ -445,18 +455,18 @@ KernelBuilder::issuePV(OpBuilder &ob, Value buf,
   IndexMath im{ob, loc};
   WarpgroupLayout layout(kWarpgroupStages, cfg.blockM, cfg.blockN, cfg.d,
                          cfg.dv);
-  // V: [Dv / 8][block-n][8] (B, N-major: a core matrix is 8 keys x 8 value
-  // columns); a k-step spans two core matrices along the keys.
+  // V: [Dv / 64][block-n][64] (B, N-major: 128-byte rows of 64 value
+  // columns, one per key); 64-column blocks block-n x 128 bytes apart, 8-key
+  // atoms 1024 bytes apart. A k-step of 16 keys is two atoms.
   Value vStage = im.mul(buf, im.c(layout.vStage));
-  const int64_t vStride = cfg.blockN * 16;
   SmallVector<Value> acc;
   for (const SmallVector<Value> &tile : rows.acc)
     acc.append(tile.begin(), tile.end());
   target.emitWarpgroupFence(ob, loc);
   for (auto [kk, regs] : llvm::enumerate(pRegs)) {
     Value descV = target.emitWarpgroupDescriptor(
-        ob, loc, sharedAddress(ob, layout.vOffset + kk * 2 * 128, vStage), 128,
-        vStride);
+        ob, loc, sharedAddress(ob, layout.vOffset + kk * 2048, vStage),
+        cfg.blockN * 128, 1024);
     acc = target.emitWarpgroupMmaRegisterA(ob, loc, cfg.elementType, cfg.dv,
                                            regs, descV,
                                            /*bNMajor=*/true, acc);
@@ -893,23 +903,31 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
     Value raw = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
     const int64_t stages = target.getNumCopyStages();
     if (cfg.wgmma) {
-      // Every operand in core matrices (WarpgroupLayout).
+      // Every operand swizzled (WarpgroupLayout), from the first 1024-aligned
+      // address of the workgroup memory on.
       WarpgroupLayout layout(kWarpgroupStages, cfg.blockM, cfg.blockN, cfg.d,
                              cfg.dv);
-      auto coreMatrices = [&](int64_t offset, int64_t count, int64_t rows,
-                              int64_t cols) {
-        return workgroupView(b, loc, raw, offset, {count, cols / 8, rows, 8},
-                             cfg.elementType);
+      Value address =
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, raw);
+      const int64_t align = WarpgroupLayout::kSharedAlign;
+      Value pad = im.rem(im.sub(im.c(align), im.rem(address, im.c(align))),
+                         im.c(align));
+      auto swizzled = [&](int64_t offset, int64_t count, int64_t rows,
+                          int64_t cols) {
+        auto type = MemRefType::get({count, cols / 64, rows, 64},
+                                    cfg.elementType,
+                                    MemRefLayoutAttrInterface(), workgroup);
+        return memref::ViewOp::create(b, loc, type, raw,
+                                      im.add(pad, im.c(offset)), ValueRange{})
+            .getResult();
       };
-      kBuffers =
-          coreMatrices(layout.kOffset, kWarpgroupStages, cfg.blockN, cfg.d);
+      kBuffers = swizzled(layout.kOffset, kWarpgroupStages, cfg.blockN, cfg.d);
       vBuffers =
-          coreMatrices(layout.vOffset, kWarpgroupStages, cfg.blockN, cfg.dv);
-      qStage = coreMatrices(layout.qOffset, 1, cfg.blockM, cfg.d);
+          swizzled(layout.vOffset, kWarpgroupStages, cfg.blockN, cfg.dv);
+      qStage = swizzled(layout.qOffset, 1, cfg.blockM, cfg.d);
       warpGroup = im.div(warp, im.c(kWarpgroupWarps));
-      sharedBase = arith::IndexCastOp::create(
-          b, loc, b.getI64Type(),
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, raw));
+      sharedBase = arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                              im.add(address, pad));
     }
     auto kType =
         MemRefType::get({stages, cfg.blockN, cfg.d + kRowPad}, cfg.elementType,
@@ -1390,7 +1408,7 @@ void mlir::fmha::emitCopyRows(OpBuilder &b, Location loc,
                               Value rowLast, Value buffers, Value buf,
                               Value tid, int64_t threads,
                               SmallVectorImpl<Value> &tokens,
-                              bool coreMatrices) {
+                              bool swizzled) {
   IndexMath im{b, loc};
   const int64_t chunk = 8; // 16 bytes of 16-bit elements
   const int64_t chunksPerRow = width / chunk;
@@ -1399,25 +1417,20 @@ void mlir::fmha::emitCopyRows(OpBuilder &b, Location loc,
     // Threads past the end copy a chunk again (same data, same place), so no
     // thread needs a guard.
     Value c = im.rem(im.add(tid, im.c(first)), im.c(total));
-    Value row, chunkCol;
-    if (coreMatrices) {
-      // Eight threads in a row copy the eight rows of one core matrix (128
-      // contiguous bytes: no bank conflict), the next eight the next column
-      // chunk of those rows.
-      Value group = im.div(c, im.c(8 * chunksPerRow));
-      Value inGroup = im.rem(c, im.c(8 * chunksPerRow));
-      row = im.add(im.mul(group, im.c(8)), im.rem(inGroup, im.c(8)));
-      chunkCol = im.div(inGroup, im.c(8));
-    } else {
-      row = im.div(c, im.c(chunksPerRow));
-      chunkCol = im.rem(c, im.c(chunksPerRow));
-    }
+    // Eight threads in a row copy 128 contiguous bytes of one row: whole
+    // 32-byte sectors, and (swizzled or padded) no bank conflict.
+    Value row = im.div(c, im.c(chunksPerRow));
+    Value chunkCol = im.rem(c, im.c(chunksPerRow));
     Value col = im.mul(chunkCol, im.c(chunk));
     Value src = im.min(im.add(row0, row), rowLast);
     Value idx = im.add(im.add(base, im.mul(src, im.c(width))), col);
     SmallVector<Value> dst = {buf, row, col};
-    if (coreMatrices)
-      dst = {buf, chunkCol, row, im.c(0)};
+    if (swizzled) {
+      Value swizzledChunk = arith::XOrIOp::create(
+          b, loc, im.rem(chunkCol, im.c(8)), im.rem(row, im.c(8)));
+      dst = {buf, im.div(chunkCol, im.c(8)), row,
+             im.mul(swizzledChunk, im.c(chunk))};
+    }
     tokens.push_back(
         target.emitAsyncCopy16(b, loc, global, ValueRange{idx}, buffers, dst));
   }

@@ -98,14 +98,15 @@ Value selectBuffer(OpBuilder &b, Location loc, Value buffers, Value buf);
 /// past `rowLast` read row `rowLast` again), into buffer `buf` of `buffers`
 /// ([stages][rows][width + pad]), 16 bytes per copy, spread over the
 /// `threads` threads (`tid`). Appends the target's async-copy tokens. With
-/// `coreMatrices` the buffers are [stages][width / 8][rows][8] instead: the
-/// 16-byte chunks of a column chunk lie row after row, so that every 8 rows
-/// x 16 bytes form one 128-byte core matrix (rows a multiple of 8).
+/// `swizzled` the buffers are [stages][width / 64][rows][64] instead, in
+/// Hopper's 128-byte swizzle: the 16-byte chunk j of a row r's 64 elements
+/// goes to chunk j ^ (r % 8) (width a multiple of 64, rows of 8; each stage
+/// 1024-aligned in the shared address space).
 void emitCopyRows(OpBuilder &b, Location loc, const GpuTarget &target,
                   Value global, Value base, int64_t width, int64_t rows,
                   Value row0, Value rowLast, Value buffers, Value buf,
                   Value tid, int64_t threads, SmallVectorImpl<Value> &tokens,
-                  bool coreMatrices = false);
+                  bool swizzled = false);
 
 /// Stores the C elements in row slot `slot` of `tiles` N-wide tiles of a
 /// warp's row block: value(b, j, e), the f32 value of element e of tile j,

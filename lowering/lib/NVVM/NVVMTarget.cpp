@@ -176,8 +176,9 @@ public:
   // wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16} (sm_90a), both
   // operands from workgroup memory (PTX ISA "Asynchronous Warpgroup Level
   // Matrix Multiply-Accumulate"). Matrix descriptor: bits 0-13 address >> 4,
-  // 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63
-  // swizzle mode (0: none, core matrices of 8 x 16 bytes).
+  // 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 49-51
+  // base offset (0: the atoms are 1024-aligned), 62-63 swizzle mode (1:
+  // 128-byte).
   std::string checkWarpgroupMma(StringRef chip) const override {
     if (chip != "sm_90a")
       return "mma=wgmma needs chip sm_90a (wgmma.mma_async), got '" +
@@ -194,7 +195,7 @@ public:
     Value start = arith::AndIOp::create(
         b, loc, arith::ShRUIOp::create(b, loc, address, c(4)), c(0x3fff));
     int64_t fields = ((leadingBytes >> 4) & 0x3fff) << 16 |
-                     ((strideBytes >> 4) & 0x3fff) << 32;
+                     ((strideBytes >> 4) & 0x3fff) << 32 | int64_t(1) << 62;
     return arith::OrIOp::create(b, loc, start, c(fields));
   }
   SmallVector<Value> emitWarpgroupMma(OpBuilder &b, Location loc,

@@ -148,15 +148,17 @@ public:
   /// Returns a message when `chip` has no warpgroup MMA (the default).
   virtual std::string checkWarpgroupMma(StringRef chip) const;
   /// The descriptor (i64) of an operand at workgroup-memory byte address
-  /// `address` (i64), stored as core matrices of 8 rows of 16 bytes (128
-  /// contiguous bytes each), without swizzle: `leadingBytes` apart along K,
-  /// `strideBytes` apart along M (A) or N (B).
+  /// `address` (i64) in the 128-byte swizzled layout: rows of 64 16-bit
+  /// elements (128 bytes) along the operand's contiguous dimension, 8 rows
+  /// (1024 bytes, 1024-aligned) per swizzle atom, in which the 16-byte chunk
+  /// j of row r lies at chunk j ^ r. K-major: atoms `strideBytes` apart along
+  /// M (A) or N (B) (`leadingBytes` unused); N-major: atoms `leadingBytes`
+  /// apart along N and `strideBytes` apart along K.
   virtual Value emitWarpgroupDescriptor(OpBuilder &b, Location loc,
                                         Value address, int64_t leadingBytes,
                                         int64_t strideBytes) const;
-  /// One warpgroup product of N = `n` columns; A is K-major (a core matrix
-  /// row is 8 elements along K); B is K-major, or N-major with `bNMajor` (a
-  /// core matrix row is 8 elements along N). `acc` holds the n / 2 f32
+  /// One warpgroup product of N = `n` columns; A is K-major (its rows run
+  /// along K); B is K-major, or N-major with `bNMajor` (rows along N). `acc` holds the n / 2 f32
   /// elements of D; empty, D = A * B. Asynchronous: the results are valid
   /// after emitWarpgroupWait.
   virtual SmallVector<Value> emitWarpgroupMma(OpBuilder &b, Location loc,
