@@ -181,6 +181,28 @@ def add_q_in_shared(seed, index, sig):
     return sig
 
 
+def add_wgmma(seed, index, sig):
+    """Gives some cuda forward signatures with explicit tiles and D = Dv in
+    {64, 128} the warpgroup kernel with its own random tiles (without tile
+    options fmha-compile picks it on sm_90a anyway), from its own stream
+    like add_backward. Tiles that overflow workgroup memory are left out."""
+    if (sig["target"] != "cuda" or sig.get("bwd") or "block_n" not in sig
+            or sig.get("q_in_shared") or sig["d"] != sig["dv"]
+            or sig["d"] not in (64, 128)):
+        return sig
+    rng = random.Random(f"fmha-random-wg:{seed}:{index}")
+    if rng.random() < 0.5:
+        sig = dict(sig, mma="wgmma", block_m=rng.choice([64, 128, 192, 256]),
+                   block_n=rng.choice([16, 32, 64, 128]))
+        sig.pop("warp_rows", None)
+        # Three K/V stages, the Q tile and 1024 bytes of alignment slack
+        # within sm_90a's 227 KB.
+        while (12 * sig["block_n"] + 2 * sig["block_m"]) * sig["d"] + 1024 \
+                > 227 * 1024:
+            sig["block_n"] //= 2
+    return sig
+
+
 def add_index_bits(seed, index, sig):
     """Gives a quarter of the cuda signatures 64-bit kernel indices
     (fmha-compile's cuda default is 32), from its own stream like
@@ -211,6 +233,8 @@ def compile_args(sig):
             args.append(f"{flag}={sig[key]}")
     if sig.get("q_in_shared"):
         args.append("--q-in-shared")
+    if "mma" in sig:
+        args.append(f"--mma={sig['mma']}")
     if "index_bits" in sig:
         args.append(f"--index-bits={sig['index_bits']}")
     if sig["target"] == "cuda":
@@ -236,6 +260,7 @@ def make_problems(seed, count, target, work, signatures):
     pool = [random_signature(pool_rng, target) for _ in range(signatures)]
     pool = [add_backward(seed, j, sig) for j, sig in enumerate(pool)]
     pool = [add_q_in_shared(seed, j, sig) for j, sig in enumerate(pool)]
+    pool = [add_wgmma(seed, j, sig) for j, sig in enumerate(pool)]
     pool = [add_index_bits(seed, j, sig) for j, sig in enumerate(pool)]
     problems = []
     for i in range(count):
@@ -314,6 +339,8 @@ def describe(sig, shape):
         extra += f" warp_rows={sig['warp_rows']}"
     if sig.get("q_in_shared"):
         extra += " q_in_shared"
+    if "mma" in sig:
+        extra += f" mma={sig['mma']}"
     if "index_bits" in sig:
         extra += f" index_bits={sig['index_bits']}"
     if sig.get("bwd"):

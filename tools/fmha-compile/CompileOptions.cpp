@@ -89,8 +89,9 @@ cl::opt<std::string>
                  "warpgroup MMA: f16/bf16, D = Dv in {64, 128}; block-m "
                  "128, block-n 64 at D = 64 and 128 at D = 128, warp-rows "
                  "16 by default), mma.sync (m16n8k16), or empty: wgmma "
-                 "where it applies and neither --warp-rows nor "
-                 "--q-in-shared is given, mma.sync elsewhere"),
+                 "where it applies and no tile option (--block-m, "
+                 "--block-n, --warp-rows, --q-in-shared) is given, "
+                 "mma.sync elsewhere"),
         cl::init(""), cl::cat(category));
 cl::opt<std::string> rescale(
     "rescale",
@@ -272,6 +273,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     if (mma.empty() && meta.target == rt::Target::Cuda &&
         meta.chip == "sm_90a" && !bwd && meta.d == meta.dv &&
         (meta.d == 64 || meta.d == 128) && meta.dtype != rt::DType::F32 &&
+        !blockM.getNumOccurrences() && !blockN.getNumOccurrences() &&
         !warpRows.getNumOccurrences() && !qInShared.getNumOccurrences())
       mma = "wgmma";
     if (mma == "mma.sync")
