@@ -487,7 +487,6 @@ KernelBuilder::State KernelBuilder::warpgroupLoop(Value lb, Value ub,
   // barrier per tile: after it, tile t is visible to every warp and every
   // warpgroup has waited for P(t-2) V, so tile t - 2's stage is free.
   const int64_t numC = target.getNumCElements();
-  const int64_t keyTiles = cfg.blockN / target.getMmaN();
   const int64_t kSteps = cfg.blockN / target.getMmaK();
   const int64_t regsPerStep = target.getNumAElements() / 2;
   auto stage = [&](OpBuilder &ob, Value t) {
@@ -504,18 +503,17 @@ KernelBuilder::State KernelBuilder::warpgroupLoop(Value lb, Value ub,
     return issueScores(ob, stage(ob, t));
   };
   auto keys = [&](OpBuilder &ob, Value t) {
-    return IndexMath{ob, loc}.mul(t, IndexMath{ob, loc}.c(cfg.blockN));
+    IndexMath km{ob, loc};
+    return km.mul(t, km.c(cfg.blockN));
   };
-  auto scoreTiles = [&](ArrayRef<Value> acc) {
-    Scores s(1);
-    for (int64_t j = 0; j < keyTiles; ++j)
-      s[0].emplace_back(acc.begin() + j * numC, acc.begin() + (j + 1) * numC);
-    return s;
+  // A warpgroup accumulator as the warp's C tiles, numC elements each.
+  auto cTiles = [&](ArrayRef<Value> acc) {
+    SmallVector<SmallVector<Value>> tiles;
+    for (size_t i = 0; i < acc.size(); i += numC)
+      tiles.emplace_back(acc.begin() + i, acc.begin() + i + numC);
+    return tiles;
   };
-  auto setAcc = [&](RowState &rows, ArrayRef<Value> acc) {
-    for (auto [jv, tile] : llvm::enumerate(rows.acc))
-      tile.assign(acc.begin() + jv * numC, acc.begin() + (jv + 1) * numC);
-  };
+  auto scoreTiles = [&](ArrayRef<Value> acc) { return Scores{cTiles(acc)}; };
   IndexMath im{b, loc};
   auto nonEmpty = scf::IfOp::create(
       b, loc, im.lt(lb, ub),
@@ -551,8 +549,8 @@ KernelBuilder::State KernelBuilder::warpgroupLoop(Value lb, Value ub,
                   scoreTiles(target.emitWarpgroupWait(lob, loc, 1, sAcc));
               SoftmaxStep step =
                   softmaxTile(lob, keys(lob, t), s, prev, nullptr);
-              setAcc(prev.rows[0],
-                     target.emitWarpgroupWait(lob, loc, 0, oAcc));
+              prev.rows[0].acc =
+                  cTiles(target.emitWarpgroupWait(lob, loc, 0, oAcc));
               rescale(lob, step, prev);
               SmallVector<Value> next = flatten(step.out);
               for (const SmallVector<Value> &regs : packP(lob, s[0]))
@@ -566,7 +564,7 @@ KernelBuilder::State KernelBuilder::warpgroupLoop(Value lb, Value ub,
         SmallVector<Value> oAcc =
             issuePV(ob, stage(ob, om.sub(ub, om.c(1))),
                     splitP(loop.getResults()), last.rows[0]);
-        setAcc(last.rows[0], target.emitWarpgroupWait(ob, loc, 0, oAcc));
+        last.rows[0].acc = cTiles(target.emitWarpgroupWait(ob, loc, 0, oAcc));
         target.emitAsyncWait(ob, loc, target.emitAsyncCommit(ob, loc, {}), 0);
         target.emitBarrier(ob, loc);
         scf::YieldOp::create(ob, loc, flatten(last));
@@ -914,12 +912,8 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
                          im.c(align));
       auto swizzled = [&](int64_t offset, int64_t count, int64_t rows,
                           int64_t cols) {
-        auto type = MemRefType::get({count, cols / 64, rows, 64},
-                                    cfg.elementType,
-                                    MemRefLayoutAttrInterface(), workgroup);
-        return memref::ViewOp::create(b, loc, type, raw,
-                                      im.add(pad, im.c(offset)), ValueRange{})
-            .getResult();
+        return workgroupView(b, loc, raw, im.add(pad, im.c(offset)),
+                             {count, cols / 64, rows, 64}, cfg.elementType);
       };
       kBuffers = swizzled(layout.kOffset, kWarpgroupStages, cfg.blockN, cfg.d);
       vBuffers =
@@ -1377,14 +1371,21 @@ gpu::GPUFuncOp mlir::fmha::createKernelFunc(Operation *op, ModuleOp module,
 }
 
 Value mlir::fmha::workgroupView(OpBuilder &b, Location loc, Value raw,
-                                int64_t byteOffset, ArrayRef<int64_t> shape,
+                                Value byteOffset, ArrayRef<int64_t> shape,
                                 Type elementType) {
   auto workgroup = gpu::AddressSpaceAttr::get(
       b.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace());
   auto type = MemRefType::get(shape, elementType, MemRefLayoutAttrInterface(),
                               workgroup);
-  Value offset = arith::ConstantIndexOp::create(b, loc, byteOffset);
-  return memref::ViewOp::create(b, loc, type, raw, offset, ValueRange{});
+  return memref::ViewOp::create(b, loc, type, raw, byteOffset, ValueRange{});
+}
+
+Value mlir::fmha::workgroupView(OpBuilder &b, Location loc, Value raw,
+                                int64_t byteOffset, ArrayRef<int64_t> shape,
+                                Type elementType) {
+  return workgroupView(b, loc, raw,
+                       arith::ConstantIndexOp::create(b, loc, byteOffset),
+                       shape, elementType);
 }
 
 Value mlir::fmha::selectBuffer(OpBuilder &b, Location loc, Value buffers,

@@ -87,6 +87,8 @@ Value collapseToRank1(OpBuilder &b, Location loc, Value memref);
 
 /// A view of `shape` elements of `elementType` at `byteOffset` into the
 /// kernel's dynamic workgroup memory `raw` (memref<?xi8, workgroup>).
+Value workgroupView(OpBuilder &b, Location loc, Value raw, Value byteOffset,
+                    ArrayRef<int64_t> shape, Type elementType);
 Value workgroupView(OpBuilder &b, Location loc, Value raw, int64_t byteOffset,
                     ArrayRef<int64_t> shape, Type elementType);
 
