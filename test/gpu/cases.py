@@ -110,6 +110,13 @@ def bwd_sweep_signatures():
             for det in (False, True):
                 sigs.append(bwd_signature(dtype, hq, hk, d, mask, det))
     sigs.append(bwd_signature("bf16", 8, 2, 128, "b", False, softcap=30.0))
+    # On sm_90a the defaults at D = 64 and 128 take the warpgroup dkdv
+    # kernel; explicit tiles keep the mma.sync one (its split step at
+    # 64 x 64 and 128 x 128).
+    for dtype, hq, hk, d, mask, det, block in (
+            ("bf16", 8, 2, 128, "t", False, 128), ("f16", 4, 4, 64, "b:100,0,4", False, 64),
+            ("bf16", 4, 1, 64, "xb:50", True, 128), ("f16", 4, 2, 128, "0", True, 128)):
+        sigs.append(bwd_signature(dtype, hq, hk, d, mask, det, block_m=block, block_n=block))
     return sigs
 
 

@@ -85,10 +85,11 @@ cl::opt<int64_t> mfma("mfma",
                       cl::init(0), cl::cat(category));
 cl::opt<std::string>
     mma("mma",
-        cl::desc("cuda forward: the matrix instruction, wgmma (sm_90a "
-                 "warpgroup MMA: f16/bf16, D = Dv in {64, 128}; block-m "
-                 "128, block-n 64 at D = 64 and 128 at D = 128, warp-rows "
-                 "16 by default), mma.sync (m16n8k16), or empty: wgmma "
+        cl::desc("cuda: the matrix instruction, wgmma (sm_90a "
+                 "warpgroup MMA: f16/bf16, D = Dv in {64, 128}; forward: "
+                 "block-m 128, block-n 64 at D = 64 and 128 at D = 128, "
+                 "warp-rows 16 by default; --bwd: the dkdv kernel, block-m "
+                 "= block-n = 128), mma.sync (m16n8k16), or empty: wgmma "
                  "where it applies and no tile option (--block-m, "
                  "--block-n, --warp-rows, --q-in-shared) is given, "
                  "mma.sync elsewhere"),
@@ -148,9 +149,10 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
         (mma == "wgmma" && meta.chip != "sm_90a"))
       return error("--mma=" + mma + " needs --target=cuda" +
                    (mma == "wgmma" ? " --chip=sm_90a" : ""));
-    if (bwd || merge || accumulate)
+    if (merge || accumulate)
       return error("--mma=" + mma +
-                   " is forward only (not --bwd, --merge or --accumulate)");
+                   " applies to attention kernels (not --merge or "
+                   "--accumulate)");
   }
   // Options of the GPU forward kernel alone.
   const bool gpuForward =
@@ -271,7 +273,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     // The warpgroup kernel by default where it applies: 1.4-1.5x the
     // mma.sync kernel on the H200 (docs/PERFORMANCE.md, wgmma v15).
     if (mma.empty() && meta.target == rt::Target::Cuda &&
-        meta.chip == "sm_90a" && !bwd && meta.d == meta.dv &&
+        meta.chip == "sm_90a" && meta.d == meta.dv &&
         (meta.d == 64 || meta.d == 128) && meta.dtype != rt::DType::F32 &&
         !blockM.getNumOccurrences() && !blockN.getNumOccurrences() &&
         !warpRows.getNumOccurrences() && !qInShared.getNumOccurrences())
@@ -279,11 +281,20 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     if (mma == "mma.sync")
       mma = ""; // The pass's default kernel.
     if (!mma.empty()) {
-      // Two warpgroups of 64 rows; 64-key tiles at D = 64, 128 at D = 128
-      // (measured on the H200, docs/PERFORMANCE.md, v7 and wgmma v15).
       if (meta.d != meta.dv || (meta.d != 64 && meta.d != 128))
         return error("--mma=wgmma supports d = dv in {64, 128}, got d=" +
                      llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
+    }
+    if (!mma.empty() && bwd) {
+      // Two warpgroups of 64 kv rows (docs/PERFORMANCE.md, "Backward
+      // wgmma").
+      if (!blockM.getNumOccurrences() && !blockN.getNumOccurrences())
+        blockM = blockN = 128;
+      meta.blockM = blockM;
+      meta.blockN = blockN;
+    } else if (!mma.empty()) {
+      // Two warpgroups of 64 rows; 64-key tiles at D = 64, 128 at D = 128
+      // (measured on the H200, docs/PERFORMANCE.md, v7 and wgmma v15).
       if (!blockM.getNumOccurrences())
         blockM = 128;
       if (!warpRows.getNumOccurrences())

@@ -130,6 +130,10 @@ struct BwdConfig {
   /// (where the grids exist and the memory fits); else each warp owns M kv
   /// rows of the whole step.
   std::optional<SplitGrids> split;
+  /// dkdv with warpgroup products (`mma=wgmma`, sm_90a): two warpgroups of
+  /// 64 kv rows, q steps of 64 rows, every operand in workgroup memory in
+  /// the 128-byte swizzled layout (WarpgroupDkDvLayout).
+  bool wgmma = false;
   ::fmha::MaskSpec mask;
   double scale;
   std::optional<double> softcap;
@@ -184,8 +188,40 @@ DqLayout dqLayout(const GpuTarget &t, const BwdConfig &c) {
   return l;
 }
 
+/// Rows of a warpgroup product (m64nNk16 over four warps), and the
+/// alignment of the swizzled operands' workgroup memory.
+constexpr int64_t kWarpgroupRows = 64;
+constexpr int64_t kWarpgroupWarps = 4;
+constexpr int64_t kSwizzleAlign = 1024;
+/// Q/dO stages of the warpgroup dkdv kernel.
+constexpr int64_t kWarpgroupStages = 2;
+
+/// Workgroup memory of the warpgroup dkdv kernel, offsets from its first
+/// 1024-aligned byte (alignWorkgroup; `total` keeps the slack): K and V of
+/// the kv tile ([D / 64][block][64] in the 128-byte swizzle, emitCopyRows),
+/// the Q and dO stages ([D / 64][q step][64]), dS^T ([block][q step], the
+/// same swizzle; atomic mode), and the stages of the q rows' lse and dsum
+/// ([2][q step] f32).
+struct WarpgroupDkDvLayout {
+  int64_t k, v, q, dO, qStage, dOStage, dS, rowState, total;
+};
+WarpgroupDkDvLayout warpgroupDkDvLayout(const BwdConfig &c) {
+  WarpgroupDkDvLayout l;
+  l.qStage = c.qStep * c.d * 2;
+  l.dOStage = c.qStep * c.dv * 2;
+  l.k = 0;
+  l.v = l.k + c.blockRows * c.d * 2;
+  l.q = l.v + c.blockRows * c.dv * 2;
+  l.dO = l.q + kWarpgroupStages * l.qStage;
+  l.dS = l.dO + kWarpgroupStages * l.dOStage;
+  l.rowState = l.dS + (c.deterministic ? 0 : c.blockRows * c.qStep * 2);
+  l.total = l.rowState + kWarpgroupStages * 2 * c.qStep * 4 + kSwizzleAlign;
+  return l;
+}
+
 int64_t sharedBytes(const GpuTarget &t, const BwdConfig &c) {
-  int64_t bytes = dkdvLayout(t, c).total;
+  int64_t bytes =
+      c.wgmma ? warpgroupDkDvLayout(c).total : dkdvLayout(t, c).total;
   if (c.deterministic)
     bytes = std::max(bytes, dqLayout(t, c).total);
   return bytes;
@@ -220,6 +256,8 @@ public:
   void buildPrep(gpu::GPUFuncOp func);
   void buildDkDv(gpu::GPUFuncOp func);
   void buildDq(gpu::GPUFuncOp func);
+  /// dkdv of `wgmma`, after the prologue.
+  void buildDkDvWarpgroup();
 
 private:
   void prologue(gpu::GPUFuncOp func);
@@ -287,6 +325,22 @@ private:
   /// (N-wide C tiles), and back.
   SmallVector<CTiles> unpack(ValueRange values, ArrayRef<int64_t> widths) const;
   static SmallVector<Value> pack(ArrayRef<CTiles> accs);
+  /// The dkdv kernel's block: kv tile [c0, c1) of kv head kvHead (flat, b
+  /// Hk + hk) and the steps over the q tiles that see it, `total` of them
+  /// for the whole GQA group.
+  struct DkDvFrame {
+    Value c0, c1, kvHead, kBase, vBase, sqLast, skLast, total;
+    QLoopBounds qb;
+  };
+  DkDvFrame dkdvFrame();
+  /// Step `it`'s flat q head (b Hq + hq) and first q row.
+  std::pair<Value, Value> decodeStep(IndexMath &m, const DkDvFrame &f,
+                                     Value it);
+  /// Whether the step's q tile [q0, q0 + qStep) against the kv tile lies
+  /// inside Sq, Sk and the mask (no element mask needed).
+  Value stepIsFull(OpBuilder &ob, const DkDvFrame &f, Value q0);
+  /// Whether one (q row, kv row) pair of an edge tile is visible.
+  Value pairVisible(OpBuilder &ob, Value qRow, Value kvRow);
   /// Each warp's P scratch ([M][cols + pad] in workgroup memory at
   /// `offset`) on targets whose C fragments are not A fragments, else null.
   Value warpScratch(int64_t offset, int64_t cols);
@@ -675,16 +729,10 @@ void BwdKernelBuilder::buildPrep(gpu::GPUFuncOp func) {
 // dkdv: per kv tile, over the group's q heads and the q tiles that see it.
 //===----------------------------------------------------------------------===//
 
-void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
-  prologue(func);
+BwdKernelBuilder::DkDvFrame BwdKernelBuilder::dkdvFrame() {
   IndexMath im{b, loc};
-  FloatMath fm{b, loc, t};
-  const int64_t mmaM = t.getMmaM(), mmaN = t.getMmaN(), mmaK = t.getMmaK();
-  const int64_t numC = t.getNumCElements();
-  const int64_t group = cfg.hq / cfg.hk;
-  const int64_t threads = cfg.warps * t.getWarpSize();
-  const int64_t stages = t.getNumCopyStages();
   Value sq = arg(kSq), sk = arg(kSk);
+  DkDvFrame f;
   // Under a right bound (causal) the first kv tiles are seen by the most q
   // tiles. With GQA, where each block walks a whole group of heads, and few
   // kv tiles per head (<= 32), they run first across the grid (tile-major):
@@ -699,12 +747,67 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
   BlockCoords block =
       emitBlockCoords(b, loc, kvTiles, cfg.hk, arg(kBatch), tileMajor);
   Value kt = block.tile, hk = block.y, batch = block.z;
-  Value c0 = im.mul(kt, im.c(cfg.blockRows));
-  Value c1 = im.add(c0, im.c(cfg.blockRows));
-  Value kvHead = im.add(im.mul(batch, im.c(cfg.hk)), hk);
-  Value kBase = im.mul(im.mul(kvHead, sk), im.c(cfg.d));
-  Value vBase = im.mul(im.mul(kvHead, sk), im.c(cfg.dv));
-  Value skLast = im.sub(sk, im.c(1)), sqLast = im.sub(sq, im.c(1));
+  f.c0 = im.mul(kt, im.c(cfg.blockRows));
+  f.c1 = im.add(f.c0, im.c(cfg.blockRows));
+  f.kvHead = im.add(im.mul(batch, im.c(cfg.hk)), hk);
+  f.kBase = im.mul(im.mul(f.kvHead, sk), im.c(cfg.d));
+  f.vBase = im.mul(im.mul(f.kvHead, sk), im.c(cfg.dv));
+  f.skLast = im.sub(sk, im.c(1));
+  f.sqLast = im.sub(sq, im.c(1));
+  // The q tiles that see [c0, c1), for every head of the group: iteration
+  // it = (qt - begin) * group + g, so that decoding it divides by the
+  // constant group size (a shift for powers of two), not by a runtime count.
+  f.qb = emitQLoopBounds(b, loc, cfg.mask, f.c0, f.c1, sq, sk, cfg.qStep);
+  Value nq = im.max(im.sub(f.qb.end, f.qb.begin), im.c(0));
+  f.total = im.mul(nq, im.c(cfg.hq / cfg.hk));
+  return f;
+}
+
+std::pair<Value, Value> BwdKernelBuilder::decodeStep(IndexMath &m,
+                                                     const DkDvFrame &f,
+                                                     Value it) {
+  const int64_t group = cfg.hq / cfg.hk;
+  Value g = m.b.createOrFold<arith::RemUIOp>(loc, it, m.c(group));
+  Value qTile =
+      m.add(f.qb.begin, m.b.createOrFold<arith::DivUIOp>(loc, it, m.c(group)));
+  Value head = m.add(m.mul(f.kvHead, m.c(group)), g); // b * Hq + hq
+  return std::pair(head, m.mul(qTile, m.c(cfg.qStep)));
+}
+
+Value BwdKernelBuilder::stepIsFull(OpBuilder &ob, const DkDvFrame &f,
+                                   Value q0) {
+  IndexMath m{ob, loc};
+  Value sq = arg(kSq), sk = arg(kSk);
+  Value q1 = m.add(q0, m.c(cfg.qStep));
+  Value full = emitKvTileIsFull(ob, loc, cfg.mask, q0, q1, f.c0, f.c1, sq, sk);
+  full = arith::AndIOp::create(ob, loc, full, m.le(q1, sq));
+  return arith::AndIOp::create(ob, loc, full, m.le(f.c1, sk)).getResult();
+}
+
+Value BwdKernelBuilder::pairVisible(OpBuilder &ob, Value qRow, Value kvRow) {
+  IndexMath em{ob, loc};
+  Value sq = arg(kSq), sk = arg(kSk);
+  Value vis = emitVisible(ob, loc, cfg.mask, qRow, kvRow, sq, sk);
+  vis = arith::AndIOp::create(ob, loc, vis, em.lt(qRow, sq));
+  return arith::AndIOp::create(ob, loc, vis, em.lt(kvRow, sk)).getResult();
+}
+
+
+void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
+  prologue(func);
+  if (cfg.wgmma)
+    return buildDkDvWarpgroup();
+  IndexMath im{b, loc};
+  FloatMath fm{b, loc, t};
+  const int64_t mmaM = t.getMmaM(), mmaN = t.getMmaN(), mmaK = t.getMmaK();
+  const int64_t numC = t.getNumCElements();
+  const int64_t group = cfg.hq / cfg.hk;
+  const int64_t threads = cfg.warps * t.getWarpSize();
+  const int64_t stages = t.getNumCopyStages();
+  Value sq = arg(kSq), sk = arg(kSk);
+  DkDvFrame f = dkdvFrame();
+  Value c0 = f.c0, kBase = f.kBase, vBase = f.vBase;
+  Value skLast = f.skLast, sqLast = f.sqLast, total = f.total;
 
   DkDvLayout layout = dkdvLayout(t, cfg);
   // K and V as one-buffer stage sets, so that the row copies serve them.
@@ -762,19 +865,7 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     vHeld = loadKvFrags(b, vTile, cfg.dv);
   }
 
-  // The q tiles that see [c0, c1), for every head of the group: iteration
-  // it = (qt - begin) * group + g, so that decoding it divides by the
-  // constant group size (a shift for powers of two), not by a runtime count.
-  QLoopBounds qb = emitQLoopBounds(b, loc, cfg.mask, c0, c1, sq, sk, cfg.qStep);
-  Value nq = im.max(im.sub(qb.end, qb.begin), im.c(0));
-  Value total = im.mul(nq, im.c(group));
-  auto decode = [&](IndexMath &m, Value it) {
-    Value g = m.b.createOrFold<arith::RemUIOp>(loc, it, m.c(group));
-    Value qTile =
-        m.add(qb.begin, m.b.createOrFold<arith::DivUIOp>(loc, it, m.c(group)));
-    Value head = m.add(m.mul(kvHead, m.c(group)), g); // b * Hq + hq
-    return std::pair(head, m.mul(qTile, m.c(cfg.qStep)));
-  };
+  auto decode = [&](IndexMath &m, Value it) { return decodeStep(m, f, it); };
 
   // The split step's warp tiles: origins of the warp in each grid, and its
   // dK and dV accumulators as one "width" of N-wide tiles each.
@@ -813,21 +904,8 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     return t.emitAsyncCommit(ob, loc, tokens);
   };
 
-  // Whether the step's q tile [q0, q0 + qStep) against the kv tile lies
-  // inside Sq, Sk and the mask (no element mask), and whether one (q row, kv
-  // row) pair of an edge tile is visible.
   auto stepIsFull = [&](OpBuilder &ob, Value q0) {
-    IndexMath m{ob, loc};
-    Value q1 = m.add(q0, m.c(cfg.qStep));
-    Value full = emitKvTileIsFull(ob, loc, cfg.mask, q0, q1, c0, c1, sq, sk);
-    full = arith::AndIOp::create(ob, loc, full, m.le(q1, sq));
-    return arith::AndIOp::create(ob, loc, full, m.le(c1, sk)).getResult();
-  };
-  auto pairVisible = [&](OpBuilder &eb, Value qRow, Value kvRow) {
-    IndexMath em{eb, loc};
-    Value vis = emitVisible(eb, loc, cfg.mask, qRow, kvRow, sq, sk);
-    vis = arith::AndIOp::create(eb, loc, vis, em.lt(qRow, sq));
-    return arith::AndIOp::create(eb, loc, vis, em.lt(kvRow, sk)).getResult();
+    return this->stepIsFull(ob, f, q0);
   };
 
   // One step (q tile of head `head` from row q0) of each form.
@@ -1037,6 +1115,279 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
   };
   storeGrid(out[0], cfg.split->dk, dkAt, arg(kDK), kBase, cfg.d);
   storeGrid(out[1], cfg.split->dv, dvAt, arg(kDV), vBase, cfg.dv);
+}
+
+//===----------------------------------------------------------------------===//
+// dkdv with warpgroup products (mma=wgmma).
+//===----------------------------------------------------------------------===//
+
+void BwdKernelBuilder::buildDkDvWarpgroup() {
+  // Warpgroup g owns kv rows [64 g, 64 g + 64) of the kv tile; warp w of it
+  // rows [16 w, 16 w + 16) of those, as C fragments (GpuTarget's warpgroup
+  // hooks). Per step (q tile of 64 rows):
+  //   S^T = K Q^T and dP^T = V dO^T (A = K, V rows, B = Q, dO, both
+  //   K-major), one group, waited for;
+  //   P^T and dS^T in registers; atomic mode: dS^T rounded to workgroup
+  //   memory;
+  //   dV += P^T dO and dK += dS^T Q with A from registers (the C fragments
+  //   are A fragments) and B = dO, Q N-major, one group;
+  //   atomic mode: after a barrier, dQ = dS K over the q tile's 64 rows,
+  //   warpgroup g taking columns [g D / 2, (g + 1) D / 2) (A = dS^T read
+  //   M-major, B = K N-major), added to the accumulator in C-fragment order
+  //   (dqAccIndex).
+  // Q and dO are double-buffered; the next step's lse and dsum are loaded
+  // during a step and stored to their stage at its end. One barrier starts
+  // each step: every warpgroup has then waited for all its products of the
+  // last step, so the other stage and the dS^T tile are free.
+  IndexMath im{b, loc};
+  FloatMath fm{b, loc, t};
+  Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  const int64_t mmaM = t.getMmaM(), mmaK = t.getMmaK(), mmaN = t.getMmaN();
+  const int64_t threads = cfg.warps * t.getWarpSize();
+  const int64_t q = cfg.qStep, rows = cfg.blockRows;
+  Value sq = arg(kSq), sk = arg(kSk);
+  DkDvFrame f = dkdvFrame();
+  WarpgroupDkDvLayout layout = warpgroupDkDvLayout(cfg);
+  AlignedWorkgroup aligned = alignWorkgroup(b, loc, raw, kSwizzleAlign);
+  auto view = [&](int64_t offset, ArrayRef<int64_t> shape, Type type) {
+    return workgroupView(b, loc, raw, im.add(aligned.pad, im.c(offset)),
+                         shape, type);
+  };
+  Type elt = cfg.elementType;
+  Value kStage = view(layout.k, {1, cfg.d / 64, rows, 64}, elt);
+  Value vStage = view(layout.v, {1, cfg.dv / 64, rows, 64}, elt);
+  Value qBufs = view(layout.q, {kWarpgroupStages, cfg.d / 64, q, 64}, elt);
+  Value dOBufs = view(layout.dO, {kWarpgroupStages, cfg.dv / 64, q, 64}, elt);
+  Value rowState = view(layout.rowState, {kWarpgroupStages, 2, q}, f32);
+  Value dsTile;
+  if (!cfg.deterministic)
+    dsTile = view(layout.dS, {rows, q}, elt);
+  Value group = im.div(warp, im.c(kWarpgroupWarps));
+  // The warp's first kv row within the tile.
+  Value warpRow0 = im.add(im.mul(group, im.c(kWarpgroupRows)),
+                          im.mul(im.rem(warp, im.c(kWarpgroupWarps)),
+                                 im.c(mmaM)));
+  // The descriptor of an operand `offset` (+ `dynamic`) bytes into the
+  // layout.
+  auto desc = [&](OpBuilder &ob, int64_t offset, Value dynamic,
+                  int64_t leading) {
+    Value address = arith::AddIOp::create(
+        ob, loc, aligned.address,
+        arith::ConstantIntOp::create(ob, loc, i64, offset));
+    if (dynamic)
+      address = arith::AddIOp::create(
+          ob, loc, address, arith::IndexCastOp::create(ob, loc, i64, dynamic));
+    return t.emitWarpgroupDescriptor(ob, loc, address, leading, 1024);
+  };
+
+  // Copies of step `it` (clamped into the loop) to stage `buf`, and the
+  // lse or dsum value this thread stages for it: thread i holds element
+  // i % q of row state (i / q) % 2 (0: lse, 1: dsum).
+  auto issue = [&](OpBuilder &ob, Value it, Value buf) {
+    IndexMath m{ob, loc};
+    Value clamped = m.max(m.min(it, m.sub(f.total, m.c(1))), m.c(0));
+    auto [head, q0] = decodeStep(m, f, clamped);
+    Value rowBase = m.mul(head, sq);
+    SmallVector<Value> tokens;
+    emitCopyRows(ob, loc, t, arg(kQ), m.mul(rowBase, m.c(cfg.d)), cfg.d, q,
+                 q0, f.sqLast, qBufs, buf, tid, threads, tokens,
+                 /*swizzled=*/true);
+    emitCopyRows(ob, loc, t, arg(kDO), m.mul(rowBase, m.c(cfg.dv)), cfg.dv, q,
+                 q0, f.sqLast, dOBufs, buf, tid, threads, tokens,
+                 /*swizzled=*/true);
+    llvm::erase(tokens, Value());
+    t.emitAsyncCommit(ob, loc, tokens);
+    Value row = m.min(m.add(q0, m.rem(tid, m.c(q))), f.sqLast);
+    Value idx = m.add(rowBase, row);
+    Value isDsum = m.cmp(arith::CmpIPredicate::eq,
+                         m.rem(m.div(tid, m.c(q)), m.c(2)), m.c(1));
+    Value lse = memref::LoadOp::create(ob, loc, arg(kLse), idx);
+    Value dsum = memref::LoadOp::create(ob, loc, arg(kDsum), idx);
+    return FloatMath{ob, loc, t}.select(isDsum, dsum, lse);
+  };
+  auto stageRowState = [&](OpBuilder &ob, Value value, Value buf) {
+    IndexMath m{ob, loc};
+    memref::StoreOp::create(
+        ob, loc, value, rowState,
+        ValueRange{buf, m.rem(m.div(tid, m.c(q)), m.c(2)), m.rem(tid, m.c(q))});
+  };
+
+  // K and V of the kv tile and step 0's operands.
+  {
+    SmallVector<Value> tokens;
+    emitCopyRows(b, loc, t, arg(kK), f.kBase, cfg.d, rows, f.c0, f.skLast,
+                 kStage, im.c(0), tid, threads, tokens, /*swizzled=*/true);
+    emitCopyRows(b, loc, t, arg(kV), f.vBase, cfg.dv, rows, f.c0, f.skLast,
+                 vStage, im.c(0), tid, threads, tokens, /*swizzled=*/true);
+    llvm::erase(tokens, Value());
+    t.emitAsyncCommit(b, loc, tokens);
+    stageRowState(b, issue(b, im.c(0), im.c(0)), im.c(0));
+  }
+
+  // S^T (A = K) or dP^T (A = V) of a step: K-major operands, [width / 64]
+  // blocks of 128-byte rows; a k-step of 16 elements is 32 bytes into them.
+  auto scoresT = [&](OpBuilder &ob, int64_t aOffset, int64_t bOffset,
+                     Value bStage, int64_t width) {
+    IndexMath m{ob, loc};
+    Value aRows = m.mul(group, m.c(kWarpgroupRows * 128));
+    SmallVector<Value> acc;
+    for (int64_t kk = 0; kk < width / mmaK; ++kk) {
+      const int64_t block = kk / (64 / mmaK), inRow = kk % (64 / mmaK) * 32;
+      Value descA = desc(ob, aOffset + block * rows * 128 + inRow, aRows, 16);
+      Value descB = desc(ob, bOffset + block * q * 128 + inRow, bStage, 16);
+      acc = t.emitWarpgroupMma(ob, loc, elt, q, descA, /*aMMajor=*/false,
+                               descB, /*bNMajor=*/false, acc);
+    }
+    return acc;
+  };
+  // The A fragments of `c` (K = q rows), all k-steps: rounded before the
+  // products are issued, so that no register of theirs changes between them.
+  auto aFragments = [&](OpBuilder &ob, const CTiles &c) {
+    SmallVector<SmallVector<Value>> regs;
+    for (int64_t kk = 0; kk < q / mmaK; ++kk)
+      regs.push_back(aFromC(ob, c, kk, Value()));
+    return regs;
+  };
+  // acc += A B, B = rows of the stage (N-major: N = width columns,
+  // [width / 64] blocks of q x 128 bytes).
+  auto accumulate = [&](OpBuilder &ob, ArrayRef<SmallVector<Value>> aRegs,
+                        int64_t bOffset, Value bStage, int64_t width,
+                        ArrayRef<Value> acc) {
+    SmallVector<Value> out(acc);
+    for (auto [kk, regs] : llvm::enumerate(aRegs))
+      out = t.emitWarpgroupMmaRegisterA(
+          ob, loc, elt, width, regs,
+          desc(ob, bOffset + kk * mmaK * 128, bStage, q * 128),
+          /*bNMajor=*/true, out);
+    return out;
+  };
+
+  SmallVector<Value> init((cfg.d + cfg.dv) / 2, fm.c(0.0));
+  init.push_back(fm.c(0.0)); // the staged row state
+  auto loop = scf::ForOp::create(
+      b, loc, im.c(0), f.total, im.c(1), init,
+      [&](OpBuilder &ob, Location, Value it, ValueRange carried) {
+        IndexMath m{ob, loc};
+        Value buf = m.rem(it, m.c(kWarpgroupStages));
+        Value next = m.sub(m.c(1), buf);
+        t.emitAsyncWait(ob, loc, t.emitAsyncCommit(ob, loc, {}), 0);
+        t.emitWarpgroupOperandFence(ob, loc);
+        t.emitBarrier(ob, loc);
+        Value staged = issue(ob, m.add(it, m.c(1)), next);
+        std::pair<Value, Value> step = decodeStep(m, f, it);
+        Value q0 = step.second;
+        Value rowBase = m.mul(step.first, sq);
+
+        Value qOff = m.mul(buf, m.c(layout.qStage));
+        Value dOOff = m.mul(buf, m.c(layout.dOStage));
+        t.emitWarpgroupFence(ob, loc);
+        SmallVector<Value> sAcc = scoresT(ob, layout.k, layout.q, qOff, cfg.d);
+        SmallVector<Value> dpAcc =
+            scoresT(ob, layout.v, layout.dO, dOOff, cfg.dv);
+        t.emitWarpgroupCommit(ob, loc);
+        sAcc.append(dpAcc);
+        SmallVector<CTiles> sdp =
+            unpack(t.emitWarpgroupWait(ob, loc, 0, sAcc), {q, q});
+        CTiles &s = sdp[0], &dp = sdp[1];
+
+        // Element (j, e): kv row warpRow0 + row(e), q row q0 + N j + col(e).
+        auto stateOf = [&](int64_t which) {
+          return [&, which](int64_t j, int64_t e) -> Value {
+            IndexMath sm{ob, loc};
+            return memref::LoadOp::create(
+                ob, loc, rowState,
+                ValueRange{buf, sm.c(which),
+                           sm.add(sm.c(j * mmaN), cCoords[e].col)});
+          };
+        };
+        probsAndDs(ob, s, dp, stateOf(0), stateOf(1), stepIsFull(ob, f, q0),
+                   [&](OpBuilder &eb, int64_t j, int64_t e) {
+                     IndexMath em{eb, loc};
+                     Value qRow =
+                         em.add(q0, em.add(em.c(j * mmaN), cCoords[e].col));
+                     Value kvRow =
+                         em.add(em.add(f.c0, warpRow0), cCoords[e].row);
+                     return pairVisible(eb, qRow, kvRow);
+                   });
+
+        if (dsTile) {
+          // dS^T rounded: row r's 16-byte chunk j at chunk j ^ (r % 8).
+          for (size_t j = 0; j < dp.size(); ++j)
+            for (int64_t e = 0; e < t.getNumCElements(); ++e) {
+              Value row = m.add(warpRow0, cCoords[e].row);
+              Value chunk = arith::XOrIOp::create(ob, loc, m.c(j),
+                                                  m.rem(row, m.c(8)));
+              Value col = m.add(m.mul(chunk, m.c(8)), cCoords[e].col);
+              memref::StoreOp::create(
+                  ob, loc,
+                  arith::TruncFOp::create(ob, loc, elt, dp[j][e]), dsTile,
+                  ValueRange{row, col});
+            }
+        }
+
+        SmallVector<Value> accs(carried.drop_back());
+        SmallVector<SmallVector<Value>> dsRegs = aFragments(ob, dp),
+                                        pRegs = aFragments(ob, s);
+        t.emitWarpgroupFence(ob, loc);
+        SmallVector<Value> accK =
+            accumulate(ob, dsRegs, layout.q, qOff, cfg.d,
+                       ArrayRef<Value>(accs).take_front(cfg.d / 2));
+        SmallVector<Value> accV =
+            accumulate(ob, pRegs, layout.dO, dOOff, cfg.dv,
+                       ArrayRef<Value>(accs).drop_front(cfg.d / 2));
+        t.emitWarpgroupCommit(ob, loc);
+        accs = accK;
+        accs.append(accV);
+        if (!dsTile) {
+          accs = t.emitWarpgroupWait(ob, loc, 0, accs);
+        } else {
+          t.emitWarpgroupOperandFence(ob, loc);
+          t.emitBarrier(ob, loc);
+          // Columns [g D / 2, (g + 1) D / 2) of K (N-major): block g D / 128
+          // of block-n x 128 bytes, (g D / 2) % 64 elements into its rows.
+          const int64_t half = cfg.d / 2;
+          Value colOff = m.mul(group, m.c(half));
+          Value kCols = m.add(m.mul(m.div(colOff, m.c(64)), m.c(rows * 128)),
+                              m.mul(m.rem(colOff, m.c(64)), m.c(2)));
+          t.emitWarpgroupFence(ob, loc);
+          SmallVector<Value> dq;
+          for (int64_t kk = 0; kk < rows / mmaK; ++kk)
+            dq = t.emitWarpgroupMma(
+                ob, loc, elt, half,
+                desc(ob, layout.dS + kk * mmaK * 128, Value(), rows * 128),
+                /*aMMajor=*/true,
+                desc(ob, layout.k + kk * mmaK * 128, kCols, rows * 128),
+                /*bNMajor=*/true, dq);
+          t.emitWarpgroupCommit(ob, loc);
+          accs.append(dq);
+          accs = t.emitWarpgroupWait(ob, loc, 0, accs);
+          CTiles dqTiles = unpack(
+              ArrayRef<Value>(accs).drop_front((cfg.d + cfg.dv) / 2), {half})[0];
+          accs.resize((cfg.d + cfg.dv) / 2);
+          // Rows past Sq hold dS = 0: clamping them adds zeros.
+          Value row0 = m.add(q0, m.mul(m.rem(warp, m.c(kWarpgroupWarps)),
+                                       m.c(mmaM)));
+          for (size_t j = 0; j < dqTiles.size(); ++j)
+            for (int64_t e = 0; e < t.getNumCElements(); ++e)
+              t.emitWorkspaceAtomicAdd(
+                  ob, loc, dqTiles[j][e], arg(kDQAcc),
+                  dqAccIndex(ob, rowBase, row0,
+                             m.add(colOff, m.c(j * mmaN)), e, sq));
+        }
+        stageRowState(ob, staged, next);
+        accs.push_back(staged);
+        scf::YieldOp::create(ob, loc, accs);
+      });
+  loop->setAttr("fmha.q_loop", b.getStringAttr("group"));
+  // The prefetch past the last step drains before the kernel ends.
+  t.emitAsyncWait(b, loc, t.emitAsyncCommit(b, loc, {}), 0);
+
+  // dK (scale already in dS) and dV, rows past Sk not written.
+  SmallVector<CTiles> out =
+      unpack(loop.getResults().drop_back(), {cfg.d, cfg.dv});
+  Value kvRow0 = im.add(f.c0, warpRow0);
+  storeRows(b, out[0], arg(kDK), f.kBase, kvRow0, sk, cfg.d);
+  storeRows(b, out[1], arg(kDV), f.vBase, kvRow0, sk, cfg.dv);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1257,7 +1608,7 @@ LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
                                                  StringRef chip,
                                                  StringRef kernelName,
                                                  int64_t blockM, int64_t blockN,
-                                                 int64_t warpRows) {
+                                                 int64_t warpRows, bool wgmma) {
   auto qType = cast<ShapedType>(op.getQ().getType());
   auto kType = cast<ShapedType>(op.getK().getType());
   auto vType = cast<ShapedType>(op.getV().getType());
@@ -1282,11 +1633,30 @@ LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
   cfg.scale = op.getScaleOrDefault();
   if (std::optional<APFloat> cap = op.getSoftcap())
     cfg.softcap = cap->convertToDouble();
-  // The split dkdv step (64 q rows against the kv tile, P and dS through
-  // workgroup memory) where its warp grids exist and its workgroup memory
-  // fits the chip (docs/PERFORMANCE.md, "Backward v14").
-  if (blockM == blockN && blockM % target.getMmaM() == 0 &&
-      warpRows == target.getMmaM()) {
+  if (wgmma) {
+    std::string error = target.checkWarpgroupMma(chip);
+    if (error.empty() &&
+        (cfg.d != cfg.dv || (cfg.d != 64 && cfg.d != 128)))
+      error = "mma=wgmma supports head dims D = Dv in {64, 128} in the "
+              "backward kernels, got D=" +
+              std::to_string(cfg.d) + ", Dv=" + std::to_string(cfg.dv);
+    if (error.empty() && (blockM != 2 * kWarpgroupRows || blockN != blockM ||
+                          warpRows != target.getMmaM()))
+      error = "mma=wgmma in the backward kernels needs block-m = block-n = " +
+              std::to_string(2 * kWarpgroupRows) +
+              " (two warpgroups of 64 kv rows) and warp-rows = " +
+              std::to_string(target.getMmaM()) + "; got block-m=" +
+              std::to_string(blockM) + " block-n=" + std::to_string(blockN) +
+              " warp-rows=" + std::to_string(warpRows);
+    if (!error.empty())
+      return op.emitOpError() << error;
+    cfg.wgmma = true;
+    cfg.qStep = kWarpgroupRows;
+  } else if (blockM == blockN && blockM % target.getMmaM() == 0 &&
+             warpRows == target.getMmaM()) {
+    // The split dkdv step (64 q rows against the kv tile, P and dS through
+    // workgroup memory) where its warp grids exist and its workgroup memory
+    // fits the chip (docs/PERFORMANCE.md, "Backward v14").
     const int64_t colUnit = 2 * target.getMmaN();
     BwdConfig split = cfg;
     split.qStep = std::max<int64_t>(64, unit);

@@ -77,8 +77,8 @@ Value GpuTarget::emitWarpgroupDescriptor(OpBuilder &, Location, Value, int64_t,
 }
 
 SmallVector<Value> GpuTarget::emitWarpgroupMma(OpBuilder &, Location, Type,
-                                               int64_t, Value, Value, bool,
-                                               ArrayRef<Value>) const {
+                                               int64_t, Value, bool, Value,
+                                               bool, ArrayRef<Value>) const {
   llvm_unreachable("the target has no warpgroup MMA (checkWarpgroupMma)");
 }
 
@@ -427,7 +427,8 @@ SmallVector<Value> KernelBuilder::issueScores(OpBuilder &ob, Value buf) {
                       kStage),
         16, 1024);
     acc = target.emitWarpgroupMma(ob, loc, cfg.elementType, cfg.blockN, descQ,
-                                  descK, /*bNMajor=*/false, acc);
+                                  /*aMMajor=*/false, descK, /*bNMajor=*/false,
+                                  acc);
   }
   target.emitWarpgroupCommit(ob, loc);
   return acc;
@@ -905,11 +906,9 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
       // address of the workgroup memory on.
       WarpgroupLayout layout(kWarpgroupStages, cfg.blockM, cfg.blockN, cfg.d,
                              cfg.dv);
-      Value address =
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, raw);
-      const int64_t align = WarpgroupLayout::kSharedAlign;
-      Value pad = im.rem(im.sub(im.c(align), im.rem(address, im.c(align))),
-                         im.c(align));
+      AlignedWorkgroup aligned =
+          alignWorkgroup(b, loc, raw, WarpgroupLayout::kSharedAlign);
+      Value pad = aligned.pad;
       auto swizzled = [&](int64_t offset, int64_t count, int64_t rows,
                           int64_t cols) {
         return workgroupView(b, loc, raw, im.add(pad, im.c(offset)),
@@ -920,8 +919,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
           swizzled(layout.vOffset, kWarpgroupStages, cfg.blockN, cfg.dv);
       qStage = swizzled(layout.qOffset, 1, cfg.blockM, cfg.d);
       warpGroup = im.div(warp, im.c(kWarpgroupWarps));
-      sharedBase = arith::IndexCastOp::create(b, loc, b.getI64Type(),
-                                              im.add(address, pad));
+      sharedBase = aligned.address;
     }
     auto kType =
         MemRefType::get({stages, cfg.blockN, cfg.d + kRowPad}, cfg.elementType,
@@ -1228,14 +1226,10 @@ struct FmhaLowerToGpuPass
       LogicalResult result =
           TypeSwitch<Operation *, LogicalResult>(op)
               .Case([&](AttentionOp a) { return lower(a, *gpuTarget); })
-              .Case([&](AttentionBwdOp a) -> LogicalResult {
-                if (!mma.empty())
-                  return a.emitOpError()
-                         << "mma=" << mma
-                         << " covers fmha.attention only (the backward "
-                            "kernel uses the warp-level matrix instruction)";
+              .Case([&](AttentionBwdOp a) {
                 return lowerAttentionBwdToGpu(a, *gpuTarget, chip, kernelName,
-                                              blockM, blockN, warpRows);
+                                              blockM, blockN, warpRows,
+                                              mma == "wgmma");
               })
               .Case([&](MergeOp m) {
                 return lowerMergeToGpu(m, *gpuTarget, chip, kernelName);
@@ -1378,6 +1372,16 @@ Value mlir::fmha::workgroupView(OpBuilder &b, Location loc, Value raw,
   auto type = MemRefType::get(shape, elementType, MemRefLayoutAttrInterface(),
                               workgroup);
   return memref::ViewOp::create(b, loc, type, raw, byteOffset, ValueRange{});
+}
+
+AlignedWorkgroup mlir::fmha::alignWorkgroup(OpBuilder &b, Location loc,
+                                            Value raw, int64_t align) {
+  IndexMath im{b, loc};
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, raw);
+  Value pad = im.rem(im.sub(im.c(align), im.rem(address, im.c(align))),
+                     im.c(align));
+  return {pad, arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                          im.add(address, pad))};
 }
 
 Value mlir::fmha::workgroupView(OpBuilder &b, Location loc, Value raw,

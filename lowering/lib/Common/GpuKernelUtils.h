@@ -92,6 +92,16 @@ Value workgroupView(OpBuilder &b, Location loc, Value raw, Value byteOffset,
 Value workgroupView(OpBuilder &b, Location loc, Value raw, int64_t byteOffset,
                     ArrayRef<int64_t> shape, Type elementType);
 
+/// The first `align`-aligned byte of the kernel's dynamic workgroup memory
+/// `raw`: its offset into `raw` (index) and its address in the shared
+/// address space (i64, for warpgroup descriptors). The kernel reserves
+/// `align` bytes of slack.
+struct AlignedWorkgroup {
+  Value pad, address;
+};
+AlignedWorkgroup alignWorkgroup(OpBuilder &b, Location loc, Value raw,
+                                int64_t align);
+
 /// Buffer `buf` (rank-reduced 2-d view) of a [stages][rows][cols] buffer set.
 Value selectBuffer(OpBuilder &b, Location loc, Value buffers, Value buf);
 
@@ -138,11 +148,12 @@ scf::ForOp emitPipelinedTileLoop(
 /// Lowers one fmha.attention_bwd on memrefs to its kernels and launches
 /// (GpuAttentionBwdKernel.cpp); emits the diagnostic on failure.
 /// `blockM`, `blockN`, `warpRows` are the pass options (the backward kernels
-/// take block-m = block-n and one MMA row block per warp).
+/// take block-m = block-n and one MMA row block per warp); `wgmma`: the dkdv
+/// kernel of warpgroup products (`mma=wgmma`).
 LogicalResult lowerAttentionBwdToGpu(AttentionBwdOp op, const GpuTarget &target,
                                      StringRef chip, StringRef kernelName,
                                      int64_t blockM, int64_t blockN,
-                                     int64_t warpRows);
+                                     int64_t warpRows, bool wgmma);
 
 /// Lowers one fmha.merge on memrefs to its kernel and launch
 /// (GpuMergeKernel.cpp); emits the diagnostic on failure.

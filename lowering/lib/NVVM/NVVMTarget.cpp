@@ -200,7 +200,7 @@ public:
   }
   SmallVector<Value> emitWarpgroupMma(OpBuilder &b, Location loc,
                                       Type elementType, int64_t n, Value descA,
-                                      Value descB, bool bNMajor,
+                                      bool aMMajor, Value descB, bool bNMajor,
                                       ArrayRef<Value> acc) const override {
     Type f32 = b.getF32Type();
     auto structType = LLVM::LLVMStructType::getLiteral(
@@ -220,7 +220,8 @@ public:
         NVVM::MMAShapeAttr::get(b.getContext(), 64, n, 16), type, type,
         NVVM::WGMMATypes::f32,
         acc.empty() ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+        aMMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row,
         bNMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col,
         /*satfinite=*/NVVM::MMAIntOverflowAttr());
     SmallVector<Value> d;

@@ -47,7 +47,7 @@ func.func @dv_differs(%q: memref<?x4x?x128xf16>, %v: memref<?x4x?x64xf16>) {
 // -----
 
 func.func @bwd(%q: memref<?x4x?x64xbf16>, %lse: memref<?x4x?xf32>) {
-  // expected-error @+1 {{mma=wgmma covers fmha.attention only (the backward kernel uses the warp-level matrix instruction)}}
+  // expected-error @+1 {{mma=wgmma in the backward kernels needs block-m = block-n = 128 (two warpgroups of 64 kv rows) and warp-rows = 16; got block-m=128 block-n=64 warp-rows=16}}
   fmha.attention_bwd ins(%q, %q, %q, %q, %lse, %q : memref<?x4x?x64xbf16>, memref<?x4x?x64xbf16>, memref<?x4x?x64xbf16>, memref<?x4x?x64xbf16>, memref<?x4x?xf32>, memref<?x4x?x64xbf16>) outs(%q, %q, %q : memref<?x4x?x64xbf16>, memref<?x4x?x64xbf16>, memref<?x4x?x64xbf16>)
   return
 }

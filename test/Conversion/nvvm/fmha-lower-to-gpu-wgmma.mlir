@@ -15,15 +15,15 @@
 // CHECK: %[[MOD:.+]] = arith.remsi %[[ADDR]], %c1024
 // CHECK: %[[UP:.+]] = arith.subi %c1024, %[[MOD]]
 // CHECK: %[[PAD:.+]] = arith.remsi %[[UP]], %c1024
+// The descriptors' base: the aligned address.
+// CHECK: %[[BASE:.+]] = arith.addi %[[ADDR]], %[[PAD]]
+// CHECK: arith.index_cast %[[BASE]] : index to i64
 // CHECK: %[[KB:.+]] = memref.view %[[SMEM]][%[[PAD]]][] {{.+}} to memref<3x2x64x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[VOFF:.+]] = arith.addi %[[PAD]], %c49152
 // CHECK: %[[VB:.+]] = memref.view %[[SMEM]][%[[VOFF]]][] {{.+}} to memref<3x2x64x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[QOFF:.+]] = arith.addi %[[PAD]], %c98304
 // CHECK: %[[QB:.+]] = memref.view %[[SMEM]][%[[QOFF]]][] {{.+}} to memref<1x2x128x64xbf16, #gpu.address_space<workgroup>>
 // CHECK-NOT: memref.view
-// The descriptors' base: the aligned address.
-// CHECK: %[[BASE:.+]] = arith.addi %[[ADDR]], %[[PAD]]
-// CHECK: arith.index_cast %[[BASE]] : index to i64
 // Eight threads copy one row's 128 bytes: row c / 16, chunk c % 16 of the
 // row, stored in block chunk / 8 at chunk (chunk % 8) ^ (row % 8).
 // CHECK: %[[C:.+]] = arith.remsi %{{.+}}, %c2048

@@ -92,8 +92,9 @@ struct NVVMPipelineOptions : public GpuPipelineOptions<NVVMPipelineOptions> {
                            llvm::cl::init("sm_90")};
   Option<std::string> mma{
       *this, "mma",
-      llvm::cl::desc("Forward matrix instruction: empty (mma.sync) or wgmma "
-                     "(sm_90a warpgroup MMA)"),
+      llvm::cl::desc("Matrix instruction: empty (mma.sync) or wgmma "
+                     "(sm_90a warpgroup MMA: the forward kernel, the "
+                     "backward's dkdv kernel)"),
       llvm::cl::init("")};
   Option<std::string> format{*this, "format",
                              llvm::cl::desc("Binary format: bin (cubin, needs "

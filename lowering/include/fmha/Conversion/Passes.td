@@ -76,11 +76,12 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
            "needs warp-rows a multiple of 32); 0: the target's default "
            "(16; RDNA chips have only WMMA 16x16x16)">,
     Option<"mma", "mma", "std::string", "\"\"",
-           "fmha.attention: the matrix instruction; empty: the target's "
-           "warp-level one; wgmma: Hopper warpgroup MMA (nvvm, sm_90a, f16 "
-           "or bf16, D = Dv in {64, 128}, block-m 64 to 256 (a warpgroup per 64 "
-           "rows), warp-rows 16, "
-           "Q/K/V/P read from workgroup memory by descriptors)">,
+           "The matrix instruction; empty: the target's warp-level one; "
+           "wgmma: Hopper warpgroup MMA (nvvm, sm_90a, f16 or bf16, D = Dv "
+           "in {64, 128}, warp-rows 16, operands read from workgroup memory "
+           "by descriptors); fmha.attention: block-m 64 to 256 (a warpgroup "
+           "per 64 rows); fmha.attention_bwd: its dkdv kernel, block-m = "
+           "block-n = 128">,
     Option<"indexBitwidth", "index-bitwidth", "unsigned", "64",
            "The index width the kernels will be lowered at (32 or 64; the "
            "pipelines pass theirs): their index arithmetic is written to "
