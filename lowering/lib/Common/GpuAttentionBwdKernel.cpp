@@ -188,11 +188,6 @@ DqLayout dqLayout(const GpuTarget &t, const BwdConfig &c) {
   return l;
 }
 
-/// Rows of a warpgroup product (m64nNk16 over four warps), and the
-/// alignment of the swizzled operands' workgroup memory.
-constexpr int64_t kWarpgroupRows = 64;
-constexpr int64_t kWarpgroupWarps = 4;
-constexpr int64_t kSwizzleAlign = 1024;
 /// Q/dO stages of the warpgroup dkdv kernel.
 constexpr int64_t kWarpgroupStages = 2;
 
@@ -1141,7 +1136,7 @@ void BwdKernelBuilder::buildDkDvWarpgroup() {
   // last step, so the other stage and the dS^T tile are free.
   IndexMath im{b, loc};
   FloatMath fm{b, loc, t};
-  Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  Type f32 = b.getF32Type();
   const int64_t mmaM = t.getMmaM(), mmaK = t.getMmaK(), mmaN = t.getMmaN();
   const int64_t threads = cfg.warps * t.getWarpSize();
   const int64_t q = cfg.qStep, rows = cfg.blockRows;
@@ -1171,13 +1166,9 @@ void BwdKernelBuilder::buildDkDvWarpgroup() {
   // layout.
   auto desc = [&](OpBuilder &ob, int64_t offset, Value dynamic,
                   int64_t leading) {
-    Value address = arith::AddIOp::create(
-        ob, loc, aligned.address,
-        arith::ConstantIntOp::create(ob, loc, i64, offset));
-    if (dynamic)
-      address = arith::AddIOp::create(
-          ob, loc, address, arith::IndexCastOp::create(ob, loc, i64, dynamic));
-    return t.emitWarpgroupDescriptor(ob, loc, address, leading, 1024);
+    return t.emitWarpgroupDescriptor(
+        ob, loc, offsetAddress(ob, loc, aligned.address, offset, dynamic),
+        leading, 1024);
   };
 
   // Copies of step `it` (clamped into the loop) to stage `buf`, and the

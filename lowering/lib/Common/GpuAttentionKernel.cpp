@@ -154,9 +154,6 @@ std::string GpuTarget::configure(StringRef chip, int64_t matrixSize) {
 
 namespace {
 
-/// Rows of a warpgroup product (wgmma: m64nNk16 over four warps).
-constexpr int64_t kWarpgroupRows = 64;
-constexpr int64_t kWarpgroupWarps = 4;
 /// K/V stages of the `mma=wgmma` kernel: tile t + 1 lands while tile t's
 /// S = Q K^T and tile t - 1's O += P V read the other two.
 constexpr int64_t kWarpgroupStages = 3;
@@ -177,9 +174,8 @@ struct WarpgroupLayout {
     kOffset = 0;
     vOffset = stages * kStage;
     qOffset = vOffset + stages * vStage;
-    total = qOffset + blockM * d * 2 + kSharedAlign;
+    total = qOffset + blockM * d * 2 + kSwizzleAlign;
   }
-  static constexpr int64_t kSharedAlign = 1024;
 };
 
 /// Bytes of the K and V buffers (all stages) of 16-bit elements.
@@ -378,14 +374,7 @@ KernelBuilder::State KernelBuilder::unflatten(ValueRange values) const {
 
 Value KernelBuilder::sharedAddress(OpBuilder &ob, int64_t offset,
                                    Value dynamicOffset) {
-  Type i64 = ob.getI64Type();
-  Value address = arith::AddIOp::create(
-      ob, loc, sharedBase, arith::ConstantIntOp::create(ob, loc, i64, offset));
-  if (dynamicOffset)
-    address = arith::AddIOp::create(
-        ob, loc, address,
-        arith::IndexCastOp::create(ob, loc, i64, dynamicOffset));
-  return address;
+  return offsetAddress(ob, loc, sharedBase, offset, dynamicOffset);
 }
 
 Value KernelBuilder::pRegister(OpBuilder &ob, ArrayRef<SmallVector<Value>> p,
@@ -907,7 +896,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
       WarpgroupLayout layout(kWarpgroupStages, cfg.blockM, cfg.blockN, cfg.d,
                              cfg.dv);
       AlignedWorkgroup aligned =
-          alignWorkgroup(b, loc, raw, WarpgroupLayout::kSharedAlign);
+          alignWorkgroup(b, loc, raw, kSwizzleAlign);
       Value pad = aligned.pad;
       auto swizzled = [&](int64_t offset, int64_t count, int64_t rows,
                           int64_t cols) {
@@ -1382,6 +1371,17 @@ AlignedWorkgroup mlir::fmha::alignWorkgroup(OpBuilder &b, Location loc,
                      im.c(align));
   return {pad, arith::IndexCastOp::create(b, loc, b.getI64Type(),
                                           im.add(address, pad))};
+}
+
+Value mlir::fmha::offsetAddress(OpBuilder &b, Location loc, Value base,
+                                int64_t offset, Value dynamicOffset) {
+  Type i64 = b.getI64Type();
+  Value address = arith::AddIOp::create(
+      b, loc, base, arith::ConstantIntOp::create(b, loc, i64, offset));
+  if (dynamicOffset)
+    address = arith::AddIOp::create(
+        b, loc, address, arith::IndexCastOp::create(b, loc, i64, dynamicOffset));
+  return address;
 }
 
 Value mlir::fmha::workgroupView(OpBuilder &b, Location loc, Value raw,

@@ -92,6 +92,12 @@ Value workgroupView(OpBuilder &b, Location loc, Value raw, Value byteOffset,
 Value workgroupView(OpBuilder &b, Location loc, Value raw, int64_t byteOffset,
                     ArrayRef<int64_t> shape, Type elementType);
 
+/// Warpgroup products (GpuTarget::emitWarpgroupMma): 64 rows over four
+/// warps; their operands in the 128-byte swizzle start 1024-aligned.
+inline constexpr int64_t kWarpgroupRows = 64;
+inline constexpr int64_t kWarpgroupWarps = 4;
+inline constexpr int64_t kSwizzleAlign = 1024;
+
 /// The first `align`-aligned byte of the kernel's dynamic workgroup memory
 /// `raw`: its offset into `raw` (index) and its address in the shared
 /// address space (i64, for warpgroup descriptors). The kernel reserves
@@ -101,6 +107,11 @@ struct AlignedWorkgroup {
 };
 AlignedWorkgroup alignWorkgroup(OpBuilder &b, Location loc, Value raw,
                                 int64_t align);
+
+/// The i64 shared address `offset` bytes (plus the index `dynamicOffset`,
+/// where not null) past `base` (AlignedWorkgroup::address).
+Value offsetAddress(OpBuilder &b, Location loc, Value base, int64_t offset,
+                    Value dynamicOffset);
 
 /// Buffer `buf` (rank-reduced 2-d view) of a [stages][rows][cols] buffer set.
 Value selectBuffer(OpBuilder &b, Location loc, Value buffers, Value buf);
