@@ -110,7 +110,36 @@ class _KernelInfo(ctypes.Structure):
         ("abi", ctypes.c_char_p),
         ("binary_format", ctypes.c_char_p),
         ("deterministic", ctypes.c_int),
+        ("bundle_version", ctypes.c_int),
+        ("num_kernels", ctypes.c_int),
     ]
+
+
+# fmha_runtime.h: the interface version these bindings are written for, and
+# the kinds of a named launch argument (fmhaArg).
+API_VERSION = 2
+_ARG_SIZE, _ARG_TENSOR = 0, 1
+
+
+class _Arg(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("kind", ctypes.c_int),
+        ("data", ctypes.c_void_p),
+        ("value", ctypes.c_int64),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("num_strides", ctypes.c_int64),
+    ]
+
+
+def _launch_args(sizes, tensors):
+    """The fmhaArg array of named sizes (ints) and tensors (addresses)."""
+    items = [(n, _ARG_SIZE, None, int(v)) for n, v in sizes.items()]
+    items += [(n, _ARG_TENSOR, int(ptr), 0) for n, ptr in tensors.items() if ptr]
+    args = (_Arg * max(len(items), 1))()
+    for a, (name, kind, data, value) in zip(args, items):
+        a.name, a.kind, a.data, a.value = name.encode(), kind, data, value
+    return args, len(items)
 
 
 #
@@ -146,6 +175,11 @@ def _declare(lib):
         "fmhaGetLastError": (c.c_char_p, []),
         "fmhaStatusString": (c.c_char_p, [i]),
         "fmhaGetVersion": (c.c_char_p, []),
+        "fmhaGetApiVersion": (i, []),
+        "fmhaKernelGetManifest": (i, [vp, c.POINTER(c.c_char_p)]),
+        "fmhaKernelLaunch": (i, [vp, c.POINTER(_Arg), c.c_size_t, vp, c.c_size_t, vp]),
+        "fmhaKernelWorkspaceBytes": (i, [vp, c.POINTER(_Arg), c.c_size_t,
+                                         c.POINTER(c.c_size_t)]),
         "fmhaKernelLoadFile": (i, [c.c_char_p, c.POINTER(vp)]),
         "fmhaKernelLoadBytes": (i, [c.c_void_p, c.c_size_t, c.POINTER(vp)]),
         "fmhaKernelGetInfo": (i, [vp, c.POINTER(_KernelInfo)]),
@@ -190,6 +224,11 @@ def load_library(path=None):
                 _declare(lib)
             except (OSError, AttributeError) as e:
                 errors.append("%s: %s" % (cand, e))
+                continue
+            version = lib.fmhaGetApiVersion()
+            if version != API_VERSION:
+                errors.append("%s: C API version %d, these bindings need %d"
+                              % (cand, version, API_VERSION))
                 continue
             _lib = lib
             return lib
@@ -353,7 +392,37 @@ class Kernel:
             "mask": raw.mask.decode(), "kernel": raw.kernel.decode(),
             "chip": raw.chip.decode(), "abi": raw.abi.decode(),
             "binary_format": raw.binary_format.decode(),
+            "bundle_version": raw.bundle_version, "num_kernels": raw.num_kernels,
         }
+
+    @property
+    def manifest(self):
+        """The bundle's launch manifest, as text (fmha/Runtime/Manifest.h)."""
+        text = ctypes.c_char_p()
+        _check(self._lib.fmhaKernelGetManifest(self._handle, ctypes.byref(text)))
+        return text.value.decode()
+
+    def launch(self, sizes, tensors, workspace=0, workspace_bytes=0, stream=0):
+        """The generic launch: `sizes` and `tensors` map the manifest's names
+        to ints and to addresses (device pointers for a GPU bundle, host ones
+        for cpu; a 0 address leaves an optional operand out). Queued on
+        `stream` (a CUstream int) without waiting, unless an optional operand
+        is left out. `workspace` 0: the kernel object's own."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        args, n = _launch_args(sizes, tensors)
+        _check(self._lib.fmhaKernelLaunch(
+            self._handle, args, n, workspace or None,
+            workspace_bytes if workspace else 0, stream or None))
+
+    def workspace_bytes(self, sizes):
+        """Bytes of workspace a launch with these sizes needs."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        args, n = _launch_args(sizes, {})
+        out = ctypes.c_size_t()
+        _check(self._lib.fmhaKernelWorkspaceBytes(self._handle, args, n, ctypes.byref(out)))
+        return out.value
 
     def __getattr__(self, name):
         info = self.__dict__.get("info")
@@ -393,9 +462,12 @@ class Kernel:
         lse may be 0: scratch, and the call waits for the kernel."""
         if self._handle is None:
             raise ValueError("the kernel is closed")
-        p = self._problem(b, sq, sk)
-        _check(self._lib.fmhaKernelRunForwardDevice(
-            self._handle, ctypes.byref(p), q, k, v, o, lse or None, stream or None))
+        if self.info["kind"] != "fwd":
+            raise FmhaError(3, "bundle '%s' is a %s kernel (kind=%s), not a forward one"
+                            % (self.path, self.info["kind"], self.info["kind"]))
+        self.check_problem(b, sq, sk)
+        self.launch({"b": b, "sq": sq, "sk": sk},
+                    {"q": q, "k": k, "v": v, "o": o, "lse": lse}, stream=stream)
 
     def forward(self, q, k, v, o=None, lse=None, stream=None):
         """o, lse = kernel.forward(q, k, v): attention on contiguous BHSD
@@ -433,10 +505,17 @@ class Kernel:
         object's own (Runtime.h, BackwardArgs)."""
         if self._handle is None:
             raise ValueError("the kernel is closed")
-        p = self._problem(b, sq, sk)
-        _check(self._lib.fmhaKernelRunBackwardDeviceWorkspace(
-            self._handle, ctypes.byref(p), q, k, v, o, lse, do, dq, dk, dv,
-            workspace or None, workspace_bytes if workspace else 0, stream or None))
+        if self.info["kind"] != "bwd":
+            raise FmhaError(3, "bundle '%s' is a %s kernel (kind=%s), not a backward one"
+                            % (self.path, self.info["kind"], self.info["kind"]))
+        self.check_problem(b, sq, sk)
+        tensors = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "dO": do, "dq": dq,
+                   "dk": dk, "dv": dv}
+        for name, ptr in tensors.items():
+            if not ptr:
+                raise FmhaError(1, "null pointer for %s" % name)
+        self.launch({"b": b, "sq": sq, "sk": sk}, tensors, workspace, workspace_bytes,
+                    stream)
 
     def backward(self, q, k, v, o, lse, do, dq=None, dk=None, dv=None, workspace=None,
                  stream=None):

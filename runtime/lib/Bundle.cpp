@@ -21,7 +21,6 @@ using detail::quote;
 
 namespace {
 
-constexpr std::string_view kMagic = "FMHA-BUNDLE 1\n";
 constexpr std::string_view kMagicPrefix = "FMHA-BUNDLE ";
 
 /// Every key, in the order the writer prints them.
@@ -232,25 +231,34 @@ std::string BundleMeta::validate() const {
   if (target != Target::Cpu && chip.empty())
     return std::string("target ") + toString(target) + " needs a chip";
   bool gpu = target != Target::Cpu;
-  if (abi != kAbiMemrefCifaceV1 && abi != kAbiGpuFlatV1 &&
-      abi != kAbiGpuBwdV1 && abi != kAbiGpuMergeV1 && abi != kAbiGpuAccV1)
-    return "unknown abi " + quote(abi) + " (this runtime knows " +
+  if (abi == kAbiManifest) {
+    std::string problem = manifest.validate();
+    if (!problem.empty())
+      return "manifest: " + problem;
+    if (gpu != (manifest.call == Manifest::Call::Gpu))
+      return std::string("target ") + toString(target) +
+             " needs a manifest of call " + (gpu ? "gpu" : "ciface");
+  } else if (abi != kAbiMemrefCifaceV1 && abi != kAbiGpuFlatV1 &&
+             abi != kAbiGpuBwdV1 && abi != kAbiGpuMergeV1 &&
+             abi != kAbiGpuAccV1)
+    return "unknown abi " + quote(abi) + " (version-1 bundles take " +
            kAbiMemrefCifaceV1 + ", " + kAbiGpuFlatV1 + ", " + kAbiGpuBwdV1 +
-           ", " + kAbiGpuMergeV1 + " and " + kAbiGpuAccV1 + ")";
-  if (gpu) {
-    const char *want = kind == KernelKind::Backward ? kAbiGpuBwdV1
-                       : kind == KernelKind::Merge  ? kAbiGpuMergeV1
+           ", " + kAbiGpuMergeV1 + " or " + kAbiGpuAccV1 + ")";
+  const bool v1 = abi != kAbiManifest;
+  if (v1 && gpu) {
+    const char *want = kind == KernelKind::Backward     ? kAbiGpuBwdV1
+                       : kind == KernelKind::Merge      ? kAbiGpuMergeV1
                        : kind == KernelKind::Accumulate ? kAbiGpuAccV1
-                                                    : kAbiGpuFlatV1;
+                                                        : kAbiGpuFlatV1;
     if (abi != want)
       return std::string("target ") + toString(target) + " kind " +
              toString(kind) + " needs abi " + want + ", got " + abi;
   }
-  if (!gpu && abi != kAbiMemrefCifaceV1)
+  if (v1 && !gpu && abi != kAbiMemrefCifaceV1)
     return std::string("target cpu needs abi ") + kAbiMemrefCifaceV1 +
            ", got " + abi;
   if (blockThreads < 0 || blockThreads > kMaxBlockThreads ||
-      (gpu && blockThreads == 0))
+      (v1 && gpu && blockThreads == 0))
     return "block_threads must be in 1.." + std::to_string(kMaxBlockThreads) +
            (gpu ? "" : " (or 0 for cpu)") + ", got " +
            std::to_string(blockThreads);
@@ -301,60 +309,94 @@ std::string BundleMeta::validate() const {
        scale != 0.0f || softcap != 0.0f))
     return "an accumulate kernel (kind=acc) needs hq=1, hk=1, d=1, dv=1, "
            "mask=0, scale=0 and softcap=0";
+  if (v1 && gpu && kind == KernelKind::Merge && blockThreads % 32 != 0)
+    return "gpu-merge-v1 needs block_threads a multiple of 32, got " +
+           std::to_string(blockThreads);
   return {};
 }
 
 bool serializeBundle(const BundleMeta &meta, std::string_view binary,
-                     std::string *out, std::string *err) {
-  std::string problem = meta.validate();
+                     std::string *out, std::string *err, int version) {
+  BundleMeta m = meta;
+  if (version != 1 && version != kBundleVersion) {
+    *err = "cannot write bundle version " + std::to_string(version);
+    return false;
+  }
+  if (version == kBundleVersion && m.abi != kAbiManifest) {
+    // A meta of a version-1 abi: its launch rule as a manifest.
+    std::string problem = m.validate();
+    if (!problem.empty()) {
+      *err = problem;
+      return false;
+    }
+    m.manifest = legacyManifest(m);
+    m.abi = kAbiManifest;
+  }
+  if (version == 1 && m.abi == kAbiManifest) {
+    *err = "a version-1 bundle needs a version-1 abi, got " +
+           std::string(kAbiManifest);
+    return false;
+  }
+  if (m.abi == kAbiManifest) {
+    m.blockThreads = m.manifest.maxBlockThreads();
+    m.sharedBytes = m.manifest.maxConstantShared();
+  }
+  std::string problem = m.validate();
   if (problem.empty() && binary.empty())
     problem = "the binary is empty";
   if (!problem.empty()) {
     *err = problem;
     return false;
   }
-  std::string s(kMagic);
+  std::string s = std::string(kMagicPrefix) + std::to_string(version) + "\n";
   auto put = [&](const char *key, const std::string &value) {
     s += key;
     s += '=';
     s += value;
     s += '\n';
   };
-  put("target", toString(meta.target));
-  put("chip", meta.chip);
-  put("kind", toString(meta.kind));
-  if (meta.kind == KernelKind::Backward)
-    put("deterministic", meta.deterministic ? "1" : "0");
-  put("dtype", toString(meta.dtype));
-  put("hq", std::to_string(meta.hq));
-  put("hk", std::to_string(meta.hk));
-  put("d", std::to_string(meta.d));
-  put("dv", std::to_string(meta.dv));
-  put("mask", meta.mask.str());
-  put("scale", formatFloat(meta.scale));
-  put("softcap", formatFloat(meta.softcap));
-  put("block_m", std::to_string(meta.blockM));
-  put("block_n", std::to_string(meta.blockN));
-  if (meta.target != Target::Cpu || meta.blockThreads != 0)
-    put("block_threads", std::to_string(meta.blockThreads));
-  if (meta.target != Target::Cpu || meta.sharedBytes != 0)
-    put("shared_bytes", std::to_string(meta.sharedBytes));
-  put("kernel", meta.kernel);
-  put("abi", meta.abi);
-  if (meta.indexBits != 64)
-    put("index_bits", std::to_string(meta.indexBits));
-  put("binary_format", toString(meta.binaryFormat));
+  put("target", toString(m.target));
+  put("chip", m.chip);
+  put("kind", toString(m.kind));
+  if (m.kind == KernelKind::Backward)
+    put("deterministic", m.deterministic ? "1" : "0");
+  put("dtype", toString(m.dtype));
+  put("hq", std::to_string(m.hq));
+  put("hk", std::to_string(m.hk));
+  put("d", std::to_string(m.d));
+  put("dv", std::to_string(m.dv));
+  put("mask", m.mask.str());
+  put("scale", formatFloat(m.scale));
+  put("softcap", formatFloat(m.softcap));
+  put("block_m", std::to_string(m.blockM));
+  put("block_n", std::to_string(m.blockN));
+  if (version == 1) {
+    if (m.target != Target::Cpu || m.blockThreads != 0)
+      put("block_threads", std::to_string(m.blockThreads));
+    if (m.target != Target::Cpu || m.sharedBytes != 0)
+      put("shared_bytes", std::to_string(m.sharedBytes));
+  }
+  put("kernel", m.kernel);
+  if (version == 1)
+    put("abi", m.abi);
+  if (m.indexBits != 64)
+    put("index_bits", std::to_string(m.indexBits));
+  put("binary_format", toString(m.binaryFormat));
   put("binary_size", std::to_string(binary.size()));
   s += '\n';
+  if (version == kBundleVersion) {
+    s += m.manifest.str();
+    s += '\n';
+  }
   s.append(binary.data(), binary.size());
   *out = std::move(s);
   return true;
 }
 
 bool writeBundle(const std::string &path, const BundleMeta &meta,
-                 const std::string &binary, std::string *err) {
+                 const std::string &binary, std::string *err, int version) {
   std::string bytes, problem;
-  if (!serializeBundle(meta, binary, &bytes, &problem)) {
+  if (!serializeBundle(meta, binary, &bytes, &problem, version)) {
     *err = "bundle '" + path + "': " + problem;
     return false;
   }
@@ -380,21 +422,27 @@ bool parseBundle(std::string_view bytes, const std::string &name,
     *err = detail::printable("bundle '" + name + "': " + problem);
     return false;
   };
-  if (bytes.substr(0, kMagic.size()) != kMagic) {
-    if (bytes.substr(0, kMagicPrefix.size()) == kMagicPrefix) {
-      std::string_view rest = bytes.substr(kMagicPrefix.size());
-      size_t nl = rest.find('\n');
-      return fail(
-          "unsupported bundle version " +
-          quote(rest.substr(0, nl == std::string_view::npos ? 16 : nl), 16) +
-          " (this runtime reads version 1)");
-    }
-    return fail("bad magic: not an FMHA bundle (expected 'FMHA-BUNDLE 1' "
-                "on the first line)");
-  }
+  if (bytes.substr(0, kMagicPrefix.size()) != kMagicPrefix)
+    return fail("bad magic: not an FMHA bundle (expected 'FMHA-BUNDLE " +
+                std::to_string(kBundleVersion) + "' on the first line)");
+  size_t firstNl = bytes.find('\n');
+  std::string_view versionText = bytes.substr(
+      kMagicPrefix.size(),
+      firstNl == std::string_view::npos ? 16 : firstNl - kMagicPrefix.size());
+  int version = versionText == "1" ? 1 : versionText == "2" ? 2 : 0;
+  if (!version || firstNl == std::string_view::npos)
+    return fail("unsupported bundle version " + quote(versionText, 16) +
+                " (this runtime reads versions " +
+                std::to_string(kOldestBundleVersion) + " to " +
+                std::to_string(kBundleVersion) +
+                "; recompile the bundle with this fmha-compile)");
+  // Keys only version 1 has (version 2 carries them in its manifest).
+  auto v1Only = [](std::string_view key) {
+    return key == "abi" || isGpuOnlyKey(key);
+  };
 
   std::map<std::string, std::string, std::less<>> values;
-  size_t pos = kMagic.size();
+  size_t pos = firstNl + 1;
   int lineNo = 1;
   while (true) {
     ++lineNo;
@@ -413,7 +461,7 @@ bool parseBundle(std::string_view bytes, const std::string &name,
     bool known = false;
     for (const char *k : kKeys)
       known |= key == k;
-    if (!known)
+    if (!known || (version != 1 && v1Only(key)))
       return fail("unknown key " + quote(key) + " on line " +
                   std::to_string(lineNo));
     if (!values.emplace(std::string(key), std::string(line.substr(eq + 1)))
@@ -423,7 +471,8 @@ bool parseBundle(std::string_view bytes, const std::string &name,
   // block_threads and shared_bytes may be absent for cpu only; the target is
   // checked below, once it parses.
   for (const char *k : kKeys)
-    if (!values.count(k) && !isGpuOnlyKey(k) && !isOptionalKey(k))
+    if (!values.count(k) && !isGpuOnlyKey(k) && !isOptionalKey(k) &&
+        !(version != 1 && v1Only(k)))
       return fail(std::string("missing key '") + k + "'");
 
   auto bad = [&](const char *key, const char *what) {
@@ -435,7 +484,7 @@ bool parseBundle(std::string_view bytes, const std::string &name,
     m.target = *t;
   else
     return bad("target", "expected cpu, cuda or hip");
-  if (m.target != Target::Cpu)
+  if (m.target != Target::Cpu && version == 1)
     for (const char *k : {"block_threads", "shared_bytes"})
       if (!values.count(k))
         return fail(std::string("missing key '") + k +
@@ -499,7 +548,7 @@ bool parseBundle(std::string_view bytes, const std::string &name,
   m.kernel = values["kernel"];
   if (!isIdentifier(m.kernel))
     return bad("kernel", "expected a C identifier");
-  m.abi = values["abi"];
+  m.abi = version == 1 ? values["abi"] : std::string(kAbiManifest);
   if (auto f = parseBinaryFormat(values["binary_format"]))
     m.binaryFormat = *f;
   else
@@ -520,6 +569,35 @@ bool parseBundle(std::string_view bytes, const std::string &name,
       m.deterministic = true;
     else if (it->second != "0")
       return bad("deterministic", "expected 0 or 1");
+  }
+  m.formatVersion = version;
+  if (version == 1 && m.abi == kAbiManifest)
+    return bad("abi", "a manifest needs a version-2 bundle");
+  if (version == 1) {
+    std::string problem = m.validate();
+    if (!problem.empty())
+      return fail(problem);
+    m.manifest = legacyManifest(m);
+  } else {
+    // The manifest: lines up to the next empty one.
+    size_t start = pos;
+    int firstLine = lineNo + 1;
+    while (true) {
+      size_t nl = bytes.find('\n', pos);
+      if (nl == std::string_view::npos)
+        return fail("truncated manifest: no empty line ends it");
+      ++lineNo;
+      bool empty = nl == pos;
+      pos = nl + 1;
+      if (empty)
+        break;
+    }
+    std::string manifestErr;
+    if (!Manifest::parse(bytes.substr(start, pos - 1 - start), firstLine,
+                         &m.manifest, &manifestErr))
+      return fail(manifestErr);
+    m.blockThreads = m.manifest.maxBlockThreads();
+    m.sharedBytes = m.manifest.maxConstantShared();
   }
   std::string problem = m.validate();
   if (!problem.empty())

@@ -17,12 +17,14 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 using namespace fmha::rt;
 
 struct fmhaKernel_st {
   std::unique_ptr<Kernel> kernel;
   std::string mask;
+  std::string manifest; ///< fmhaKernelGetManifest's text, made on first use
 };
 
 static_assert(
@@ -127,6 +129,47 @@ BackwardArgs toBackwardArgs(const void *q, const void *k, const void *v,
   return args;
 }
 
+/// The named arguments of a C launch, or an error status (non-zero): a
+/// null handle or array, a null or repeated name, an unknown kind, strides
+/// with a negative count.
+int toLaunchArgs(fmhaKernel kernel, const fmhaArg *args, size_t num_args,
+                 const char *fn, LaunchArgs *out) {
+  auto bad = [&](const std::string &why) {
+    return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                    (std::string(fn) + ": " + why).c_str());
+  };
+  if (!kernel || (!args && num_args))
+    return bad("null argument");
+  for (size_t i = 0; i < num_args; ++i) {
+    const fmhaArg &a = args[i];
+    const std::string where = "argument " + std::to_string(i);
+    if (!a.name)
+      return bad(where + " has no name");
+    std::string name = a.name;
+    if (out->sizes.count(name) || out->tensors.count(name))
+      return bad("argument '" + name + "' is given twice");
+    if (a.kind == FMHA_ARG_SIZE) {
+      out->size(name, a.value);
+    } else if (a.kind == FMHA_ARG_TENSOR) {
+      if (a.num_strides < 0 || a.num_strides > 64 ||
+          (a.num_strides > 0 && !a.strides))
+        return bad("argument '" + name + "' has a bad stride array (" +
+                   std::to_string(a.num_strides) + " strides)");
+      std::vector<int64_t> strides;
+      if (a.num_strides > 0)
+        strides.assign(a.strides, a.strides + a.num_strides);
+      if (!a.data)
+        return bad("null pointer for " + name);
+      out->tensor(name, a.data, std::move(strides));
+    } else {
+      return bad(where + " ('" + name + "') has kind " +
+                 std::to_string(a.kind) +
+                 " (FMHA_ARG_SIZE or FMHA_ARG_TENSOR)");
+    }
+  }
+  return FMHA_SUCCESS;
+}
+
 /// The backend of a C target value, or an error status (non-zero).
 int backendFor(int target, const char *fn, Backend **out) {
   if (target != FMHA_TARGET_CPU && target != FMHA_TARGET_CUDA &&
@@ -223,6 +266,63 @@ int fmhaKernelGetInfo(fmhaKernel kernel, fmhaKernelInfo *info) {
     info->abi = m.abi.c_str();
     info->binary_format = toString(m.binaryFormat);
     info->deterministic = m.deterministic ? 1 : 0;
+    info->bundle_version = m.formatVersion;
+    info->num_kernels = static_cast<int>(m.manifest.kernels.size());
+    return FMHA_SUCCESS;
+  });
+}
+
+int fmhaGetApiVersion(void) { return FMHA_API_VERSION; }
+
+int fmhaKernelGetManifest(fmhaKernel kernel, const char **manifest) {
+  return guarded([&] {
+    if (!kernel || !manifest)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelGetManifest: null argument");
+    if (kernel->manifest.empty())
+      kernel->manifest = kernel->kernel->meta().manifest.str();
+    *manifest = kernel->manifest.c_str();
+    return FMHA_SUCCESS;
+  });
+}
+
+int fmhaKernelLaunch(fmhaKernel kernel, const fmhaArg *args, size_t num_args,
+                     void *workspace, size_t workspace_bytes, void *stream) {
+  return guarded([&] {
+    LaunchArgs named;
+    if (int rc =
+            toLaunchArgs(kernel, args, num_args, "fmhaKernelLaunch", &named))
+      return rc;
+    return report(
+        kernel->kernel->launch(named, stream, workspace, workspace_bytes));
+  });
+}
+
+int fmhaKernelLaunchHost(fmhaKernel kernel, const fmhaArg *args,
+                         size_t num_args, void *stream) {
+  return guarded([&] {
+    LaunchArgs named;
+    if (int rc = toLaunchArgs(kernel, args, num_args, "fmhaKernelLaunchHost",
+                              &named))
+      return rc;
+    return report(kernel->kernel->launchHost(named, stream));
+  });
+}
+
+int fmhaKernelWorkspaceBytes(fmhaKernel kernel, const fmhaArg *args,
+                             size_t num_args, size_t *bytes) {
+  return guarded([&] {
+    LaunchArgs named;
+    if (!bytes)
+      return setError(FMHA_ERROR_INVALID_ARGUMENT,
+                      "fmhaKernelWorkspaceBytes: null argument");
+    if (int rc = toLaunchArgs(kernel, args, num_args,
+                              "fmhaKernelWorkspaceBytes", &named))
+      return rc;
+    Expected<size_t> need = kernel->kernel->workspaceBytes(named);
+    if (!need.ok())
+      return report(need.status());
+    *bytes = *need;
     return FMHA_SUCCESS;
   });
 }

@@ -74,55 +74,29 @@ Status check(const GpuApi &api, const ApiCall &call, ErrorCode code,
 
 class GpuBackend;
 
-/// The suffixes of a gpu-bwd-v1 module's kernels, in launch order.
-constexpr const char *kBwdStages[] = {"_prep", "_dkdv", "_dq"};
-constexpr int kNumBwdStages = 3;
+/// What the backend checks of a function loaded from a module.
+struct GpuFunction {
+  void *handle = nullptr;
+  GpuFunctionInfo info;
+};
 
-/// A loaded module: the forward's one function (abi gpu-flat-v1), or the
-/// backward's three (gpu-bwd-v1: prep, dkdv, dq).
+/// A loaded module: one function a manifest kernel, in the manifest's
+/// order.
 class GpuKernel final : public LoadedKernel {
 public:
   GpuKernel(GpuBackend &backend, const BundleMeta &meta, void *module,
-            const std::vector<void *> &functions)
-      : backend_(backend), meta_(meta), module_(module), functions_(functions) {
-  }
+            std::vector<GpuFunction> functions)
+      : backend_(backend), meta_(meta), module_(module),
+        functions_(std::move(functions)) {}
   ~GpuKernel() override;
-  Status launchForward(const Problem &p, const ForwardArgs &args,
-                       void *stream) override;
-  Status launchBackward(const Problem &p, const BackwardArgs &args,
-                        void *stream) override;
-  Status launchMerge(const MergeProblem &p, const MergeArgs &args,
-                     void *stream) override;
-  Status launchAccumulate(int64_t n, const AccumulateArgs &args,
-                          void *stream) override;
-  Expected<LaunchDims> launchDims(const Problem &p,
-                                  GpuGrid grid) const override;
+  Status checkLaunch(const PlannedLaunch &launch) const override;
+  Status launch(const LaunchPlan &plan, void *stream) override;
 
 private:
-  /// The largest grid.x the device launches with block_threads threads.
-  int64_t maxGridX() const;
-  /// A launch of `blocks` workgroups in x (merge, accumulate: grid (blocks,
-  /// 1, 1), block (block_threads, 1, 1), shared_bytes), or InvalidArgument,
-  /// "`what` needs grid.x=..., over the device's limit of ...", when blocks
-  /// is over maxGridX().
-  Expected<LaunchDims> flatLaunchDims(int64_t blocks,
-                                      const std::string &what) const;
-  /// Launches `function` (called `name` in messages) with `params`.
-  Status launch(void *function, const std::string &name, const LaunchDims &d,
-                void **params, void *stream);
-  /// The cached workspace, at least `bytes` long, for a launch on `stream`
-  /// (workspaceMutex_ held): grown, and the device waited for first, when
-  /// too small; the device waited for when last used on another stream.
-  Expected<void *> cachedWorkspace(size_t bytes, void *stream);
-
   GpuBackend &backend_;
   BundleMeta meta_;
   void *module_;
-  std::vector<void *> functions_;
-  std::mutex workspaceMutex_;
-  void *workspace_ = nullptr;
-  size_t workspaceBytes_ = 0;
-  void *workspaceStream_ = nullptr;
+  std::vector<GpuFunction> functions_;
 };
 
 class GpuTimer final : public StreamTimer {
@@ -171,6 +145,7 @@ public:
 
   Target target() const override { return api_->target(); }
   int deviceOrdinal() const override { return device_.ordinal; }
+  int64_t multiprocessors() const override { return device_.multiprocessors; }
   std::string description() const override { return device_.description; }
 
   Expected<std::unique_ptr<LoadedKernel>>
@@ -254,34 +229,30 @@ GpuBackend::load(const BundleMeta &meta, std::string_view binary,
   };
   auto failed = [&](const Status &s) { return fail(s.code(), s.message()); };
   const std::string backendName = toString(target());
-  const bool backward = meta.kind == KernelKind::Backward;
-  const char *abi = backward                           ? kAbiGpuBwdV1
-                    : meta.kind == KernelKind::Merge ? kAbiGpuMergeV1
-                    : meta.kind == KernelKind::Accumulate ? kAbiGpuAccV1
-                                                     : kAbiGpuFlatV1;
-  if (meta.target != target() || meta.abi != abi ||
+  const Manifest &manifest = meta.manifest;
+  if (meta.target != target() || manifest.call != Manifest::Call::Gpu ||
       !api_->runs(meta.binaryFormat))
     return fail(ErrorCode::BadBundle,
                 "the " + backendName + " backend runs target " + backendName +
                     ", binary_format " + api_->formats() +
-                    (meta.kind == KernelKind::Merge
-                         ? ", abi gpu-merge-v1 (kind=merge) only"
-                     : meta.kind == KernelKind::Accumulate
-                         ? ", abi gpu-acc-v1 (kind=acc) only"
-                         : ", abi gpu-flat-v1 (kind=fwd) or gpu-bwd-v1 "
-                           "(kind=bwd) only"));
-  if (meta.blockThreads > device_.maxThreads)
-    return fail(ErrorCode::LoadFailed,
-                "block_threads=" + std::to_string(meta.blockThreads) +
-                    " exceeds the device's limit of " +
-                    std::to_string(device_.maxThreads) +
-                    " threads per block (" + device_.name + ")");
-  if (meta.sharedBytes > device_.sharedLimit)
-    return fail(ErrorCode::LoadFailed,
-                "shared_bytes=" + std::to_string(meta.sharedBytes) +
-                    " exceeds the device's " + device_.sharedLimitName +
-                    " of " + std::to_string(device_.sharedLimit) +
-                    " bytes of shared memory per block (" + device_.name + ")");
+                    ", manifests of call gpu only");
+  for (const ManifestKernel &k : manifest.kernels) {
+    const int64_t threads = k.block[0] * k.block[1] * k.block[2];
+    if (threads > device_.maxThreads)
+      return fail(ErrorCode::LoadFailed,
+                  "kernel '" + k.symbol + "': " + std::to_string(threads) +
+                      " threads a block exceeds the device's limit of " +
+                      std::to_string(device_.maxThreads) +
+                      " threads per block (" + device_.name + ")");
+    std::optional<int64_t> shared = k.shared.constant();
+    if (shared && *shared > device_.sharedLimit)
+      return fail(
+          ErrorCode::LoadFailed,
+          "kernel '" + k.symbol + "': shared_bytes=" + std::to_string(*shared) +
+              " exceeds the device's " + device_.sharedLimitName + " of " +
+              std::to_string(device_.sharedLimit) +
+              " bytes of shared memory per block (" + device_.name + ")");
+  }
 
   FMHA_ENTER_API(scope, *api_);
   void *module = nullptr;
@@ -302,270 +273,142 @@ GpuBackend::load(const BundleMeta &meta, std::string_view binary,
     api_->unloadModule(module);
     return failed(s);
   };
-  // The forward's one kernel, or the backward's three; each is checked
-  // against the bundle's launch and opted in to its shared memory.
-  std::vector<std::string> names;
-  if (backward)
-    for (const char *stage : kBwdStages)
-      names.push_back(meta.kernel + stage);
-  else
-    names.push_back(meta.kernel);
-  std::vector<void *> functions;
-  for (const std::string &kernel : names) {
-    void *function = nullptr;
-    call = api_->calls.getFunction(&function, module, kernel.c_str());
+  // Each manifest kernel's function, checked against its launch and opted
+  // in to its shared memory.
+  std::string symbols;
+  for (const ManifestKernel &k : manifest.kernels)
+    symbols += (symbols.empty() ? "" : ", ") + k.symbol;
+  std::vector<GpuFunction> functions;
+  for (const ManifestKernel &k : manifest.kernels) {
+    const std::string &kernel = k.symbol;
+    GpuFunction f;
+    call = api_->calls.getFunction(&f.handle, module, kernel.c_str());
     if (!call.ok())
-      return unloadAndFail(api_->failure(
-          ErrorCode::LoadFailed, call,
-          "kernel '" + kernel + "' not found in the module" +
-              (backward ? " (abi gpu-bwd-v1 needs " + names[0] + ", " +
-                              names[1] + " and " + names[2] + ")"
-                        : std::string())));
-    GpuFunctionInfo info;
+      return unloadAndFail(
+          api_->failure(ErrorCode::LoadFailed, call,
+                        "kernel '" + kernel + "' not found in the module" +
+                            (manifest.kernels.size() > 1
+                                 ? " (the manifest names " + symbols + ")"
+                                 : std::string())));
+    GpuFunctionInfo &info = f.info;
     const auto &codes = api_->functionAttributes;
     for (auto [value, attribute] :
          {std::pair(&info.maxThreads, codes.maxThreads),
           std::pair(&info.registers, codes.registers),
           std::pair(&info.staticShared, codes.staticShared)}) {
-      call = api_->calls.functionAttribute(value, attribute, function);
+      call = api_->calls.functionAttribute(value, attribute, f.handle);
       if (!call.ok())
         return unloadAndFail(api_->failure(ErrorCode::LoadFailed, call,
                                            "kernel '" + kernel + "'"));
     }
-    if (info.maxThreads < meta.blockThreads)
+    const int64_t threads = k.block[0] * k.block[1] * k.block[2];
+    if (info.maxThreads < threads)
       return unloadAndFail(Status::error(
           ErrorCode::LoadFailed,
           "kernel '" + kernel + "' runs at most " +
               std::to_string(info.maxThreads) + " threads per block (" +
               std::to_string(info.registers) +
-              " registers per thread), the bundle's block_threads is " +
-              std::to_string(meta.blockThreads)));
-    int64_t shared = info.staticShared + meta.sharedBytes;
-    if (shared > device_.sharedLimit)
+              " registers per thread), the manifest launches it with " +
+              std::to_string(threads)));
+    // A constant amount is checked and opted in to here; an expression up
+    // to the limit (checkLaunch checks each launch).
+    std::optional<int64_t> constant = k.shared.constant();
+    const int64_t dynamic =
+        constant ? *constant : device_.sharedLimit - info.staticShared;
+    int64_t shared = info.staticShared + dynamic;
+    if (constant && shared > device_.sharedLimit)
       return unloadAndFail(Status::error(
           ErrorCode::LoadFailed,
-          (backward ? "kernel '" + kernel + "': " : std::string()) +
-              "static shared memory (" + std::to_string(info.staticShared) +
-              " bytes) plus shared_bytes=" + std::to_string(meta.sharedBytes) +
+          "kernel '" + kernel + "': static shared memory (" +
+              std::to_string(info.staticShared) +
+              " bytes) plus shared_bytes=" + std::to_string(dynamic) +
               " exceeds the device's " + device_.sharedLimitName + " of " +
               std::to_string(device_.sharedLimit) + " bytes per block"));
-    if (shared > device_.sharedWithoutOptIn) {
-      call = api_->setMaxDynamicShared(function, meta.sharedBytes);
+    if (shared > device_.sharedWithoutOptIn && dynamic > 0) {
+      call = api_->setMaxDynamicShared(f.handle, dynamic);
       if (!call.ok())
         return unloadAndFail(api_->failure(ErrorCode::LoadFailed, call,
                                            "kernel '" + kernel + "'"));
     }
-    functions.push_back(function);
+    functions.push_back(f);
   }
   return std::unique_ptr<LoadedKernel>(
-      new GpuKernel(*this, meta, module, functions));
+      new GpuKernel(*this, meta, module, std::move(functions)));
 }
 
 GpuKernel::~GpuKernel() {
   GpuApi &api = backend_.api();
   ApiScope scope(api);
-  if (workspace_ && scope.status().ok()) {
-    // A backward queued with it may still run.
-    api.calls.synchronizeDevice();
-    api.free(workspace_);
-  }
   api.unloadModule(module_);
 }
 
-int64_t GpuKernel::maxGridX() const {
+Status GpuKernel::checkLaunch(const PlannedLaunch &launch) const {
   const GpuDevice &device = backend_.device();
-  int64_t limit = device.maxGrid[0];
-  if (device.maxGridThreadsX > 0 && meta_.blockThreads > 0)
-    limit = std::min(limit, device.maxGridThreadsX / meta_.blockThreads);
-  return limit;
-}
-
-Expected<LaunchDims> GpuKernel::launchDims(const Problem &p,
-                                           GpuGrid grid) const {
-  const GpuDevice &device = backend_.device();
-  int64_t maxGrid[3] = {maxGridX(), device.maxGrid[1], device.maxGrid[2]};
-  return gpuLaunchDims(meta_, p, maxGrid, grid);
-}
-
-Expected<LaunchDims> GpuKernel::flatLaunchDims(int64_t blocks,
-                                               const std::string &what) const {
-  const int64_t limit = maxGridX();
-  if (blocks > limit)
+  const ManifestKernel &k = meta_.manifest.kernels[launch.kernel];
+  const GpuFunction &f = functions_[launch.kernel];
+  const LaunchDims &d = launch.dims;
+  int64_t limit[3] = {device.maxGrid[0], device.maxGrid[1], device.maxGrid[2]};
+  const int64_t threadsX = d.block[0];
+  if (device.maxGridThreadsX > 0 && threadsX > 0)
+    limit[0] = std::min(limit[0], device.maxGridThreadsX / threadsX);
+  const char *axis[] = {"x", "y", "z"};
+  for (int i = 0; i < 3; ++i)
+    if (d.grid[i] > limit[i] || d.grid[i] < 0)
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          "kernel '" + k.symbol + "': grid." + axis[i] + " = " +
+              (k.grid[i].constant() ? "" : k.grid[i].str() + " = ") +
+              std::to_string(d.grid[i]) + " exceeds the device limit " +
+              std::to_string(limit[i]) + "; nothing was launched");
+  const int64_t shared = f.info.staticShared + d.sharedBytes;
+  if (shared > device.sharedLimit)
     return Status::error(ErrorCode::InvalidArgument,
-                         what + " needs grid.x=" + std::to_string(blocks) +
-                             ", over the device's limit of " +
-                             std::to_string(limit));
-  LaunchDims d;
-  d.grid[0] = blocks;
-  d.block[0] = meta_.blockThreads;
-  d.sharedBytes = meta_.sharedBytes;
-  return d;
+                         "kernel '" + k.symbol + "': static shared memory (" +
+                             std::to_string(f.info.staticShared) +
+                             " bytes) plus " + std::to_string(d.sharedBytes) +
+                             " bytes of dynamic shared memory "
+                             "exceeds the device's " +
+                             device.sharedLimitName + " of " +
+                             std::to_string(device.sharedLimit) +
+                             " bytes per block; nothing was launched");
+  return Status::success();
 }
 
-Status GpuKernel::launch(void *function, const std::string &name,
-                         const LaunchDims &d, void **params, void *stream) {
-  GpuApi &api = backend_.api();
-  auto u = [](int64_t x) { return static_cast<unsigned>(x); };
-  FMHA_ENTER_API(scope, api);
-  return check(
-      api,
-      api.calls.launchKernel(function, u(d.grid[0]), u(d.grid[1]), u(d.grid[2]),
-                             u(d.block[0]), u(d.block[1]), u(d.block[2]),
-                             u(d.sharedBytes), stream, params, nullptr),
-      ErrorCode::LaunchFailed,
-      "kernel '" + name + "', grid (" + std::to_string(d.grid[0]) + "," +
-          std::to_string(d.grid[1]) + "," + std::to_string(d.grid[2]) +
-          "), block (" + std::to_string(d.block[0]) + ",1,1), shared " +
-          std::to_string(d.sharedBytes) + " bytes");
-}
-
-Expected<void *> GpuKernel::cachedWorkspace(size_t bytes, void *stream) {
-  GpuApi &api = backend_.api();
-  const bool grow = bytes > workspaceBytes_;
-  if (workspace_ && (grow || stream != workspaceStream_)) {
-    // The last backward may still use it on its stream.
-    FMHA_ENTER_API(scope, api);
-    Status s =
-        check(api, api.calls.synchronizeDevice(), ErrorCode::LaunchFailed,
-              "waiting for the device before reusing the backward "
-              "workspace");
+Status GpuKernel::launch(const LaunchPlan &plan, void *stream) {
+  for (const LaunchPlan::Range &r : plan.zero) {
+    Status s = backend_.fill(r.ptr, 0, r.bytes, stream);
     if (!s.ok())
       return s;
   }
-  if (grow) {
-    if (workspace_)
-      backend_.deallocate(workspace_);
-    workspace_ = nullptr;
-    workspaceBytes_ = 0;
-    Expected<void *> allocated = backend_.allocate(bytes);
-    if (!allocated.ok())
-      return Status::error(allocated.status().code(),
-                           allocated.message() + " (the backward workspace)");
-    workspace_ = *allocated;
-    workspaceBytes_ = bytes;
-  }
-  workspaceStream_ = stream;
-  return workspace_;
-}
-
-Status GpuKernel::launchBackward(const Problem &p, const BackwardArgs &args,
-                                 void *stream) {
-  if (functions_.size() != kNumBwdStages)
-    return Status::error(ErrorCode::InvalidArgument,
-                         "internal error: backward launch of a forward "
-                         "kernel");
-  // Every grid is checked before anything is launched.
-  Expected<LaunchDims> dims[kNumBwdStages] = {
-      launchDims(p, GpuGrid::QueryTiles), launchDims(p, GpuGrid::KeyTiles),
-      launchDims(p, GpuGrid::QueryTiles)};
-  for (const Expected<LaunchDims> &d : dims)
-    if (!d.ok())
-      return d.status();
-  std::unique_lock<std::mutex> lock(workspaceMutex_, std::defer_lock);
-  void *workspace = args.workspace;
-  if (!workspace) {
-    lock.lock();
-    Expected<void *> cached = cachedWorkspace(
-        gpuBwdV1Workspace(p, meta_.deterministic).totalBytes, stream);
-    if (!cached.ok())
-      return cached.status();
-    workspace = *cached;
-  }
-  // A caller's workspace: Kernel::runBackward checked its size.
-  uint64_t values[kGpuBwdV1NumParams];
-  packGpuBwdV1(p, args, workspace, meta_.deterministic, values);
-  void *params[kGpuBwdV1NumParams];
-  for (int i = 0; i < kGpuBwdV1NumParams; ++i)
-    params[i] = &values[i];
-  for (int stage = 0; stage < kNumBwdStages; ++stage) {
-    Status s = launch(functions_[stage], meta_.kernel + kBwdStages[stage],
-                      *dims[stage], params, stream);
+  GpuApi &api = backend_.api();
+  auto u = [](int64_t x) { return static_cast<unsigned>(x); };
+  for (const PlannedLaunch &launch : plan.launches) {
+    const LaunchDims &d = launch.dims;
+    if (d.grid[0] == 0 || d.grid[1] == 0 || d.grid[2] == 0)
+      continue; // An empty grid does nothing.
+    std::vector<uint64_t> values = launch.params;
+    std::vector<void *> params(values.size());
+    for (size_t i = 0; i < values.size(); ++i)
+      params[i] = &values[i];
+    const std::string &name = meta_.manifest.kernels[launch.kernel].symbol;
+    FMHA_ENTER_API(scope, api);
+    Status s = check(
+        api,
+        api.calls.launchKernel(functions_[launch.kernel].handle, u(d.grid[0]),
+                               u(d.grid[1]), u(d.grid[2]), u(d.block[0]),
+                               u(d.block[1]), u(d.block[2]), u(d.sharedBytes),
+                               stream, params.empty() ? nullptr : params.data(),
+                               nullptr),
+        ErrorCode::LaunchFailed,
+        "kernel '" + name + "', grid (" + std::to_string(d.grid[0]) + "," +
+            std::to_string(d.grid[1]) + "," + std::to_string(d.grid[2]) +
+            "), block (" + std::to_string(d.block[0]) + "," +
+            std::to_string(d.block[1]) + "," + std::to_string(d.block[2]) +
+            "), shared " + std::to_string(d.sharedBytes) + " bytes");
     if (!s.ok())
       return s;
   }
   return Status::success();
-}
-
-Status GpuKernel::launchForward(const Problem &p, const ForwardArgs &args,
-                                void *stream) {
-  Expected<LaunchDims> dims = launchDims(p, GpuGrid::QueryTiles);
-  if (!dims.ok())
-    return dims.status();
-  if (!args.lse)
-    return Status::error(ErrorCode::InvalidArgument,
-                         "null pointer for lse (gpu-flat-v1 needs one)");
-  uint64_t values[kGpuFlatV1NumParams];
-  packGpuFlatV1(p, args, values);
-  void *params[kGpuFlatV1NumParams];
-  for (int i = 0; i < kGpuFlatV1NumParams; ++i)
-    params[i] = &values[i];
-  return launch(functions_[0], meta_.kernel, *dims, params, stream);
-}
-
-/// gpu-merge-v1 (Runtime.h): 31 parameters, 32 threads a row.
-constexpr int kGpuMergeV1NumParams = 31;
-constexpr int64_t kGpuMergeLanesPerRow = 32;
-
-Status GpuKernel::launchMerge(const MergeProblem &p, const MergeArgs &args,
-                              void *stream) {
-  const int64_t rowsPerBlock = meta_.blockThreads / kGpuMergeLanesPerRow;
-  if (rowsPerBlock <= 0 || meta_.blockThreads % kGpuMergeLanesPerRow != 0)
-    return Status::error(ErrorCode::BadBundle,
-                         "gpu-merge-v1 needs block_threads a multiple of 32, "
-                         "the bundle has " +
-                             std::to_string(meta_.blockThreads));
-  const int64_t rows = p.lseElements();
-  Expected<LaunchDims> d =
-      flatLaunchDims((rows + rowsPerBlock - 1) / rowsPerBlock,
-                     "merge of " + std::to_string(rows) + " rows");
-  if (!d.ok())
-    return d.status();
-  uint64_t values[kGpuMergeV1NumParams];
-  const void *buffers[6] = {args.o1, args.lse1, args.o2,
-                            args.lse2, args.o, args.lse};
-  for (int i = 0; i < 6; ++i) {
-    uint64_t ptr = reinterpret_cast<uintptr_t>(buffers[i]);
-    values[5 * i + 0] = ptr; // allocated
-    values[5 * i + 1] = ptr; // aligned
-    values[5 * i + 2] = 0;   // offset
-    values[5 * i + 3] =
-        static_cast<uint64_t>(i % 2 == 0 ? p.oElements() : rows); // size
-    values[5 * i + 4] = 1;                                         // stride
-  }
-  values[30] = static_cast<uint64_t>(rows);
-  void *params[kGpuMergeV1NumParams];
-  for (int i = 0; i < kGpuMergeV1NumParams; ++i)
-    params[i] = &values[i];
-  return launch(functions_[0], meta_.kernel, *d, params, stream);
-}
-
-/// gpu-acc-v1 (Runtime.h): 11 parameters, 4 elements a thread.
-constexpr int kGpuAccV1NumParams = 11;
-constexpr int64_t kGpuAccPerThread = 4;
-
-Status GpuKernel::launchAccumulate(int64_t n, const AccumulateArgs &args,
-                                   void *stream) {
-  const int64_t perBlock = meta_.blockThreads * kGpuAccPerThread;
-  Expected<LaunchDims> d =
-      flatLaunchDims((n + perBlock - 1) / perBlock,
-                     "accumulate of " + std::to_string(n) + " elements");
-  if (!d.ok())
-    return d.status();
-  uint64_t values[kGpuAccV1NumParams];
-  const void *buffers[2] = {args.x, args.acc};
-  for (int i = 0; i < 2; ++i) {
-    uint64_t ptr = reinterpret_cast<uintptr_t>(buffers[i]);
-    values[5 * i + 0] = ptr;                     // allocated
-    values[5 * i + 1] = ptr;                     // aligned
-    values[5 * i + 2] = 0;                       // offset
-    values[5 * i + 3] = static_cast<uint64_t>(n); // size
-    values[5 * i + 4] = 1;                       // stride
-  }
-  values[10] = static_cast<uint64_t>(n);
-  void *params[kGpuAccV1NumParams];
-  for (int i = 0; i < kGpuAccV1NumParams; ++i)
-    params[i] = &values[i];
-  return launch(functions_[0], meta_.kernel, *d, params, stream);
 }
 
 std::string dlMessage() {

@@ -46,8 +46,9 @@ struct GpuDevice {
   std::string name; ///< "NVIDIA H200", "AMD Instinct MI300X"
   /// "sm_90"; empty when the API does not tell (messages use the name).
   std::string arch;
-  std::string description; ///< Backend::description()
-  int maxThreads = 0;      ///< threads per block
+  std::string description;     ///< Backend::description()
+  int maxThreads = 0;          ///< threads per block
+  int64_t multiprocessors = 1; ///< SMs (CUDA), compute units (HIP)
   int64_t maxGrid[3] = {0, 0, 0};
   /// The largest grid.x * block.x (HIP's dispatch packet counts work-items
   /// in 32 bits); 0 when only maxGrid bounds the grid.

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <mutex>
 #include <new>
+#include <thread>
 
 #ifndef FMHA_VERSION_STRING
 #define FMHA_VERSION_STRING "unknown"
@@ -122,110 +123,6 @@ double backwardFlops(const Problem &p, const MaskSpec &mask) {
 }
 
 //===----------------------------------------------------------------------===//
-// GPU launches
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// One tensor passed as a flattened 1-d memref descriptor.
-struct FlatTensor {
-  const void *ptr;
-  int64_t elements;
-};
-
-/// The descriptors of `tensors` (allocated = aligned = ptr, offset 0, size
-/// = elements, stride 1), then B, Sq, Sk: the parameters of both GPU ABIs.
-template <size_t N, size_t M>
-void packFlat(const Problem &p, const FlatTensor (&tensors)[N],
-              uint64_t (&values)[M]) {
-  static_assert(M == 5 * N + 3, "five values a descriptor, then B, Sq, Sk");
-  size_t i = 0;
-  for (const FlatTensor &t : tensors) {
-    uint64_t address = reinterpret_cast<uintptr_t>(t.ptr);
-    values[i++] = address;                           // allocated
-    values[i++] = address;                           // aligned
-    values[i++] = 0;                                 // offset
-    values[i++] = static_cast<uint64_t>(t.elements); // size
-    values[i++] = 1;                                 // stride
-  }
-  values[i++] = static_cast<uint64_t>(p.b);
-  values[i++] = static_cast<uint64_t>(p.sq);
-  values[i++] = static_cast<uint64_t>(p.sk);
-}
-
-} // namespace
-
-void packGpuFlatV1(const Problem &p, const ForwardArgs &args,
-                   uint64_t (&values)[kGpuFlatV1NumParams]) {
-  const FlatTensor tensors[] = {{args.q, p.qElements()},
-                                {args.k, p.kElements()},
-                                {args.v, p.vElements()},
-                                {args.o, p.oElements()},
-                                {args.lse, p.lseElements()}};
-  packFlat(p, tensors, values);
-}
-
-GpuBwdWorkspace gpuBwdV1Workspace(const Problem &p, bool deterministic) {
-  GpuBwdWorkspace w;
-  w.dsumBytes = static_cast<size_t>(p.lseElements()) * sizeof(float);
-  w.totalBytes = w.dsumBytes;
-  if (!deterministic) {
-    w.dqaccOffset = (w.dsumBytes + 255) / 256 * 256;
-    w.dqaccBytes = static_cast<size_t>(p.qElements()) * sizeof(float);
-    w.totalBytes = w.dqaccOffset + w.dqaccBytes;
-  }
-  return w;
-}
-
-void packGpuBwdV1(const Problem &p, const BackwardArgs &args, void *workspace,
-                  bool deterministic, uint64_t (&values)[kGpuBwdV1NumParams]) {
-  GpuBwdWorkspace w = gpuBwdV1Workspace(p, deterministic);
-  char *base = static_cast<char *>(workspace);
-  const FlatTensor tensors[] = {{args.q, p.qElements()},
-                                {args.k, p.kElements()},
-                                {args.v, p.vElements()},
-                                {args.o, p.oElements()},
-                                {args.dO, p.oElements()},
-                                {args.lse, p.lseElements()},
-                                {args.dq, p.qElements()},
-                                {args.dk, p.kElements()},
-                                {args.dv, p.vElements()},
-                                {base, p.lseElements()},
-                                {deterministic ? nullptr : base + w.dqaccOffset,
-                                 deterministic ? 0 : p.qElements()}};
-  packFlat(p, tensors, values);
-}
-
-Expected<LaunchDims> gpuLaunchDims(const BundleMeta &meta, const Problem &p,
-                                   const int64_t (&maxGrid)[3], GpuGrid grid) {
-  const bool keys = grid == GpuGrid::KeyTiles;
-  const int64_t tile = keys ? meta.blockN : meta.blockM;
-  if (tile <= 0 || meta.blockThreads <= 0)
-    return Status::error(ErrorCode::InvalidArgument,
-                         std::string("the bundle states no GPU launch (") +
-                             (keys ? "block_n" : "block_m") +
-                             " and block_threads must be positive)");
-  const int64_t rows = keys ? p.sk : p.sq;
-  LaunchDims dims;
-  dims.grid[0] = rows / tile + (rows % tile != 0);
-  dims.grid[1] = keys ? p.hk : p.hq;
-  dims.grid[2] = p.b;
-  dims.block[0] = meta.blockThreads;
-  dims.sharedBytes = meta.sharedBytes;
-  const char *const what[] = {keys ? "x = ceil(Sk / block_n)"
-                                   : "x = ceil(Sq / block_m)",
-                              keys ? "y = Hk" : "y = Hq", "z = B"};
-  for (int d = 0; d < 3; ++d)
-    if (dims.grid[d] > maxGrid[d])
-      return Status::error(
-          ErrorCode::InvalidArgument,
-          std::string("grid ") + what[d] + " = " +
-              std::to_string(dims.grid[d]) + " exceeds the device limit " +
-              std::to_string(maxGrid[d]) + "; nothing was launched");
-  return dims;
-}
-
-//===----------------------------------------------------------------------===//
 // Backends
 //===----------------------------------------------------------------------===//
 
@@ -233,27 +130,13 @@ LoadedKernel::~LoadedKernel() = default;
 Backend::~Backend() = default;
 StreamTimer::~StreamTimer() = default;
 
-Status LoadedKernel::launchBackward(const Problem &, const BackwardArgs &,
-                                    void *) {
-  return Status::error(ErrorCode::InvalidArgument,
-                       "backward not supported by this backend");
+Status LoadedKernel::checkLaunch(const PlannedLaunch &) const {
+  return Status::success();
 }
 
-Status LoadedKernel::launchMerge(const MergeProblem &, const MergeArgs &,
-                                 void *) {
-  return Status::error(ErrorCode::InvalidArgument,
-                       "merge not supported by this backend");
-}
-
-Status LoadedKernel::launchAccumulate(int64_t, const AccumulateArgs &,
-                                      void *) {
-  return Status::error(ErrorCode::InvalidArgument,
-                       "accumulate not supported by this backend");
-}
-
-Expected<LaunchDims> LoadedKernel::launchDims(const Problem &, GpuGrid) const {
-  return Status::error(ErrorCode::InvalidArgument,
-                       "a host kernel has no GPU launch");
+int64_t Backend::multiprocessors() const {
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? n : 1;
 }
 
 namespace {
@@ -350,8 +233,6 @@ void DeviceBuffer::reset() {
 // Kernel
 //===----------------------------------------------------------------------===//
 
-Kernel::~Kernel() = default;
-
 Expected<std::unique_ptr<Kernel>> Kernel::loadFile(const std::string &path) {
   std::string bytes, problem;
   if (!detail::readFile(path, &bytes, &problem))
@@ -382,29 +263,6 @@ Expected<std::unique_ptr<Kernel>> Kernel::loadBytes(std::string_view bytes,
   return kernel;
 }
 
-namespace {
-
-/// With 32-bit kernel indices (index_bits=32), every buffer's element count
-/// must stay below kMaxIndex32Elements; `counts` are (buffer, elements).
-Status checkIndexRange(const BundleMeta &meta, const std::string &bundle,
-                       std::initializer_list<std::pair<const char *, int64_t>>
-                           counts) {
-  if (meta.indexBits != 32)
-    return Status::success();
-  for (const auto &[buffer, elements] : counts)
-    if (elements > kMaxIndex32Elements)
-      return Status::error(
-          ErrorCode::InvalidArgument,
-          std::string("problem too large for bundle '") + bundle +
-              "' (index_bits=32): " + buffer + " has " +
-              std::to_string(elements) + " elements, more than " +
-              std::to_string(kMaxIndex32Elements) +
-              "; compile it with --index-bits=64; nothing was launched");
-  return Status::success();
-}
-
-} // namespace
-
 Status Kernel::checkProblem(const Problem &p) const {
   Status valid = p.validate();
   if (!valid.ok())
@@ -423,104 +281,76 @@ Status Kernel::checkProblem(const Problem &p) const {
                                std::to_string(f.problem) +
                                " does not match bundle " + f.name + "=" +
                                std::to_string(f.bundle));
-  // Validated above: these products fit 64 bits.
-  return checkIndexRange(meta_, name_,
-                         {{"q", p.b * p.hq * p.sq * p.d},
-                          {"k", p.b * p.hk * p.sk * p.d},
-                          {"v", p.b * p.hk * p.sk * p.dv},
-                          {"o", p.b * p.hq * p.sq * p.dv}});
+  // The operands' spans (index_bits=32) as the launch would bind them.
+  Expected<size_t> bound = workspaceBytes(sizesOf(p));
+  return bound.ok() ? Status::success() : bound.status();
 }
 
-Expected<LaunchDims> Kernel::launchDims(const Problem &p, GpuGrid grid) const {
-  return loaded_->launchDims(p, grid);
+LaunchArgs Kernel::sizesOf(const Problem &p) {
+  LaunchArgs args;
+  args.size("b", p.b).size("sq", p.sq).size("sk", p.sk);
+  return args;
 }
 
 Expected<size_t> Kernel::backwardWorkspaceBytes(const Problem &p) const {
   Status check = checkRun(KernelKind::Backward, p);
   if (!check.ok())
     return check;
-  if (meta_.abi != kAbiGpuBwdV1)
-    return size_t(0);
-  return gpuBwdV1Workspace(p, meta_.deterministic).totalBytes;
+  return workspaceBytes(sizesOf(p));
 }
 
 namespace {
-
-/// One tensor of a run over host memory on a GPU backend: `in` is copied to
-/// the device before the launch, the device buffer is copied to `out` (when
-/// not null) after it.
-struct HostTensor {
-  const void *in;
-  void *out;
-  size_t bytes;
-};
-
-/// Allocates a device buffer per tensor, copies the inputs in, calls
-/// `launch` with the device pointers (in the order of `tensors`), waits
-/// for `stream` and copies the outputs back.
-template <size_t N, typename Launch>
-Status runStaged(Backend &backend, void *stream, const HostTensor (&tensors)[N],
-                 Launch launch) {
-  DeviceBuffer buffers[N];
-  void *device[N];
-  for (size_t i = 0; i < N; ++i) {
-    Expected<DeviceBuffer> buf =
-        DeviceBuffer::allocate(backend, tensors[i].bytes);
-    if (!buf.ok())
-      return buf.status();
-    buffers[i] = buf.take();
-    device[i] = buffers[i].get();
-    if (tensors[i].in) {
-      Status copied =
-          backend.copyToDevice(device[i], tensors[i].in, tensors[i].bytes);
-      if (!copied.ok())
-        return copied;
-    }
-  }
-  Status launched = launch(device);
-  if (!launched.ok())
-    return launched;
-  Status synced = backend.synchronize(stream);
-  if (!synced.ok())
-    return synced;
-  for (size_t i = 0; i < N; ++i) {
-    if (!tensors[i].out)
-      continue;
-    Status copied =
-        backend.copyToHost(tensors[i].out, device[i], tensors[i].bytes);
-    if (!copied.ok())
-      return copied;
-  }
-  return Status::success();
-}
 
 Status nullPointer(const char *name) {
   return Status::error(ErrorCode::InvalidArgument,
                        std::string("null pointer for ") + name);
 }
 
-Status checkForwardPointers(const ForwardArgs &args) {
-  if (!args.q)
-    return nullPointer("q");
-  if (!args.k)
-    return nullPointer("k");
-  if (!args.v)
-    return nullPointer("v");
-  if (!args.o)
-    return nullPointer("o");
-  return Status::success();
-}
+struct Named {
+  const char *name;
+  const void *ptr;
+};
 
-Status checkBackwardPointers(const BackwardArgs &args) {
-  struct Named {
-    const char *name;
-    const void *ptr;
-  } pointers[] = {{"q", args.q},   {"k", args.k},     {"v", args.v},
-                  {"o", args.o},   {"lse", args.lse}, {"dO", args.dO},
-                  {"dq", args.dq}, {"dk", args.dk},   {"dv", args.dv}};
+/// The first null pointer of `pointers` as an error, else success.
+template <size_t N> Status checkPointers(const Named (&pointers)[N]) {
   for (const Named &n : pointers)
     if (!n.ptr)
       return nullPointer(n.name);
+  return Status::success();
+}
+
+/// `args` with every pointer of `tensors` bound under its name (null ones
+/// left out: the optional operands).
+template <size_t N>
+LaunchArgs withTensors(LaunchArgs args, const Named (&tensors)[N]) {
+  for (const Named &n : tensors)
+    if (n.ptr)
+      args.tensor(n.name, n.ptr);
+  return args;
+}
+
+/// Forward: q, k, v, o; lse may be null (scratch).
+Status forwardArgs(const ForwardArgs &a, const LaunchArgs &sizes,
+                   LaunchArgs *out) {
+  const Named required[] = {{"q", a.q}, {"k", a.k}, {"v", a.v}, {"o", a.o}};
+  Status s = checkPointers(required);
+  if (!s.ok())
+    return s;
+  const Named all[] = {
+      {"q", a.q}, {"k", a.k}, {"v", a.v}, {"o", a.o}, {"lse", a.lse}};
+  *out = withTensors(sizes, all);
+  return Status::success();
+}
+
+Status backwardArgs(const BackwardArgs &a, const LaunchArgs &sizes,
+                    LaunchArgs *out) {
+  const Named all[] = {{"q", a.q},   {"k", a.k},     {"v", a.v},
+                       {"o", a.o},   {"lse", a.lse}, {"dO", a.dO},
+                       {"dq", a.dq}, {"dk", a.dk},   {"dv", a.dv}};
+  Status s = checkPointers(all);
+  if (!s.ok())
+    return s;
+  *out = withTensors(sizes, all);
   return Status::success();
 }
 
@@ -568,121 +398,49 @@ Status Kernel::checkKind(KernelKind kind) const {
 Status Kernel::run(const Problem &p, const ForwardArgs &args,
                    void *stream) const {
   Status check = checkRun(KernelKind::Forward, p);
-  if (!check.ok())
-    return check;
-  Status pointers = checkForwardPointers(args);
-  if (!pointers.ok())
-    return pointers;
-  if (args.lse)
-    return loaded_->launchForward(p, args, stream);
-  Expected<DeviceBuffer> scratch = DeviceBuffer::allocate(
-      *backend_, static_cast<size_t>(p.lseElements()) * sizeof(float));
-  if (!scratch.ok())
-    return scratch.status();
-  ForwardArgs withLse = args;
-  withLse.lse = static_cast<float *>(scratch->get());
-  Status launched = loaded_->launchForward(p, withLse, stream);
-  if (!launched.ok())
-    return launched;
-  // The scratch buffer is freed on return: wait for the kernel first.
-  return backend_->synchronize(stream);
+  LaunchArgs named;
+  if (check.ok())
+    check = forwardArgs(args, sizesOf(p), &named);
+  return check.ok() ? launch(named, stream) : check;
 }
 
 Status Kernel::runHost(const Problem &p, const ForwardArgs &hostArgs,
                        void *stream) const {
-  if (backend_->target() == Target::Cpu)
-    return run(p, hostArgs, stream);
   Status check = checkRun(KernelKind::Forward, p);
-  if (!check.ok())
-    return check;
-  Status pointers = checkForwardPointers(hostArgs);
-  if (!pointers.ok())
-    return pointers;
-  size_t elem = dtypeSize(meta_.dtype);
-  auto bytes = [&](int64_t elements, size_t size) {
-    return static_cast<size_t>(elements) * size;
-  };
-  const HostTensor tensors[] = {
-      {hostArgs.q, nullptr, bytes(p.qElements(), elem)},
-      {hostArgs.k, nullptr, bytes(p.kElements(), elem)},
-      {hostArgs.v, nullptr, bytes(p.vElements(), elem)},
-      {nullptr, hostArgs.o, bytes(p.oElements(), elem)},
-      {nullptr, hostArgs.lse, bytes(p.lseElements(), sizeof(float))}};
-  return runStaged(*backend_, stream, tensors, [&](void *const *device) {
-    ForwardArgs deviceArgs;
-    deviceArgs.q = device[0];
-    deviceArgs.k = device[1];
-    deviceArgs.v = device[2];
-    deviceArgs.o = device[3];
-    deviceArgs.lse = static_cast<float *>(device[4]);
-    return loaded_->launchForward(p, deviceArgs, stream);
-  });
+  LaunchArgs named;
+  if (check.ok())
+    check = forwardArgs(hostArgs, sizesOf(p), &named);
+  return check.ok() ? launchHost(named, stream) : check;
 }
 
 Status Kernel::runBackward(const Problem &p, const BackwardArgs &args,
                            void *stream) const {
   Status check = checkRun(KernelKind::Backward, p);
-  if (!check.ok())
-    return check;
-  Status pointers = checkBackwardPointers(args);
-  if (!pointers.ok())
-    return pointers;
-  if (args.workspace && meta_.abi == kAbiGpuBwdV1) {
-    size_t need = gpuBwdV1Workspace(p, meta_.deterministic).totalBytes;
-    if (args.workspaceBytes < need)
-      return Status::error(
-          ErrorCode::InvalidArgument,
-          "backward workspace of " + std::to_string(args.workspaceBytes) +
-              " bytes is too small: B=" + std::to_string(p.b) +
-              " Sq=" + std::to_string(p.sq) + " needs " + std::to_string(need) +
-              " bytes (backwardWorkspaceBytes; C API: "
-              "fmhaKernelBackwardWorkspaceBytes); nothing was launched");
-    if (reinterpret_cast<uintptr_t>(args.workspace) % 256 != 0)
-      return Status::error(ErrorCode::InvalidArgument,
-                           "backward workspace must be 256-byte aligned; "
-                           "nothing was launched");
-  }
-  return loaded_->launchBackward(p, args, stream);
+  LaunchArgs named;
+  if (check.ok())
+    check = backwardArgs(args, sizesOf(p), &named);
+  return check.ok() ? launch(named, stream, args.workspace, args.workspaceBytes)
+                    : check;
 }
 
 Status Kernel::runBackwardHost(const Problem &p, const BackwardArgs &hostArgs,
                                void *stream) const {
-  if (backend_->target() == Target::Cpu)
-    return runBackward(p, hostArgs, stream);
   Status check = checkRun(KernelKind::Backward, p);
-  if (!check.ok())
-    return check;
-  Status pointers = checkBackwardPointers(hostArgs);
-  if (!pointers.ok())
-    return pointers;
-  size_t elem = dtypeSize(meta_.dtype);
-  auto bytes = [&](int64_t elements, size_t size) {
-    return static_cast<size_t>(elements) * size;
-  };
-  const HostTensor tensors[] = {
-      {hostArgs.q, nullptr, bytes(p.qElements(), elem)},
-      {hostArgs.k, nullptr, bytes(p.kElements(), elem)},
-      {hostArgs.v, nullptr, bytes(p.vElements(), elem)},
-      {hostArgs.o, nullptr, bytes(p.oElements(), elem)},
-      {hostArgs.lse, nullptr, bytes(p.lseElements(), sizeof(float))},
-      {hostArgs.dO, nullptr, bytes(p.oElements(), elem)},
-      {nullptr, hostArgs.dq, bytes(p.qElements(), elem)},
-      {nullptr, hostArgs.dk, bytes(p.kElements(), elem)},
-      {nullptr, hostArgs.dv, bytes(p.vElements(), elem)}};
-  return runStaged(*backend_, stream, tensors, [&](void *const *device) {
-    BackwardArgs deviceArgs;
-    deviceArgs.q = device[0];
-    deviceArgs.k = device[1];
-    deviceArgs.v = device[2];
-    deviceArgs.o = device[3];
-    deviceArgs.lse = static_cast<const float *>(device[4]);
-    deviceArgs.dO = device[5];
-    deviceArgs.dq = device[6];
-    deviceArgs.dk = device[7];
-    deviceArgs.dv = device[8];
-    return loaded_->launchBackward(p, deviceArgs, stream);
-  });
+  LaunchArgs named;
+  if (check.ok())
+    check = backwardArgs(hostArgs, sizesOf(p), &named);
+  return check.ok() ? launchHost(named, stream) : check;
 }
+
+namespace {
+
+LaunchArgs mergeSizes(const MergeProblem &p) {
+  LaunchArgs args;
+  args.size("b", p.b).size("s", p.s);
+  return args;
+}
+
+} // namespace
 
 Status Kernel::checkMergeProblem(const MergeProblem &p) const {
   Status valid = p.validate();
@@ -698,7 +456,8 @@ Status Kernel::checkMergeProblem(const MergeProblem &p) const {
         ErrorCode::ProblemMismatch,
         "merge problem Dv=" + std::to_string(p.dv) +
             " does not match bundle Dv=" + std::to_string(meta_.dv));
-  return checkIndexRange(meta_, name_, {{"o", p.b * p.h * p.s * p.dv}});
+  Expected<size_t> bound = workspaceBytes(mergeSizes(p));
+  return bound.ok() ? Status::success() : bound.status();
 }
 
 Status Kernel::runMerge(const MergeProblem &p, const MergeArgs &args,
@@ -709,15 +468,13 @@ Status Kernel::runMerge(const MergeProblem &p, const MergeArgs &args,
   Status check = checkMergeProblem(p);
   if (!check.ok())
     return check;
-  struct Named {
-    const char *name;
-    const void *ptr;
-  } pointers[] = {{"o1", args.o1},     {"lse1", args.lse1}, {"o2", args.o2},
-                  {"lse2", args.lse2}, {"o", args.o},       {"lse", args.lse}};
-  for (const Named &n : pointers)
-    if (!n.ptr)
-      return nullPointer(n.name);
-  return loaded_->launchMerge(p, args, stream);
+  const Named all[] = {{"o1", args.o1}, {"lse1", args.lse1},
+                       {"o2", args.o2}, {"lse2", args.lse2},
+                       {"o", args.o},   {"lse", args.lse}};
+  Status pointers = checkPointers(all);
+  if (!pointers.ok())
+    return pointers;
+  return launch(withTensors(mergeSizes(p), all), stream);
 }
 
 Status Kernel::runAccumulate(int64_t n, const AccumulateArgs &args,
@@ -733,15 +490,18 @@ Status Kernel::runAccumulate(int64_t n, const AccumulateArgs &args,
     return Status::error(ErrorCode::InvalidArgument,
                          "accumulate: n=" + std::to_string(n) +
                              " is too large");
-  if (Status range = checkIndexRange(meta_, name_, {{"x", n}}); !range.ok())
-    return range;
-  if (!args.x)
-    return nullPointer("x");
-  if (!args.acc)
-    return nullPointer("acc");
+  LaunchArgs sizes;
+  sizes.size("n", n);
+  Expected<size_t> bound = workspaceBytes(sizes);
+  if (!bound.ok())
+    return bound.status();
+  const Named all[] = {{"x", args.x}, {"acc", args.acc}};
+  Status pointers = checkPointers(all);
+  if (!pointers.ok())
+    return pointers;
   if (n == 0)
     return Status::success();
-  return loaded_->launchAccumulate(n, args, stream);
+  return launch(withTensors(sizes, all), stream);
 }
 
 } // namespace fmha::rt

@@ -3,6 +3,12 @@
 // Part of the FMHA project.
 //
 //===----------------------------------------------------------------------===//
+//
+// The header keys of a bundle, through the version-1 format (the header
+// without a manifest, which this runtime still reads). The version-2 format
+// and its manifest: ManifestTest.cpp.
+//
+//===----------------------------------------------------------------------===//
 
 #include "fmha/Runtime/Bundle.h"
 
@@ -46,7 +52,7 @@ const std::string kBinary = std::string("\x7f"
 
 std::string sampleBytes() {
   std::string bytes, err;
-  EXPECT_TRUE(serializeBundle(sampleMeta(), kBinary, &bytes, &err)) << err;
+  EXPECT_TRUE(serializeBundle(sampleMeta(), kBinary, &bytes, &err, 1)) << err;
   return bytes;
 }
 
@@ -96,7 +102,7 @@ TEST(Bundle, FileRoundTrip) {
   TempDir dir;
   std::string path = dir.file("a.fmha"), err;
   BundleMeta in = sampleMeta();
-  ASSERT_TRUE(writeBundle(path, in, kBinary, &err)) << err;
+  ASSERT_TRUE(writeBundle(path, in, kBinary, &err, 1)) << err;
   BundleMeta out;
   std::string binary;
   ASSERT_TRUE(readBundle(path, &out, &binary, &err)) << err;
@@ -124,7 +130,7 @@ TEST(Bundle, FileRoundTrip) {
 TEST(Bundle, CpuWithEmptyChipAndDefaultScale) {
   BundleMeta m = fmha::test::testMeta("k", DType::F32, 4, 4, 64, 64, "t");
   std::string bytes, err;
-  ASSERT_TRUE(serializeBundle(m, kBinary, &bytes, &err)) << err;
+  ASSERT_TRUE(serializeBundle(m, kBinary, &bytes, &err, 1)) << err;
   EXPECT_NE(bytes.find("\nchip=\n"), std::string::npos);
   EXPECT_NE(bytes.find("\nscale=0\n"), std::string::npos);
   BundleMeta out;
@@ -137,14 +143,19 @@ TEST(Bundle, CpuWithEmptyChipAndDefaultScale) {
 TEST(Bundle, StructuralErrors) {
   std::string bytes = sampleBytes();
   EXPECT_EQ(parseError(""), "bundle 'x.fmha': bad magic: not an FMHA bundle "
-                            "(expected 'FMHA-BUNDLE 1' on the first line)");
+                            "(expected 'FMHA-BUNDLE 2' on the first line)");
   EXPECT_EQ(parseError("\x7f"
                        "ELF..."),
             "bundle 'x.fmha': bad magic: not an FMHA bundle (expected "
-            "'FMHA-BUNDLE 1' on the first line)");
-  EXPECT_EQ(parseError("FMHA-BUNDLE 2\n" + bytes.substr(14)),
-            "bundle 'x.fmha': unsupported bundle version '2' (this runtime "
-            "reads version 1)");
+            "'FMHA-BUNDLE 2' on the first line)");
+  EXPECT_EQ(parseError("FMHA-BUNDLE 3\n" + bytes.substr(14)),
+            "bundle 'x.fmha': unsupported bundle version '3' (this runtime "
+            "reads versions 1 to 2; recompile the bundle with this "
+            "fmha-compile)");
+  EXPECT_EQ(parseError("FMHA-BUNDLE 0\n" + bytes.substr(14)),
+            "bundle 'x.fmha': unsupported bundle version '0' (this runtime "
+            "reads versions 1 to 2; recompile the bundle with this "
+            "fmha-compile)");
   EXPECT_EQ(parseError(bytes.substr(0, 30)),
             "bundle 'x.fmha': truncated header: no empty line ends it");
   size_t headerEnd = bytes.find("\n\n") + 2;
@@ -190,7 +201,7 @@ TEST(Bundle, EveryMissingKey) {
 TEST(Bundle, CpuLaunchKeysAreOptional) {
   BundleMeta m = fmha::test::testMeta("k", DType::F32, 4, 4, 64, 64, "t");
   std::string bytes, err;
-  ASSERT_TRUE(serializeBundle(m, kBinary, &bytes, &err)) << err;
+  ASSERT_TRUE(serializeBundle(m, kBinary, &bytes, &err, 1)) << err;
   EXPECT_EQ(bytes.find("block_threads"), std::string::npos);
   EXPECT_EQ(bytes.find("shared_bytes"), std::string::npos);
   BundleMeta out;
@@ -205,7 +216,7 @@ TEST(Bundle, CpuLaunchKeysAreOptional) {
                          bytes.substr(at);
   ASSERT_TRUE(parseBundle(withKeys, "m", &out, &bin, &err)) << err;
   EXPECT_EQ(out.sharedBytes, 16);
-  ASSERT_TRUE(serializeBundle(out, kBinary, &bytes, &err)) << err;
+  ASSERT_TRUE(serializeBundle(out, kBinary, &bytes, &err, 1)) << err;
   EXPECT_NE(bytes.find("\nshared_bytes=16\n"), std::string::npos);
   EXPECT_EQ(bytes.find("block_threads"), std::string::npos);
   std::string bad =
@@ -230,7 +241,7 @@ TEST(Bundle, DeterministicKey) {
   for (bool det : {false, true}) {
     bwd.deterministic = det;
     std::string bytes;
-    ASSERT_TRUE(serializeBundle(bwd, kBinary, &bytes, &err)) << err;
+    ASSERT_TRUE(serializeBundle(bwd, kBinary, &bytes, &err, 1)) << err;
     std::string line = std::string("\nkind=bwd\ndeterministic=") +
                        (det ? "1" : "0") + "\ndtype=";
     EXPECT_NE(bytes.find(line), std::string::npos) << bytes;
@@ -241,7 +252,7 @@ TEST(Bundle, DeterministicKey) {
   // A bwd bundle without the key (an older writer) parses as 0.
   std::string bytes;
   bwd.deterministic = true;
-  ASSERT_TRUE(serializeBundle(bwd, kBinary, &bytes, &err)) << err;
+  ASSERT_TRUE(serializeBundle(bwd, kBinary, &bytes, &err, 1)) << err;
   const std::string detLine = "deterministic=1\n";
   size_t at = bytes.find(detLine);
   ASSERT_NE(at, std::string::npos);
@@ -272,7 +283,7 @@ TEST(Bundle, DeterministicKey) {
   bad.deterministic = true;
   EXPECT_EQ(bad.validate(), "deterministic=1 is only valid for a backward "
                             "kernel (kind=bwd), got kind=fwd");
-  EXPECT_FALSE(serializeBundle(bad, kBinary, &bytes, &err));
+  EXPECT_FALSE(serializeBundle(bad, kBinary, &bytes, &err, 1));
 }
 
 TEST(Bundle, IndexBitsKey) {
@@ -284,9 +295,10 @@ TEST(Bundle, IndexBitsKey) {
   EXPECT_EQ(m.indexBits, 64);
   BundleMeta narrow = sampleMeta();
   narrow.indexBits = 32;
-  ASSERT_TRUE(serializeBundle(narrow, kBinary, &bytes, &err)) << err;
-  EXPECT_NE(bytes.find("\nabi=" + narrow.abi + "\nindex_bits=32\nbinary_format="),
-            std::string::npos)
+  ASSERT_TRUE(serializeBundle(narrow, kBinary, &bytes, &err, 1)) << err;
+  EXPECT_NE(
+      bytes.find("\nabi=" + narrow.abi + "\nindex_bits=32\nbinary_format="),
+      std::string::npos)
       << bytes;
   ASSERT_TRUE(parseBundle(bytes, "x", &m, &bin, &err)) << err;
   EXPECT_EQ(m.indexBits, 32);
@@ -296,8 +308,8 @@ TEST(Bundle, IndexBitsKey) {
   ASSERT_NE(at, std::string::npos);
   std::string before = bytes.substr(0, at);
   std::string after = bytes.substr(at + line.size());
-  ASSERT_TRUE(parseBundle(before + "index_bits=64\n" + after, "x", &m, &bin,
-                          &err))
+  ASSERT_TRUE(
+      parseBundle(before + "index_bits=64\n" + after, "x", &m, &bin, &err))
       << err;
   EXPECT_EQ(m.indexBits, 64);
   for (const char *value : {"16", "0", "", "32 ", "x"})
@@ -315,7 +327,7 @@ TEST(Bundle, IndexBitsKey) {
   cpu.indexBits = 32;
   EXPECT_EQ(cpu.validate(),
             "index_bits=32 is only valid for a GPU target, got target=cpu");
-  EXPECT_FALSE(serializeBundle(cpu, kBinary, &bytes, &err));
+  EXPECT_FALSE(serializeBundle(cpu, kBinary, &bytes, &err, 1));
   BundleMeta odd = sampleMeta();
   odd.indexBits = 48;
   EXPECT_EQ(odd.validate(), "index_bits must be 32 or 64, got 48");
@@ -342,8 +354,11 @@ TEST(Bundle, GpuLaunchKeysAndAbi) {
       {"abi", "abi=memref-ciface-v1",
        "target cuda kind fwd needs abi gpu-flat-v1, got memref-ciface-v1"},
       {"abi", "abi=gpu-flat-v2",
-       "unknown abi 'gpu-flat-v2' (this runtime knows memref-ciface-v1, "
-       "gpu-flat-v1, gpu-bwd-v1, gpu-merge-v1 and gpu-acc-v1)"},
+       "unknown abi 'gpu-flat-v2' (version-1 bundles take memref-ciface-v1, "
+       "gpu-flat-v1, gpu-bwd-v1, gpu-merge-v1 or gpu-acc-v1)"},
+      {"abi", "abi=manifest",
+       "bad value for 'abi': 'manifest' (a manifest needs a version-2 "
+       "bundle)"},
   };
   for (const Case &c : cases)
     EXPECT_EQ(parseError(withLine(c.key, c.line)),
@@ -382,7 +397,7 @@ TEST(Bundle, HipNeedsHsacoAndGpuFlatV1) {
       fmha::test::fakeGpuMeta(Target::Hip, DType::F16, 8, 2, 128, 128, "b");
   m.sharedBytes = 32768;
   std::string bytes, err, binary;
-  ASSERT_TRUE(serializeBundle(m, kBinary, &bytes, &err)) << err;
+  ASSERT_TRUE(serializeBundle(m, kBinary, &bytes, &err, 1)) << err;
   BundleMeta out;
   ASSERT_TRUE(parseBundle(bytes, "h.fmha", &out, &binary, &err)) << err;
   EXPECT_EQ(out.target, Target::Hip);
@@ -465,8 +480,12 @@ TEST(Bundle, BadValues) {
       {"kernel", "kernel=9lives",
        "bad value for 'kernel': '9lives' (expected a C identifier)"},
       {"abi", "abi=memref-ciface-v2",
-       "unknown abi 'memref-ciface-v2' (this runtime knows memref-ciface-v1, "
-       "gpu-flat-v1, gpu-bwd-v1, gpu-merge-v1 and gpu-acc-v1)"},
+       "unknown abi 'memref-ciface-v2' (version-1 bundles take "
+       "memref-ciface-v1, "
+       "gpu-flat-v1, gpu-bwd-v1, gpu-merge-v1 or gpu-acc-v1)"},
+      {"abi", "abi=manifest",
+       "bad value for 'abi': 'manifest' (a manifest needs a version-2 "
+       "bundle)"},
       {"binary_format", "binary_format=elf",
        "bad value for 'binary_format': 'elf' (expected elf-so, cubin, ptx or "
        "hsaco)"},
@@ -493,19 +512,19 @@ TEST(Bundle, WriterRejectsInvalidMeta) {
   std::string err;
   BundleMeta m = sampleMeta();
   m.hk = 3;
-  EXPECT_FALSE(writeBundle(dir.file("a.fmha"), m, kBinary, &err));
+  EXPECT_FALSE(writeBundle(dir.file("a.fmha"), m, kBinary, &err, 1));
   EXPECT_EQ(err, "bundle '" + dir.file("a.fmha") +
                      "': hq (32) must be a multiple of hk (3)");
   m = sampleMeta();
-  EXPECT_FALSE(writeBundle(dir.file("b.fmha"), m, "", &err));
+  EXPECT_FALSE(writeBundle(dir.file("b.fmha"), m, "", &err, 1));
   EXPECT_EQ(err, "bundle '" + dir.file("b.fmha") + "': the binary is empty");
   m.target = Target::Cpu;
   m.abi = kAbiMemrefCifaceV1;
-  EXPECT_FALSE(writeBundle(dir.file("c.fmha"), m, kBinary, &err));
+  EXPECT_FALSE(writeBundle(dir.file("c.fmha"), m, kBinary, &err, 1));
   EXPECT_EQ(err, "bundle '" + dir.file("c.fmha") +
                      "': target cpu needs binary_format elf-so, got cubin");
   EXPECT_FALSE(
-      writeBundle("/nonexistent/dir/a.fmha", sampleMeta(), kBinary, &err));
+      writeBundle("/nonexistent/dir/a.fmha", sampleMeta(), kBinary, &err, 1));
   EXPECT_EQ(err, "bundle '/nonexistent/dir/a.fmha': cannot create file: No "
                  "such file or directory");
   BundleMeta out;

@@ -127,80 +127,79 @@ TEST(CudaDriver, InitFailures) {
         "FMHA_CUDA_DEVICE='gpu0' is not a device number"}});
 }
 
-TEST(GpuFlatV1, ParameterLayout) {
-  Problem p;
-  p.b = 2;
-  p.hq = 8;
-  p.hk = 2;
-  p.sq = 100;
-  p.sk = 300;
-  p.d = 64;
-  p.dv = 32;
-  ForwardArgs a;
-  a.q = reinterpret_cast<const void *>(uintptr_t(0x1000));
-  a.k = reinterpret_cast<const void *>(uintptr_t(0x2000));
-  a.v = reinterpret_cast<const void *>(uintptr_t(0x3000));
-  a.o = reinterpret_cast<void *>(uintptr_t(0x4000));
-  a.lse = reinterpret_cast<float *>(uintptr_t(0x5000));
-  uint64_t v[kGpuFlatV1NumParams];
-  packGpuFlatV1(p, a, v);
-  const uint64_t want[28] = {0x1000, 0x1000, 0,  2 * 8 * 100 * 64, 1, // q
-                             0x2000, 0x2000, 0,  2 * 2 * 300 * 64, 1, // k
-                             0x3000, 0x3000, 0,  2 * 2 * 300 * 32, 1, // v
-                             0x4000, 0x4000, 0,  2 * 8 * 100 * 32, 1, // o
-                             0x5000, 0x5000, 0,  2 * 8 * 100,      1, // lse
-                             2,      100,    300}; // B, Sq, Sk
-  for (int i = 0; i < 28; ++i)
-    EXPECT_EQ(v[i], want[i]) << "parameter " << i;
+/// The plan of `meta`'s manifest (the legacyManifest of its version-1 abi)
+/// for `args`, with the operands at the addresses `args` gives.
+LaunchPlan planFor(const BundleMeta &meta, const LaunchArgs &args) {
+  Manifest manifest = legacyManifest(meta);
+  LaunchBinding binding;
+  std::string err;
+  EXPECT_TRUE(
+      bindLaunch(manifest, args, 132, meta.indexBits, true, &binding, &err))
+      << err;
+  std::vector<const void *> addresses;
+  for (const ManifestOperand &o : manifest.operands)
+    addresses.push_back(args.tensors.at(o.name).data);
+  LaunchPlan plan;
+  EXPECT_TRUE(planLaunch(manifest, binding, addresses, nullptr, &plan, &err))
+      << err;
+  return plan;
 }
 
-TEST(GpuFlatV1, GridRuleAndLimits) {
+const void *at(uintptr_t address) {
+  return reinterpret_cast<const void *>(address);
+}
+
+TEST(GpuFlatV1, ParameterLayout) {
+  BundleMeta m = fakeCudaMeta(DType::F16, 8, 2, 64, 32);
+  for (int64_t bits : {64, 32}) {
+    m.indexBits = bits;
+    LaunchArgs args;
+    args.size("b", 2).size("sq", 100).size("sk", 300);
+    args.tensor("q", at(0x1000)).tensor("k", at(0x2000));
+    args.tensor("v", at(0x3000)).tensor("o", at(0x4000));
+    args.tensor("lse", at(0x5000));
+    LaunchPlan plan = planFor(m, args);
+    ASSERT_EQ(plan.launches.size(), 1u);
+    const std::vector<uint64_t> want = {
+        0x1000, 0x1000, 0,  2 * 8 * 100 * 64, 1, // q
+        0x2000, 0x2000, 0,  2 * 2 * 300 * 64, 1, // k
+        0x3000, 0x3000, 0,  2 * 2 * 300 * 32, 1, // v
+        0x4000, 0x4000, 0,  2 * 8 * 100 * 32, 1, // o
+        0x5000, 0x5000, 0,  2 * 8 * 100,      1, // lse
+        2,      100,    300};                    // B, Sq, Sk
+    EXPECT_EQ(plan.launches[0].params, want);
+    // The manifest says which are 32 bits wide: the kernel's index type.
+    const Manifest manifest = legacyManifest(m);
+    EXPECT_EQ(manifest.kernels[0].params[2].type,
+              bits == 32 ? ManifestParam::Type::I32 : ManifestParam::Type::I64);
+    EXPECT_EQ(manifest.kernels[0].params[0].type, ManifestParam::Type::Ptr);
+  }
+}
+
+TEST(GpuFlatV1, GridRule) {
   BundleMeta m = fakeCudaMeta(DType::F16, 8, 8, 64, 64);
   m.blockM = 64;
   m.blockThreads = 256;
   m.sharedBytes = 65536;
-  Problem p;
-  p.b = 3;
-  p.hq = 8;
-  p.hk = 8;
-  p.sq = 129;
-  p.sk = 10;
-  p.d = p.dv = 64;
-  Expected<LaunchDims> d = gpuLaunchDims(m, p);
-  ASSERT_TRUE(d.ok()) << d.message();
-  EXPECT_EQ(d->grid[0], 3); // ceil(129 / 64)
-  EXPECT_EQ(d->grid[1], 8);
-  EXPECT_EQ(d->grid[2], 3);
-  EXPECT_EQ(d->block[0], 256);
-  EXPECT_EQ(d->block[1], 1);
-  EXPECT_EQ(d->block[2], 1);
-  EXPECT_EQ(d->sharedBytes, 65536);
-  p.sq = 128;
-  EXPECT_EQ(gpuLaunchDims(m, p)->grid[0], 2);
-  p.sq = 1;
-  EXPECT_EQ(gpuLaunchDims(m, p)->grid[0], 1);
-
-  p.hq = p.hk = 65536;
-  d = gpuLaunchDims(m, p);
-  ASSERT_FALSE(d.ok());
-  EXPECT_EQ(d.message(), "grid y = Hq = 65536 exceeds the device limit "
-                         "65535; nothing was launched");
-  p.hq = p.hk = 65535;
-  EXPECT_TRUE(gpuLaunchDims(m, p).ok());
-  p.b = 65536;
-  EXPECT_EQ(gpuLaunchDims(m, p).message(),
-            "grid z = B = 65536 exceeds the device limit 65535; nothing was "
-            "launched");
-  p.b = 1;
-  p.sq = int64_t(64) * 2147483648LL;
-  EXPECT_EQ(gpuLaunchDims(m, p).message(),
-            "grid x = ceil(Sq / block_m) = 2147483648 exceeds the device "
-            "limit 2147483647; nothing was launched");
-  p.sq = 4;
-  BundleMeta cpu = fmha::test::testMeta("k", DType::F32, 8, 8, 64, 64);
-  EXPECT_EQ(gpuLaunchDims(cpu, p).message(),
-            "the bundle states no GPU launch (block_m and block_threads must "
-            "be positive)");
+  auto dims = [&](int64_t b, int64_t sq) {
+    LaunchArgs args;
+    args.size("b", b).size("sq", sq).size("sk", 10);
+    for (const char *name : {"q", "k", "v", "o", "lse"})
+      args.tensor(name, at(0x1000));
+    LaunchPlan plan = planFor(m, args);
+    EXPECT_EQ(plan.launches.size(), 1u);
+    return plan.launches.empty() ? LaunchDims() : plan.launches[0].dims;
+  };
+  LaunchDims d = dims(3, 129);
+  EXPECT_EQ(d.grid[0], 3); // ceil(129 / 64)
+  EXPECT_EQ(d.grid[1], 8);
+  EXPECT_EQ(d.grid[2], 3);
+  EXPECT_EQ(d.block[0], 256);
+  EXPECT_EQ(d.block[1], 1);
+  EXPECT_EQ(d.block[2], 1);
+  EXPECT_EQ(d.sharedBytes, 65536);
+  EXPECT_EQ(dims(1, 128).grid[0], 2);
+  EXPECT_EQ(dims(1, 1).grid[0], 1);
 }
 
 } // namespace

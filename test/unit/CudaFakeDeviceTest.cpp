@@ -53,19 +53,21 @@ FakeTarget gTarget = {
      "FAKE-CUDA-MODULE (this fake runs fake modules only)",
      "bundle 'g.fmha': cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND "
      "(named symbol not found); kernel 'other_kernel' not found in the module",
-     "bundle 'fake.fmha': shared_bytes=232449 exceeds the device's opt-in "
+     "bundle 'fake.fmha': kernel 'fmha_fwd': shared_bytes=232449 exceeds the "
+     "device's opt-in "
      "limit of 232448 bytes of shared memory per block (FMHA fake GPU)",
-     "bundle 'fake.fmha': static shared memory (40000 bytes) plus "
+     "bundle 'fake.fmha': kernel 'fmha_fwd': static shared memory (40000 "
+     "bytes) plus "
      "shared_bytes=200000 exceeds the device's opt-in limit of 232448 bytes "
      "per block",
      "bundle 'fake.fmha': kernel 'fmha_fwd' runs at most 64 threads per block "
-     "(96 registers per thread), the bundle's block_threads is 128",
+     "(96 registers per thread), the manifest launches it with 128",
      "bundle 'fake.fmha': cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND "
      "(named symbol not found); kernel 'fmha_bwd_dkdv' not found in the "
-     "module (abi gpu-bwd-v1 needs fmha_bwd_prep, fmha_bwd_dkdv and "
+     "module (the manifest names fmha_bwd_prep, fmha_bwd_dkdv, "
      "fmha_bwd_dq)",
      "bundle 'w.fmha': the cuda backend runs target cuda, binary_format cubin "
-     "or ptx, abi gpu-flat-v1 (kind=fwd) or gpu-bwd-v1 (kind=bwd) only"},
+     "or ptx, manifests of call gpu only"},
     {{"cuLaunchKernel=701",
       "cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many "
       "resources requested for launch); kernel 'fmha_fwd', grid (2,2,1), "

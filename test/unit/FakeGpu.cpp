@@ -157,7 +157,7 @@ bool parseModule(const char *image, Module *m, std::string *why) {
   m->perturb = m->keys["flaw"] == "perturb";
   m->kind = m->keys.count("kind") ? m->keys["kind"] : "fwd";
   if (m->kind != "fwd" && m->kind != "bwd" && m->kind != "merge" &&
-      m->kind != "acc") {
+      m->kind != "acc" && m->kind != "probe") {
     *why = "unknown kind '" + m->kind + "'";
     return false;
   }
@@ -583,6 +583,38 @@ int setMaxDynamicShared(Module *m, int value) {
   return kSuccess;
 }
 
+/// A kind=probe module knows no ABI: it logs its launch and its `params=N`
+/// 8-byte parameters, and stores the sum of parameters 1..N-1 (int64) at
+/// parameter 0, a device pointer into a live allocation of 8 bytes or more.
+int launchProbe(const Module &m, const LaunchShape &l, void **params,
+                int device) {
+  const int64_t n = std::strtoll(m.keys.at("params").c_str(), nullptr, 10);
+  std::string values;
+  int64_t sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = 0;
+    std::memcpy(&v, params[i], 8);
+    values += (i ? "," : "") + std::to_string(v);
+    if (i > 0)
+      sum += v;
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "probe kernel=%s grid=%u,%u,%u block=%u,%u,%u shared=%u "
+                "device=%d params=",
+                m.kernel.c_str(), l.gx, l.gy, l.gz, l.bx, l.by, l.bz, l.shared,
+                device);
+  logLine(buf + values);
+  int64_t first = 0;
+  std::memcpy(&first, params[0], 8);
+  void *out = reinterpret_cast<void *>(static_cast<uintptr_t>(first));
+  const Allocation *a = findAllocation(out, 8);
+  if (!a || a->device != device)
+    return reject("probe: parameter 0 is not a device pointer to 8 bytes");
+  std::memcpy(out, &sum, 8);
+  return kSuccess;
+}
+
 int launch(Module *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
            unsigned by, unsigned bz, unsigned shared, void **params,
            void **extra) {
@@ -607,6 +639,8 @@ int launch(Module *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
   if (m.kind == "acc")
     return launchAccumulate(m, {gx, gy, gz, bx, by, bz, shared}, params,
                             device);
+  if (m.kind == "probe")
+    return launchProbe(m, {gx, gy, gz, bx, by, bz, shared}, params, device);
   int64_t v[28];
   rt::ReferenceConfig cfg;
   if (int r = readParams(m, params, v, &cfg))

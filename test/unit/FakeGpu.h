@@ -28,7 +28,13 @@
 //   kernel=NAME dtype=f16|bf16|f32 hq= hk= d= dv= mask=SPEC scale=X
 //   softcap=X block_m= block_threads= shared_bytes=   (required)
 //   static_shared=N max_threads=N flaw=perturb         (optional)
-//   kind=fwd|bwd|merge|acc block_n=N deterministic=0|1 omit=STAGE
+//   kind=fwd|bwd|merge|acc|probe block_n=N deterministic=0|1 omit=STAGE
+//   params=N                                           (kind=probe)
+//
+// kind=probe knows no ABI (for manifests of parameters no runtime code
+// names): a launch logs "probe kernel=NAME grid=... params=V0,V1,..." with
+// its N 8-byte parameters and stores the sum of parameters 1..N-1 (int64)
+// at the device address parameter 0 holds.
 //
 // A launch checks what the bundle's ABI and its grid rule (Bundle.h,
 // Runtime.h) say: for kind=fwd (gpu-flat-v1) 28 parameters, allocated ==

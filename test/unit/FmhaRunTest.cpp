@@ -411,15 +411,15 @@ TEST_P(FmhaRunGpu, ValidateBenchSaveLoad) {
     EXPECT_TRUE(
         contains(r.output, std::string("(") + GetParam().description + ","))
         << r.output;
-    EXPECT_TRUE(contains(r.output, "launch grid=(")) << r.output;
+    EXPECT_TRUE(contains(r.output, "launch fmha_fwd grid=(")) << r.output;
     EXPECT_TRUE(contains(r.output, "\nPASS")) << r.output;
   }
   CommandResult r = runFake(cases[0].bundle + " " + cases[0].args);
   BundleMeta m = fmha::test::fakeGpuMeta(GetParam().target, DType::BF16, 8, 2,
                                          32, 32, "b");
-  EXPECT_TRUE(contains(r.output, "launch grid=(3,8,2) block=(" +
+  EXPECT_TRUE(contains(r.output, "launch fmha_fwd grid=(3,8,2) block=(" +
                                      std::to_string(m.blockThreads) +
-                                     ",1,1) shared_bytes=0 abi=gpu-flat-v1\n"))
+                                     ",1,1) shared_bytes=0\n"))
       << r.output;
 
   r = runFake(cases[0].bundle + " -b 1 --sq 20 --sk 20 --bench --iters 6 "
@@ -468,8 +468,9 @@ TEST_P(FmhaRunGpu, FailuresThroughTheLibrary) {
   std::string wide = gpuBundle(DType::F16, 2, 2, 1, 1);
   r = runFake(wide + " -b 70000 --sq 1 --sk 1");
   EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_EQ(r.output, "fmha-run: error: grid z = B = 70000 exceeds the "
-                      "device limit 65535; nothing was launched\n");
+  EXPECT_EQ(r.output, "fmha-run: error: kernel 'fmha_fwd': grid.z = b = "
+                      "70000 exceeds the device limit 65535; nothing was "
+                      "launched\n");
 
   // A launch error.
   std::string ok = gpuBundle(DType::F16, 2, 2, 8, 8);
@@ -509,13 +510,14 @@ TEST_P(FmhaRunGpu, Backward) {
   // The launch lines: prep and dq per q tile, dkdv per kv tile (block_n
   // 32), the workspace: dsum (2*8*33 floats = 2112 bytes), dqacc at 2304.
   CommandResult r = runFake(cases[0].bundle + " " + cases[0].args);
+  const std::string block =
+      " block=(" + std::to_string(m.blockThreads) + ",1,1) shared_bytes=0\n";
   EXPECT_TRUE(contains(
-      r.output, "launch grid=(3,8,2) block=(" + std::to_string(m.blockThreads) +
-                    ",1,1) shared_bytes=0 abi=gpu-bwd-v1\n"
-                    "launch dkdv grid=(2,2,2), prep and dq "
-                    "on the grid above; workspace " +
+      r.output, "launch fmha_bwd_prep grid=(3,8,2)" + block +
+                    "launch fmha_bwd_dkdv grid=(2,2,2)" + block +
+                    "launch fmha_bwd_dq grid=(3,8,2)" + block + "workspace " +
                     std::to_string(2304 + 2 * 8 * 33 * 32 * 4) +
-                    " bytes (dsum, dqacc; atomic dq)\n"))
+                    " bytes (dsum, dqacc)\n"))
       << r.output;
 
   // --grad-check: the finite differences of the forward agree.
@@ -567,8 +569,8 @@ TEST_P(FmhaRunGpu, BackwardFailures) {
   r = runFake(missing + " -b 1 --sq 4 --sk 4 --validate");
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "kernel 'fmha_bwd_dq' not found in the "
-                                 "module (abi gpu-bwd-v1 needs fmha_bwd_prep, "
-                                 "fmha_bwd_dkdv and fmha_bwd_dq)"))
+                                 "module (the manifest names fmha_bwd_prep, "
+                                 "fmha_bwd_dkdv, fmha_bwd_dq)"))
       << r.output;
 
   // The workspace does not fit in the device's memory: exit 2, no crash.

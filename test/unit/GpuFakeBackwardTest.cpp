@@ -222,10 +222,12 @@ TEST(GpuFakeBackward, RunsThreeKernelsInOrder) {
     clearLog();
     expectRunsDevice(**k, m, p, data, dev);
     EXPECT_EQ(launches(), bwdLaunches(m, p)) << readLog();
-    Expected<LaunchDims> keys = (*k)->launchDims(p, GpuGrid::KeyTiles);
-    ASSERT_TRUE(keys.ok()) << keys.message();
-    EXPECT_EQ(keys->grid[0], (c.sk + 31) / 32);
-    EXPECT_EQ(keys->grid[1], c.hk);
+    Expected<LaunchPlan> plan = (*k)->plan(Kernel::sizesOf(p));
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    ASSERT_EQ(plan->launches.size(), 3u);
+    const LaunchDims &keys = plan->launches[1].dims; // dkdv
+    EXPECT_EQ(keys.grid[0], (c.sk + 31) / 32);
+    EXPECT_EQ(keys.grid[1], c.hk);
 
     // Host buffers: the runtime copies.
     std::vector<uint16_t> hq(p.qElements(), 0xFFFF), hk(p.kElements(), 0xFFFF),
@@ -245,14 +247,9 @@ TEST(GpuFakeBackward, Workspace) {
     ASSERT_TRUE(k.ok()) << k.message();
     // B*Hq*Sq = 2*4*9 = 72 rows: dsum 288 bytes, dqacc at 512.
     Problem p = makeProblem(m, 2, 9, 30);
-    GpuBwdWorkspace w = gpuBwdV1Workspace(p, deterministic);
-    EXPECT_EQ(w.dsumBytes, 288u);
-    EXPECT_EQ(w.dqaccOffset, deterministic ? 0u : 512u);
-    EXPECT_EQ(w.dqaccBytes, deterministic ? 0u : 72u * 16 * 4);
-    EXPECT_EQ(w.totalBytes, deterministic ? 288u : 512u + 72 * 16 * 4);
     Expected<size_t> bytes = (*k)->backwardWorkspaceBytes(p);
     ASSERT_TRUE(bytes.ok()) << bytes.message();
-    EXPECT_EQ(*bytes, w.totalBytes);
+    EXPECT_EQ(*bytes, deterministic ? 288u : 512u + 72 * 16 * 4);
 
     BwdData data = makeBwdData(m, p, 9);
     DeviceBwd dev((*k)->backend(), p, data);
@@ -269,15 +266,15 @@ TEST(GpuFakeBackward, Workspace) {
     Status s = (*k)->runBackward(p, dev.args);
     EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
     EXPECT_EQ(s.message(),
-              "backward workspace of " + std::to_string(*bytes - 1) +
-                  " bytes is too small: B=2 Sq=9 needs " +
+              "workspace of " + std::to_string(*bytes - 1) +
+                  " bytes is too small: this launch needs " +
                   std::to_string(*bytes) +
-                  " bytes (backwardWorkspaceBytes; C API: "
-                  "fmhaKernelBackwardWorkspaceBytes); nothing was launched");
+                  " bytes (workspaceBytes; C API: fmhaKernelWorkspaceBytes); "
+                  "nothing was launched");
     dev.args.workspace = static_cast<char *>(ws) + 16;
     dev.args.workspaceBytes = *bytes;
     s = (*k)->runBackward(p, dev.args);
-    EXPECT_EQ(s.message(), "backward workspace must be 256-byte aligned; "
+    EXPECT_EQ(s.message(), "the workspace must be 256-byte aligned; "
                            "nothing was launched");
     EXPECT_TRUE(launches().empty()) << readLog();
 
@@ -303,9 +300,9 @@ TEST(GpuFakeBackward, Errors) {
     ASSERT_FALSE(k.ok());
     EXPECT_EQ(k.status().code(), ErrorCode::LoadFailed);
     EXPECT_TRUE(contains(k.message(), std::string("kernel 'fmha_bwd_") + stage +
-                                          "' not found in the module (abi "
-                                          "gpu-bwd-v1 needs fmha_bwd_prep, "
-                                          "fmha_bwd_dkdv and fmha_bwd_dq)"))
+                                          "' not found in the module (the "
+                                          "manifest names fmha_bwd_prep, "
+                                          "fmha_bwd_dkdv, fmha_bwd_dq)"))
         << k.message();
   }
   // A forward module in a backward bundle: none of the three is there.
@@ -340,16 +337,18 @@ TEST(GpuFakeBackward, Errors) {
   BackwardArgs a = data.hostArgs(dq, dk, dv);
   Problem wide = makeProblem(m, 65536, 1, 1);
   s = (*k)->runBackward(wide, a);
-  EXPECT_EQ(s.message(), "grid z = B = 65536 exceeds the device limit "
-                         "65535; nothing was launched");
+  EXPECT_EQ(s.message(), "kernel 'fmha_bwd_prep': grid.z = b = 65536 "
+                         "exceeds the device limit 65535; nothing was "
+                         "launched");
   EXPECT_TRUE(launches().empty()) << readLog();
-  int64_t maxGrid[3] = {4, 65535, 65535};
+  // Each kernel has its own grid: dkdv tiles the keys.
   Problem keys = makeProblem(m, 1, 64, 129);
-  EXPECT_TRUE(gpuLaunchDims(m, keys, maxGrid).ok());
-  Expected<LaunchDims> d = gpuLaunchDims(m, keys, maxGrid, GpuGrid::KeyTiles);
-  ASSERT_FALSE(d.ok());
-  EXPECT_EQ(d.message(), "grid x = ceil(Sk / block_n) = 5 exceeds the device "
-                         "limit 4; nothing was launched");
+  Expected<LaunchPlan> plan = (*k)->plan(Kernel::sizesOf(keys));
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  ASSERT_EQ(plan->launches.size(), 3u);
+  EXPECT_EQ(plan->launches[0].dims.grid[0], 4); // ceil(64 / block_m 16)
+  EXPECT_EQ(plan->launches[1].dims.grid[0], 5); // ceil(129 / block_n 32)
+  EXPECT_EQ(plan->launches[2].dims.grid[0], 4);
 
   // A failing launch names its kernel.
   const std::string failVar = fakeTarget().envPrefix + "_FAIL";
@@ -378,7 +377,8 @@ TEST(GpuFakeBackward, CApi) {
   ASSERT_EQ(fmhaKernelGetInfo(kernel, &info), FMHA_SUCCESS);
   EXPECT_EQ(info.kind, FMHA_KIND_BWD);
   EXPECT_EQ(info.deterministic, 1);
-  EXPECT_STREQ(info.abi, "gpu-bwd-v1");
+  EXPECT_STREQ(info.abi, "manifest");
+  EXPECT_EQ(info.num_kernels, 3);
   Problem p = makeProblem(m, 2, 21, 21);
   fmhaProblem cp = {p.b, p.hq, p.hk, p.sq, p.sk, p.d, p.dv};
   size_t need = 0;

@@ -84,10 +84,11 @@ TEST(GpuFake, RunDeviceBuffersAndHostBuffers) {
                   static_cast<long long>(c.hq), static_cast<long long>(c.b),
                   static_cast<long long>(m.blockThreads));
     EXPECT_TRUE(contains(readLog(), grid)) << readLog();
-    Expected<LaunchDims> dims = (*k)->launchDims(p);
-    ASSERT_TRUE(dims.ok()) << dims.message();
-    EXPECT_EQ(dims->grid[0], (c.sq + 15) / 16);
-    EXPECT_EQ(dims->block[0], m.blockThreads);
+    Expected<LaunchPlan> plan = (*k)->plan(Kernel::sizesOf(p));
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    ASSERT_EQ(plan->launches.size(), 1u);
+    EXPECT_EQ(plan->launches[0].dims.grid[0], (c.sq + 15) / 16);
+    EXPECT_EQ(plan->launches[0].dims.block[0], m.blockThreads);
 
     // lse may be null: the runtime gives the kernel scratch space.
     std::fill(oh.begin(), oh.end(), 0xFFFF);
@@ -175,9 +176,9 @@ TEST(GpuFake, GridLimitsLaunchNothing) {
   Status s = (*k)->runHost(p, h);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
-  EXPECT_EQ(s.message(), "grid y = Hq = 65536 exceeds the device limit "
-                         "65535; nothing was launched");
-  EXPECT_EQ((*k)->launchDims(p).message(), s.message());
+  EXPECT_EQ(s.message(), "kernel 'fmha_fwd': grid.y = 65536 exceeds the "
+                         "device limit 65535; nothing was launched");
+  EXPECT_EQ((*k)->plan(Kernel::sizesOf(p)).message(), s.message());
   EXPECT_FALSE(contains(readLog(), "launch")) << readLog();
 
   m = fakeMeta(DType::BF16, 1, 1, 1, 1);
@@ -185,8 +186,8 @@ TEST(GpuFake, GridLimitsLaunchNothing) {
   ASSERT_TRUE(k.ok()) << k.message();
   p = makeProblem(m, 65536, 1, 1);
   s = (*k)->runHost(p, h);
-  EXPECT_EQ(s.message(), "grid z = B = 65536 exceeds the device limit "
-                         "65535; nothing was launched");
+  EXPECT_EQ(s.message(), "kernel 'fmha_fwd': grid.z = b = 65536 exceeds "
+                         "the device limit 65535; nothing was launched");
   EXPECT_FALSE(contains(readLog(), "launch")) << readLog();
 }
 
@@ -296,7 +297,9 @@ TEST(GpuFake, CApiDevicePointers) {
   EXPECT_EQ(info.target, target);
   EXPECT_EQ(info.block_threads, m.blockThreads);
   EXPECT_EQ(info.shared_bytes, 0);
-  EXPECT_STREQ(info.abi, "gpu-flat-v1");
+  EXPECT_STREQ(info.abi, "manifest");
+  EXPECT_EQ(info.bundle_version, 2);
+  EXPECT_EQ(info.num_kernels, 1);
   EXPECT_STREQ(info.binary_format, toString(m.binaryFormat));
   int device = -2;
   ASSERT_EQ(fmhaKernelGetDevice(kernel, &device), FMHA_SUCCESS);
@@ -356,8 +359,9 @@ TEST(GpuFake, CApiDevicePointers) {
   EXPECT_EQ(fmhaKernelRunForwardDevice(kernel, &cp, d[0], d[1], d[2], d[3],
                                        static_cast<float *>(d[4]), nullptr),
             FMHA_ERROR_INVALID_ARGUMENT);
-  EXPECT_STREQ(fmhaGetLastError(), "grid z = B = 70000 exceeds the device "
-                                   "limit 65535; nothing was launched");
+  EXPECT_STREQ(fmhaGetLastError(), "kernel 'fmha_fwd': grid.z = b = 70000 "
+                                   "exceeds the device limit 65535; nothing "
+                                   "was launched");
   for (void *ptr : d)
     EXPECT_EQ(fmhaDeviceFree(target, ptr), FMHA_SUCCESS);
   EXPECT_EQ(fmhaDeviceFree(target, nullptr), FMHA_SUCCESS);

@@ -234,10 +234,11 @@ TEST(GpuFakeMerge, GridLimit) {
   clearLog();
   Status s = (*k)->runMerge(p, a);
   EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
-  EXPECT_EQ(s.message(), "merge of " + std::to_string(p.s) +
-                             " rows needs grid.x=" + std::to_string(limit + 1) +
-                             ", over the device's limit of " +
-                             std::to_string(limit));
+  EXPECT_EQ(s.message(), "kernel 'fmha_merge': grid.x = cdiv(b*s," +
+                             std::to_string(rowsPerBlock) +
+                             ") = " + std::to_string(limit + 1) +
+                             " exceeds the device limit " +
+                             std::to_string(limit) + "; nothing was launched");
   EXPECT_FALSE(contains(readLog(), "launch")) << readLog();
 
   // At the limit the kernel is launched (and the fake refuses the
@@ -338,10 +339,11 @@ TEST(GpuFakeAccumulate, GridLimit) {
   clearLog();
   Status s = (*k)->runAccumulate(n, a);
   EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
-  EXPECT_EQ(s.message(),
-            "accumulate of " + std::to_string(n) +
-                " elements needs grid.x=" + std::to_string(limit + 1) +
-                ", over the device's limit of " + std::to_string(limit));
+  EXPECT_EQ(s.message(), "kernel 'fmha_acc': grid.x = cdiv(n," +
+                             std::to_string(perBlock) +
+                             ") = " + std::to_string(limit + 1) +
+                             " exceeds the device limit " +
+                             std::to_string(limit) + "; nothing was launched");
   EXPECT_FALSE(contains(readLog(), "launch")) << readLog();
 
   n = perBlock * limit;
@@ -372,7 +374,7 @@ TEST(GpuFakeMergeAccumulate, Index32Limit) {
   clearLog();
   Status s = (*k)->runMerge(p, m);
   EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
-  EXPECT_EQ(s.message(), index32TooLarge("o", p.s * 8));
+  EXPECT_EQ(s.message(), index32TooLarge("o1", p.s * 8));
 
   BundleMeta am = fakeGpuAccMeta(fakeTarget().target, DType::BF16);
   am.indexBits = 32;

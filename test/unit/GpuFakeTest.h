@@ -78,11 +78,11 @@ inline void clearLog() { writeBytes(fakeTarget().logPath, ""); }
 /// The runtime's refusal of a buffer too large for an index_bits=32 bundle
 /// loaded by loadFake.
 inline std::string index32TooLarge(const char *buffer, int64_t elements) {
-  return std::string("problem too large for bundle 'fake.fmha' "
-                     "(index_bits=32): ") +
+  return std::string("bundle 'fake.fmha': problem too large for "
+                     "index_bits=32: ") +
          buffer + " has " + std::to_string(elements) + " elements, more than " +
          std::to_string(rt::kMaxIndex32Elements) +
-         "; compile it with --index-bits=64; nothing was launched";
+         "; compile it with --index-bits=64";
 }
 
 inline bool contains(const std::string &s, const std::string &part) {

@@ -53,18 +53,20 @@ FakeTarget gTarget = {
      "hsaco, device FMHA fake AMD GPU",
      "bundle 'g.fmha': hipModuleGetFunction failed: hipErrorNotFound (named "
      "symbol not found); kernel 'other_kernel' not found in the module",
-     "bundle 'fake.fmha': shared_bytes=65537 exceeds the device's limit of "
+     "bundle 'fake.fmha': kernel 'fmha_fwd': shared_bytes=65537 exceeds the "
+     "device's limit of "
      "65536 bytes of shared memory per block (FMHA fake AMD GPU)",
-     "bundle 'fake.fmha': static shared memory (40000 bytes) plus "
+     "bundle 'fake.fmha': kernel 'fmha_fwd': static shared memory (40000 "
+     "bytes) plus "
      "shared_bytes=33088 exceeds the device's limit of 65536 bytes per block",
      "bundle 'fake.fmha': kernel 'fmha_fwd' runs at most 64 threads per block "
-     "(96 registers per thread), the bundle's block_threads is 256",
+     "(96 registers per thread), the manifest launches it with 256",
      "bundle 'fake.fmha': hipModuleGetFunction failed: hipErrorNotFound "
      "(named symbol not found); kernel 'fmha_bwd_dkdv' not found in the "
-     "module (abi gpu-bwd-v1 needs fmha_bwd_prep, fmha_bwd_dkdv and "
+     "module (the manifest names fmha_bwd_prep, fmha_bwd_dkdv, "
      "fmha_bwd_dq)",
      "bundle 'w.fmha': the hip backend runs target hip, binary_format hsaco, "
-     "abi gpu-flat-v1 (kind=fwd) or gpu-bwd-v1 (kind=bwd) only"},
+     "manifests of call gpu only"},
     {{"hipModuleLaunchKernel=701",
       "hipModuleLaunchKernel failed: hipErrorLaunchOutOfResources (too many "
       "resources requested for launch); kernel 'fmha_fwd', grid (2,2,1), "
@@ -115,13 +117,14 @@ TEST(HipFake, WorkItemCountFits32Bits) {
   Expected<std::unique_ptr<Kernel>> k = loadFake(m);
   ASSERT_TRUE(k.ok()) << k.message();
   Problem p = makeProblem(m, 1, 4194303, 1);
-  Expected<LaunchDims> dims = (*k)->launchDims(p);
-  ASSERT_TRUE(dims.ok()) << dims.message();
-  EXPECT_EQ(dims->grid[0], 4194303);
+  Expected<LaunchPlan> plan = (*k)->plan(Kernel::sizesOf(p));
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  EXPECT_EQ(plan->launches[0].dims.grid[0], 4194303);
   p.sq = 4194304;
-  const std::string want = "grid x = ceil(Sq / block_m) = 4194304 exceeds "
-                           "the device limit 4194303; nothing was launched";
-  EXPECT_EQ((*k)->launchDims(p).message(), want);
+  const std::string want = "kernel 'fmha_fwd': grid.x = sq = 4194304 "
+                           "exceeds the device limit 4194303; nothing was "
+                           "launched";
+  EXPECT_EQ((*k)->plan(Kernel::sizesOf(p)).message(), want);
   // The pointers are never read: the launch is refused first.
   static uint16_t dummy[1];
   static float lse[1];

@@ -355,8 +355,9 @@ class FakeDevice(unittest.TestCase):
         with self.assertRaises(fmha.FmhaError) as cm:
             kernel.forward_ptrs(70000, sq, sk, ptrs["q"], ptrs["k"], ptrs["v"], o_ptr, lse_ptr)
         self.assertEqual(cm.exception.status, "FMHA_ERROR_INVALID_ARGUMENT")
-        self.assertEqual(str(cm.exception), "FMHA_ERROR_INVALID_ARGUMENT: grid z = B = 70000 "
-                         "exceeds the device limit 65535; nothing was launched")
+        self.assertEqual(str(cm.exception), "FMHA_ERROR_INVALID_ARGUMENT: kernel 'fmha_fwd': "
+                         "grid.z = b = 70000 exceeds the device limit 65535; nothing was "
+                         "launched")
         with self.assertRaises(fmha.FmhaError) as cm:
             kernel.check_problem(b, 0, sk)
         self.assertEqual(str(cm.exception), "FMHA_ERROR_INVALID_ARGUMENT: problem Sq must be "
@@ -441,8 +442,9 @@ class FakeDevice(unittest.TestCase):
             with self.assertRaises(fmha.FmhaError) as cm:
                 kernel.backward(t["q"], t["k"], t["v"], t["o"], t["lse"], t["do"], t["dq"],
                                 t["dk"], t["dv"], workspace=small, stream=0)
-            self.assertIn("FMHA_ERROR_INVALID_ARGUMENT: backward workspace of %d bytes is too "
-                          "small" % (need - 4), str(cm.exception))
+            self.assertIn("FMHA_ERROR_INVALID_ARGUMENT: workspace of %d bytes is too "
+                          "small: this launch needs %d bytes" % (need - 4, need),
+                          str(cm.exception))
             kernel.close()
         path = os.path.join(self.tmp.name, "fwd-for-bwd.fmha")
         with open(path, "wb") as f:

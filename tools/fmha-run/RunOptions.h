@@ -96,6 +96,10 @@ inline constexpr OptionDef kOptions[] = {
     {"block-n", true, "N",
      "kv tile size for --show-mask without a bundle "
      "(default 64)"},
+    {"print-manifest", false, nullptr,
+     "print the bundle's header keys and its launch manifest (for a "
+     "version-1 bundle, the manifest this runtime gives it) and exit; "
+     "needs no driver"},
     {"help", false, nullptr, "print this help"},
     {"version", false, nullptr, "print the version"},
 };

@@ -347,10 +347,8 @@ bool gradCheck(const Problem &p, const Signature &sig,
         !referenceBackward(cfg, x[0], x[1], x[2], dOut, &exact, &err))
       fail(err);
   }
-  const std::vector<double> *givenGrads[3] = {&given.dq, &given.dk,
-                                              &given.dv};
-  const std::vector<double> *exactGrads[3] = {&exact.dq, &exact.dk,
-                                              &exact.dv};
+  const std::vector<double> *givenGrads[3] = {&given.dq, &given.dk, &given.dv};
+  const std::vector<double> *exactGrads[3] = {&exact.dq, &exact.dk, &exact.dv};
   auto loss = [&]() {
     ReferenceForward fwd;
     std::string err;
@@ -502,12 +500,15 @@ struct ForwardBuffers {
   ForwardArgs args;
 };
 
-std::optional<LaunchDims> launchFor(const Kernel &kernel, const Problem &p) {
+/// The launches of a GPU bundle for `sizes` (every grid checked against
+/// the device), or nullopt for a cpu bundle.
+std::optional<LaunchPlan> launchFor(const Kernel &kernel,
+                                    const LaunchArgs &sizes) {
   if (kernel.meta().target == Target::Cpu)
     return std::nullopt;
-  Expected<LaunchDims> dims = kernel.launchDims(p);
-  check(dims.status());
-  return *dims;
+  Expected<LaunchPlan> plan = kernel.plan(sizes);
+  check(plan.status());
+  return *plan;
 }
 
 /// Wall-clock time of one run from poisoned outputs.
@@ -522,11 +523,32 @@ double timeFirstRun(Backend &backend, const std::function<void()> &poison,
   return std::chrono::duration<double, std::milli>(t1 - t0).count();
 }
 
-/// `launchNote`: a line printed after the launch line (a GPU backward's
-/// other grid and workspace).
+/// Prints a line per launch of `plan` and its workspace.
+void printLaunches(const Kernel &kernel, const LaunchPlan &plan,
+                   size_t workspaceBytes) {
+  const Manifest &m = kernel.meta().manifest;
+  for (const PlannedLaunch &launch : plan.launches) {
+    const LaunchDims &d = launch.dims;
+    std::printf(
+        "launch %s grid=(%lld,%lld,%lld) block=(%lld,%lld,%lld) "
+        "shared_bytes=%lld\n",
+        m.kernels[launch.kernel].symbol.c_str(),
+        static_cast<long long>(d.grid[0]), static_cast<long long>(d.grid[1]),
+        static_cast<long long>(d.grid[2]), static_cast<long long>(d.block[0]),
+        static_cast<long long>(d.block[1]), static_cast<long long>(d.block[2]),
+        static_cast<long long>(d.sharedBytes));
+  }
+  if (!m.workspaces.empty()) {
+    std::string names;
+    for (const ManifestWorkspace &w : m.workspaces)
+      names += (names.empty() ? "" : ", ") + w.name;
+    std::printf("workspace %zu bytes (%s)\n", workspaceBytes, names.c_str());
+  }
+}
+
 void printRunHeader(const Kernel &kernel, const Signature &sig,
-                    const std::optional<LaunchDims> &launch, const Problem &p,
-                    double firstMs, const std::string &launchNote = "") {
+                    const std::optional<LaunchPlan> &launch, const Problem &p,
+                    double firstMs) {
   const BundleMeta &m = kernel.meta();
   std::string kind =
       m.kind == KernelKind::Backward
@@ -539,16 +561,11 @@ void printRunHeader(const Kernel &kernel, const Signature &sig,
               formatReal(sig.scale).c_str(), formatReal(sig.softcap).c_str(),
               static_cast<long long>(sig.blockM),
               static_cast<long long>(sig.blockN));
-  if (launch)
-    std::printf("launch grid=(%lld,%lld,%lld) block=(%lld,1,1) "
-                "shared_bytes=%lld abi=%s\n",
-                static_cast<long long>(launch->grid[0]),
-                static_cast<long long>(launch->grid[1]),
-                static_cast<long long>(launch->grid[2]),
-                static_cast<long long>(launch->block[0]),
-                static_cast<long long>(launch->sharedBytes), m.abi.c_str());
-  if (!launchNote.empty())
-    std::printf("%s\n", launchNote.c_str());
+  if (launch) {
+    Expected<size_t> bytes = kernel.workspaceBytes(Kernel::sizesOf(p));
+    check(bytes.status());
+    printLaunches(kernel, *launch, *bytes);
+  }
   std::printf("problem B=%lld Hq=%lld Hk=%lld Sq=%lld Sk=%lld D=%lld "
               "Dv=%lld: first run %.3f ms\n",
               static_cast<long long>(p.b), static_cast<long long>(p.hq),
@@ -638,7 +655,7 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
                      BenchCounts counts) {
   Backend &backend = kernel.backend();
   Device dev(backend);
-  std::optional<LaunchDims> launch = launchFor(kernel, p);
+  std::optional<LaunchPlan> launch = launchFor(kernel, Kernel::sizesOf(p));
   std::vector<unsigned char> qBytes = toStorage(in.q, sig.dtype);
   std::vector<unsigned char> kBytes = toStorage(in.k, sig.dtype);
   std::vector<unsigned char> vBytes = toStorage(in.v, sig.dtype);
@@ -746,23 +763,8 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, Kernel *fwd,
                       BenchCounts counts) {
   Backend &backend = kernel.backend();
   Device dev(backend);
-  std::optional<LaunchDims> launch = launchFor(kernel, p);
-  // A GPU backward: the dkdv grid and the workspace, checked before any run.
-  std::string launchNote;
-  if (launch) {
-    Expected<LaunchDims> keys = kernel.launchDims(p, GpuGrid::KeyTiles);
-    check(keys.status());
-    Expected<size_t> bytes = kernel.backwardWorkspaceBytes(p);
-    check(bytes.status());
-    launchNote = "launch dkdv grid=(" + std::to_string(keys->grid[0]) + "," +
-                 std::to_string(keys->grid[1]) + "," +
-                 std::to_string(keys->grid[2]) +
-                 "), prep and dq on the grid above; workspace " +
-                 std::to_string(*bytes) + " bytes (" +
-                 (kernel.meta().deterministic ? "dsum; deterministic"
-                                              : "dsum, dqacc; atomic dq") +
-                 ")";
-  }
+  // A GPU backward: every grid and the workspace, checked before any run.
+  std::optional<LaunchPlan> launch = launchFor(kernel, Kernel::sizesOf(p));
 
   // o and lse, the forward's: from --load DIR when it has both o.npy and
   // lse.npy, from the --fwd bundle, else the float64 reference forward (o
@@ -851,7 +853,7 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, Kernel *fwd,
   std::vector<float> dk = fromStorage(dkBytes, sig.dtype);
   std::vector<float> dv = fromStorage(dvBytes, sig.dtype);
 
-  printRunHeader(kernel, sig, launch, p, firstMs, launchNote);
+  printRunHeader(kernel, sig, launch, p, firstMs);
 
   bool passed = true;
   if (cl.flag("validate")) {
@@ -1021,9 +1023,8 @@ int runAccumulateKernel(const CommandLine &cl, Kernel &kernel, int64_t n,
   all.acc = static_cast<float *>(accBuf.get());
   tail.x = static_cast<const unsigned char *>(xBuf.get()) + elt;
   tail.acc = all.acc + 1;
-  double firstMs = timeFirstRun(backend, [] {}, [&] {
-    return kernel.runAccumulate(n, all);
-  });
+  double firstMs = timeFirstRun(
+      backend, [] {}, [&] { return kernel.runAccumulate(n, all); });
   check(kernel.runAccumulate(n - 1, tail));
   check(backend.synchronize(nullptr));
   std::vector<float> got(n);
@@ -1047,8 +1048,9 @@ int runAccumulateKernel(const CommandLine &cl, Kernel &kernel, int64_t n,
     passed = printVerdict(reasons, dtype, "acc rel_err <= 1e-6");
   }
   if (cl.flag("bench"))
-    bench(backend, counts, 1, 0.0, "accumulate: no FLOPs counted", [] {},
-          [&](size_t) { return kernel.runAccumulate(n, all); });
+    bench(
+        backend, counts, 1, 0.0, "accumulate: no FLOPs counted", [] {},
+        [&](size_t) { return kernel.runAccumulate(n, all); });
   return passed ? 0 : 1;
 }
 
@@ -1071,9 +1073,7 @@ void stressInputs(const Problem &p, std::vector<float> &q,
       const int64_t kind = (h / group) % 4;
       float *x = &q[((bi * p.hq + h) * p.sq) * p.d];
       for (int64_t i = 0; i < p.sq * p.d; ++i)
-        x[i] = kind == 2 ? 3.0f * x[i]
-               : kind < 2 ? 0.3f * x[i] + 1.0f
-                          : x[i];
+        x[i] = kind == 2 ? 3.0f * x[i] : kind < 2 ? 0.3f * x[i] + 1.0f : x[i];
     }
   for (int64_t bi = 0; bi < p.b; ++bi)
     for (int64_t g = 0; g < p.hk; ++g) {
@@ -1083,8 +1083,8 @@ void stressInputs(const Problem &p, std::vector<float> &q,
         for (int64_t c = 0; c < p.d; ++c) {
           float &e = x[j * p.d + c];
           if (kind < 2)
-            e = 0.3f * e + static_cast<float>(
-                               step * (kind == 0 ? j : p.sk - 1 - j));
+            e = 0.3f * e +
+                static_cast<float>(step * (kind == 0 ? j : p.sk - 1 - j));
           else if (kind == 2)
             e *= 3.0f;
         }
@@ -1124,6 +1124,20 @@ int run(int argc, char **argv) {
     std::string binary, err;
     if (!readBundle(*cl.file(), &m, &binary, &err))
       fail(err);
+    if (cl.flag("print-manifest")) {
+      // The bundle as this runtime reads it, without its binary.
+      std::string bytes;
+      if (!serializeBundle(m, binary, &bytes, &err))
+        fail(err);
+      std::fwrite(bytes.data(), 1, bytes.size() - binary.size(), stdout);
+      // FNV-1a of the binary: equal bundles of two versions show it.
+      uint64_t hash = 0xcbf29ce484222325ull;
+      for (unsigned char c : binary)
+        hash = (hash ^ c) * 0x100000001b3ull;
+      std::printf("bundle_version=%d\nbinary_fnv1a=%016llx\n", m.formatVersion,
+                  static_cast<unsigned long long>(hash));
+      return 0;
+    }
     meta = m;
     sig = signatureFromBundle(cl, m);
   } else {

@@ -293,6 +293,7 @@ Expected<std::unique_ptr<Backend>> createCudaBackend() {
   info.description = "cuda: " + info.name + " (" + info.arch + ", device " +
                      std::to_string(info.ordinal) + ")";
   info.sharedLimit = optin;
+  info.multiprocessors = sms;
   info.sharedLimitName = "opt-in limit";
   info.sharedWithoutOptIn = kDefaultSharedLimit;
 

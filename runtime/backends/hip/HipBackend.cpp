@@ -299,6 +299,7 @@ Expected<std::unique_ptr<Backend>> createHipBackend() {
   for (int i = 0; i < 3; ++i)
     info.maxGrid[i] = grid[i];
   info.maxGridThreadsX = kMaxGridThreadsX;
+  info.multiprocessors = cus;
   info.description = "hip: " + info.name + " (" + std::to_string(cus) +
                      " CUs, wave" + std::to_string(wave) + ", device " +
                      std::to_string(info.ordinal) + ")";

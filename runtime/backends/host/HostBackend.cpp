@@ -6,146 +6,81 @@
 //
 // The binary of a cpu bundle is an ELF shared object. It is written to a
 // private temporary file (mkstemp), dlopen'ed with RTLD_NOW | RTLD_LOCAL and
-// unlinked at once; `_mlir_ciface_<kernel>` is called with memref
-// descriptors over the caller's contiguous BHSD buffers: the forward, the
-// backward, the merge or the accumulate signature of Runtime.h, as the
-// bundle's kind says.
+// unlinked at once; `_mlir_ciface_<symbol>` of the manifest's one kernel
+// is called with pointers to the memref descriptors the plan holds, one a
+// parameter, in order.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Backends.h"
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 namespace fmha::rt::detail {
 
 namespace {
 
-template <int Rank> struct MemRef {
-  void *allocated;
-  void *aligned;
-  int64_t offset;
-  int64_t sizes[Rank];
-  int64_t strides[Rank];
-};
-using MemRef4 = MemRef<4>;
-using MemRef3 = MemRef<3>;
-using MemRef1 = MemRef<1>;
+/// Calls `symbol` as `void(void *, ..., void *)` with N arguments.
+using Caller = void (*)(void *symbol, void *const *args);
 
-using ForwardFn = void (*)(MemRef4 *, MemRef4 *, MemRef4 *, MemRef4 *,
-                           MemRef3 *);
-/// q, k, v, o, lse, dO, dq, dk, dv.
-/// o1, lse1, o2, lse2, o, lse.
-using MergeFn = void (*)(MemRef4 *, MemRef3 *, MemRef4 *, MemRef3 *, MemRef4 *,
-                         MemRef3 *);
-/// x, acc.
-using AccumulateFn = void (*)(MemRef1 *, MemRef1 *);
-using BackwardFn = void (*)(MemRef4 *, MemRef4 *, MemRef4 *, MemRef4 *,
-                            MemRef3 *, MemRef4 *, MemRef4 *, MemRef4 *,
-                            MemRef4 *);
-
-template <int Rank>
-MemRef<Rank> contiguous(const void *ptr, const int64_t (&sizes)[Rank]) {
-  MemRef<Rank> m;
-  m.allocated = const_cast<void *>(ptr);
-  m.aligned = const_cast<void *>(ptr);
-  m.offset = 0;
-  int64_t stride = 1;
-  for (int i = Rank - 1; i >= 0; --i) {
-    m.sizes[i] = sizes[i];
-    m.strides[i] = stride;
-    stride *= sizes[i];
-  }
-  return m;
+template <size_t... I>
+void callWith(void *symbol, void *const *args, std::index_sequence<I...>) {
+  using Fn = void (*)(decltype((void)I, static_cast<void *>(nullptr))...);
+  Fn fn;
+  static_assert(sizeof(fn) == sizeof(symbol), "function pointer size");
+  std::memcpy(&fn, &symbol, sizeof(fn));
+  fn(args[I]...);
 }
+
+template <size_t N> void call(void *symbol, void *const *args) {
+  callWith(symbol, args, std::make_index_sequence<N>{});
+}
+
+/// callers[n] calls with n descriptors (Manifest.h: at most 16).
+template <size_t... N>
+constexpr std::array<Caller, sizeof...(N)>
+makeCallers(std::index_sequence<N...>) {
+  return {&call<N>...};
+}
+constexpr auto callers = makeCallers(std::make_index_sequence<17>{});
 
 std::string dlMessage() {
   const char *msg = dlerror();
   return msg ? msg : "unknown dlopen error";
 }
 
+/// A shared object whose one manifest kernel is `_mlir_ciface_<symbol>`,
+/// called with a pointer to each memref descriptor of the plan.
 class HostKernel final : public LoadedKernel {
 public:
-  HostKernel(void *handle, KernelKind kind, void *symbol)
-      : handle_(handle), kind_(kind), symbol_(symbol) {}
+  HostKernel(void *handle, void *symbol) : handle_(handle), symbol_(symbol) {}
   ~HostKernel() override { dlclose(handle_); }
 
-  Status launchForward(const Problem &p, const ForwardArgs &args,
-                       void *) override {
-    if (kind_ != KernelKind::Forward)
-      return Status::error(ErrorCode::InvalidArgument,
-                           "internal error: forward launch of a backward "
-                           "host kernel");
-    MemRef4 q = contiguous<4>(args.q, {p.b, p.hq, p.sq, p.d});
-    MemRef4 k = contiguous<4>(args.k, {p.b, p.hk, p.sk, p.d});
-    MemRef4 v = contiguous<4>(args.v, {p.b, p.hk, p.sk, p.dv});
-    MemRef4 o = contiguous<4>(args.o, {p.b, p.hq, p.sq, p.dv});
-    MemRef3 lse = contiguous<3>(args.lse, {p.b, p.hq, p.sq});
-    as<ForwardFn>()(&q, &k, &v, &o, &lse);
-    return Status::success();
-  }
-
-  Status launchBackward(const Problem &p, const BackwardArgs &args,
-                        void *) override {
-    if (kind_ != KernelKind::Backward)
-      return Status::error(ErrorCode::InvalidArgument,
-                           "internal error: backward launch of a forward "
-                           "host kernel");
-    MemRef4 q = contiguous<4>(args.q, {p.b, p.hq, p.sq, p.d});
-    MemRef4 k = contiguous<4>(args.k, {p.b, p.hk, p.sk, p.d});
-    MemRef4 v = contiguous<4>(args.v, {p.b, p.hk, p.sk, p.dv});
-    MemRef4 o = contiguous<4>(args.o, {p.b, p.hq, p.sq, p.dv});
-    MemRef3 lse = contiguous<3>(args.lse, {p.b, p.hq, p.sq});
-    MemRef4 dO = contiguous<4>(args.dO, {p.b, p.hq, p.sq, p.dv});
-    MemRef4 dq = contiguous<4>(args.dq, {p.b, p.hq, p.sq, p.d});
-    MemRef4 dk = contiguous<4>(args.dk, {p.b, p.hk, p.sk, p.d});
-    MemRef4 dv = contiguous<4>(args.dv, {p.b, p.hk, p.sk, p.dv});
-    as<BackwardFn>()(&q, &k, &v, &o, &lse, &dO, &dq, &dk, &dv);
-    return Status::success();
-  }
-
-  Status launchMerge(const MergeProblem &p, const MergeArgs &args,
-                     void *) override {
-    if (kind_ != KernelKind::Merge)
-      return Status::error(ErrorCode::InvalidArgument,
-                           "internal error: merge launch of a non-merge host "
-                           "kernel");
-    MemRef4 o1 = contiguous<4>(args.o1, {p.b, p.h, p.s, p.dv});
-    MemRef3 lse1 = contiguous<3>(args.lse1, {p.b, p.h, p.s});
-    MemRef4 o2 = contiguous<4>(args.o2, {p.b, p.h, p.s, p.dv});
-    MemRef3 lse2 = contiguous<3>(args.lse2, {p.b, p.h, p.s});
-    MemRef4 o = contiguous<4>(args.o, {p.b, p.h, p.s, p.dv});
-    MemRef3 lse = contiguous<3>(args.lse, {p.b, p.h, p.s});
-    as<MergeFn>()(&o1, &lse1, &o2, &lse2, &o, &lse);
-    return Status::success();
-  }
-
-  Status launchAccumulate(int64_t n, const AccumulateArgs &args,
-                          void *) override {
-    if (kind_ != KernelKind::Accumulate)
-      return Status::error(ErrorCode::InvalidArgument,
-                           "internal error: accumulate launch of a "
-                           "non-accumulate host kernel");
-    MemRef1 x = contiguous<1>(args.x, {n});
-    MemRef1 acc = contiguous<1>(args.acc, {n});
-    as<AccumulateFn>()(&x, &acc);
+  Status launch(const LaunchPlan &plan, void *) override {
+    for (const LaunchPlan::Range &r : plan.zero)
+      std::memset(r.ptr, 0, r.bytes);
+    for (const PlannedLaunch &launch : plan.launches) {
+      std::vector<void *> args;
+      for (const std::vector<int64_t> &words : launch.memrefs)
+        args.push_back(const_cast<int64_t *>(words.data()));
+      if (args.size() >= callers.size())
+        return Status::error(ErrorCode::InvalidArgument,
+                             "internal error: a ciface call of " +
+                                 std::to_string(args.size()) + " parameters");
+      callers[args.size()](symbol_, args.data());
+    }
     return Status::success();
   }
 
 private:
-  template <typename Fn> Fn as() const {
-    Fn fn;
-    static_assert(sizeof(fn) == sizeof(symbol_), "function pointer size");
-    std::memcpy(&fn, &symbol_, sizeof(fn));
-    return fn;
-  }
-
   void *handle_;
-  KernelKind kind_;
   void *symbol_;
 };
 
@@ -162,10 +97,11 @@ public:
     };
     if (meta.target != Target::Cpu ||
         meta.binaryFormat != BinaryFormat::ElfSo ||
-        meta.abi != kAbiMemrefCifaceV1)
+        meta.manifest.call != Manifest::Call::CIface ||
+        meta.manifest.kernels.size() != 1)
       return fail(ErrorCode::BadBundle,
                   "the host backend runs target cpu, binary_format elf-so, "
-                  "abi memref-ciface-v1 only");
+                  "one ciface kernel only");
     if (binary.size() < 4 || binary.substr(0, 4) != "\x7f"
                                                     "ELF")
       return fail(ErrorCode::LoadFailed,
@@ -201,7 +137,7 @@ public:
     if (!handle)
       return fail(ErrorCode::LoadFailed, "dlopen failed: " + openError);
 
-    std::string symbol = "_mlir_ciface_" + meta.kernel;
+    std::string symbol = "_mlir_ciface_" + meta.manifest.kernels[0].symbol;
     dlerror();
     void *sym = dlsym(handle, symbol.c_str());
     if (!sym) {
@@ -210,8 +146,7 @@ public:
       return fail(ErrorCode::LoadFailed,
                   "symbol '" + symbol + "' not found in the binary: " + why);
     }
-    return std::unique_ptr<LoadedKernel>(
-        new HostKernel(handle, meta.kind, sym));
+    return std::unique_ptr<LoadedKernel>(new HostKernel(handle, sym));
   }
 
   Expected<void *> allocate(size_t bytes) override {

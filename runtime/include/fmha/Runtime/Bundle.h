@@ -5,30 +5,42 @@
 //===----------------------------------------------------------------------===//
 //
 // A bundle is what `fmha-compile` writes and the runtime loads: one compiled
-// attention kernel plus the problem signature it was compiled for.
+// binary, the problem signature it was compiled for and its launch manifest
+// (Manifest.h: the kernels in order, their named and typed parameters,
+// grids, workspaces).
 //
-//   FMHA-BUNDLE 1\n
+//   FMHA-BUNDLE 2\n
 //   key=value\n          one line per key, every key below exactly once
 //   \n                   an empty line ends the header
+//   manifest lines\n     Manifest.h's text form
+//   \n                   an empty line ends the manifest
 //   <binary_size bytes>  the kernel binary, nothing after it
 //
 // Keys: target=cpu|cuda|hip, chip (may be empty for cpu),
 // kind=fwd|bwd|merge|acc,
 // dtype=f32|f16|bf16, hq, hk, d, dv, mask (a MaskSpec string), scale (%.9g,
-// 0 = 1/sqrt(d)), softcap (%.9g, 0 = none), block_m, block_n, block_threads,
-// shared_bytes, kernel (the symbol name), abi=memref-ciface-v1|gpu-flat-v1,
-// binary_format=elf-so|cubin|ptx|hsaco, binary_size. block_threads and
-// shared_bytes are required for cuda and hip and optional for cpu (absent
-// means 0; the writer leaves them out when they are 0). deterministic=0|1
-// is optional (absent means 0; the writer prints it after kind, for
-// kind=bwd only; 1 is valid only with kind=bwd). index_bits=32|64 is
-// optional (absent means 64; the writer prints it after abi when it is 32,
-// which GPU targets only may be): the width of the kernels' index
-// arithmetic and index parameters; the runtime refuses a 32-bit bundle any
-// buffer of more than kMaxIndex32Elements elements. The reader is
-// strict: a missing, repeated or unknown key, a value that does not parse,
-// or a binary of the wrong size is an error whose one-line message names the
-// file and the problem. No byte sequence makes the reader crash.
+// 0 = 1/sqrt(d)), softcap (%.9g, 0 = none), block_m, block_n, kernel (the
+// symbol name, or its stem: the manifest names every symbol),
+// binary_format=elf-so|cubin|ptx|hsaco, binary_size. deterministic=0|1 is
+// optional (absent means 0; the writer prints it after kind, for kind=bwd
+// only; 1 is valid only with kind=bwd). index_bits=32|64 is optional
+// (absent means 64; the writer prints it after kernel when it is 32, which
+// GPU targets only may be): the width of the kernels' index arithmetic and
+// index parameters; the runtime refuses a 32-bit bundle any operand of more
+// than kMaxIndex32Elements elements. The manifest's call is gpu for cuda and
+// hip, ciface for cpu. The reader is strict: a missing, repeated or unknown
+// key, a value that does not parse, a manifest that does not validate, or a
+// binary of the wrong size is an error whose one-line message names the file
+// and the problem. No byte sequence makes the reader crash.
+//
+// Versions: the runtime reads version 2 and, until the staged GPU pipeline
+// is complete, version 1: the same header plus the keys abi (a fixed launch
+// rule, below), block_threads and shared_bytes (GPU targets), without a
+// manifest section; the reader gives it the manifest its abi amounts to
+// (legacyManifest). Any other version is refused with a message naming it.
+// A version-2 bundle's meta has abi = kAbiManifest.
+//
+// Version 1, for reference:
 //
 // kind=merge bundles hold the merge of two attention partials (fmha.merge,
 // DESIGN.md section 1) over [B, H, S, Dv]: hq is H and dv is Dv; the
@@ -61,6 +73,7 @@
 #ifndef FMHA_RUNTIME_BUNDLE_H
 #define FMHA_RUNTIME_BUNDLE_H
 
+#include "fmha/Runtime/Manifest.h"
 #include "fmha/Support/MaskSpec.h"
 
 #include <cstddef>
@@ -90,6 +103,13 @@ std::optional<BinaryFormat> parseBinaryFormat(std::string_view s);
 
 /// Bytes per element of q, k, v and o (lse is always float32).
 size_t dtypeSize(DType t);
+
+/// The bundle format this runtime writes, and the oldest it reads.
+inline constexpr int kBundleVersion = 2;
+inline constexpr int kOldestBundleVersion = 1;
+
+/// The abi of every version-2 bundle: its manifest says how to launch it.
+inline constexpr const char *kAbiManifest = "manifest";
 
 /// The host kernel argument ABI: MLIR's `_mlir_ciface_` wrappers over
 /// memref descriptors (see Runtime.h). Valid for target cpu only.
@@ -168,6 +188,12 @@ struct BundleMeta {
   /// parameters, 64 or 32. With 32 every element offset of a run must stay
   /// below kMaxIndex32Elements (the runtime refuses larger problems).
   int64_t indexBits = 64;
+  /// How to launch the binary (version 2: from the bundle; version 1: the
+  /// legacyManifest of the abi).
+  Manifest manifest;
+  /// The format version the bundle was read from (kBundleVersion for one
+  /// built in memory).
+  int formatVersion = kBundleVersion;
 
   /// The scale the kernel applies: `scale`, or 1/sqrt(d) when it is 0.
   float effectiveScale() const;
@@ -183,19 +209,30 @@ struct BundleMeta {
   std::string validate() const;
 };
 
+/// The manifest a version-1 bundle's abi amounts to (LegacyManifest.cpp):
+/// its operands, workspaces and kernels with the grids and parameters that
+/// Bundle.h and Runtime.h document for gpu-flat-v1, gpu-bwd-v1,
+/// gpu-merge-v1, gpu-acc-v1 and memref-ciface-v1. `meta` must validate.
+Manifest legacyManifest(const BundleMeta &meta);
+
 /// The largest element count of any buffer a bundle with index_bits=32 may
 /// address: 2^31 less a margin of 2^20 for the tile arithmetic that runs
 /// past a buffer's last row before it is clamped.
 constexpr int64_t kMaxIndex32Elements = (int64_t(1) << 31) - (int64_t(1) << 20);
 
-/// The bundle as bytes. Fails (returns false, sets *err) when `meta` does
-/// not validate or the binary is empty.
+/// The bundle as bytes, in format `version` (2, or 1 for a meta of a
+/// version-1 abi, for tests of the version-1 reader). A version-2 bundle
+/// of a meta without a manifest (no kernels) and a version-1 abi gets the
+/// legacyManifest of that abi. Fails (returns false, sets *err) when
+/// `meta` does not validate or the binary is empty.
 bool serializeBundle(const BundleMeta &meta, std::string_view binary,
-                     std::string *out, std::string *err);
+                     std::string *out, std::string *err,
+                     int version = kBundleVersion);
 
 /// Writes a bundle file. `err` gets "bundle 'PATH': ..." on failure.
 bool writeBundle(const std::string &path, const BundleMeta &meta,
-                 const std::string &binary, std::string *err);
+                 const std::string &binary, std::string *err,
+                 int version = kBundleVersion);
 
 /// Parses bundle bytes; `name` is what messages call the bundle (a path, or
 /// "<memory>"). On failure returns false and sets *err to one line:

@@ -9,10 +9,21 @@
 // the CUDA backend dlopen's the driver, libcuda.so.1 (or the file named by
 // the environment variable FMHA_CUDA_LIBRARY), on first use; the HIP backend
 // the HIP runtime, libamdhip64.so (.so.5, .so.6, .so.7; or the file named by
-// FMHA_HIP_LIBRARY). Both run abi gpu-flat-v1 through the same code
+// FMHA_HIP_LIBRARY). Both run through the same code
 // (runtime/lib/GpuBackend.h). Every failure is a returned
 // Status or Expected carrying a one-line message; nothing aborts and no
 // exception leaves this API.
+//
+// One launch path serves every bundle: Kernel::launch binds named sizes and
+// tensors (LaunchArgs, Launch.h) to the bundle's launch manifest
+// (Manifest.h: its operands, workspaces and kernels with their grids and
+// typed parameters) and launches what the manifest says. run, runBackward,
+// runMerge and runAccumulate are that call with the arguments of their
+// kind named: b, sq, sk and q, k, v, o, lse (forward; lse optional); the
+// same plus dO, dq, dk, dv (backward); b, s and o1, lse1, o2, lse2, o, lse
+// (merge); n and x, acc (accumulate). The manifests fmha-compile writes,
+// and those a version-1 bundle is given (LegacyManifest.cpp), launch the
+// ABIs below; the comments keep them as the reference for both.
 //
 // Host kernel ABI (abi=memref-ciface-v1, binary_format=elf-so): the bundle's
 // binary is an ELF shared object exporting
@@ -43,8 +54,8 @@
 // GPU backward ABI (kind=bwd, abi=gpu-bwd-v1, targets cuda and hip; the
 // kernels, grids and parameters are listed at kAbiGpuBwdV1 in Bundle.h): the
 // runtime launches `<kernel>_prep`, `<kernel>_dkdv` and `<kernel>_dq` in that
-// order on the caller's stream, 58 parameters each (packGpuBwdV1 below), with
-// a workspace of gpuBwdV1Workspace(p, deterministic).totalBytes device bytes:
+// order on the caller's stream, 58 parameters each, with a workspace
+// (Kernel::backwardWorkspaceBytes) of device bytes:
 // dsum (float32, B*Hq*Sq), then, unless deterministic, dqacc (float32,
 // B*Hq*Sq*D, in the kernels' own order: a permutation of row-major that
 // only they read) at the next 256-byte boundary. The prep kernel zeroes
@@ -126,8 +137,9 @@
 // offset = 0, size = the element count and stride = 1, over the same
 // contiguous BHSD buffers as the host ABI (T = the bundle's dtype, lse
 // float32). Hq, Hk, D and Dv are the bundle's, compiled into the kernel.
-// The launch (grid, block, dynamic shared memory) is the rule in Bundle.h;
-// packGpuFlatV1() and gpuLaunchDims() below compute both.
+// The launch (grid, block, dynamic shared memory) is the rule in Bundle.h.
+// With index_bits=32 the offset, size and stride of each descriptor and B,
+// Sq, Sk are 32-bit parameters (the manifest's i32).
 //
 //===----------------------------------------------------------------------===//
 
@@ -135,10 +147,12 @@
 #define FMHA_RUNTIME_RUNTIME_H
 
 #include "fmha/Runtime/Bundle.h"
+#include "fmha/Runtime/Launch.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -314,65 +328,6 @@ double forwardFlops(const Problem &p, const MaskSpec &mask);
 double backwardFlops(const Problem &p, const MaskSpec &mask);
 
 //===----------------------------------------------------------------------===//
-// GPU launches (abi gpu-flat-v1)
-//===----------------------------------------------------------------------===//
-
-/// Number of kernel parameters of abi gpu-flat-v1.
-inline constexpr int kGpuFlatV1NumParams = 28;
-
-/// The values of the 28 kernel parameters of abi gpu-flat-v1 (Runtime.h
-/// header comment), each 8 bytes. The pointers of `args` are device
-/// addresses; `args.lse` must not be null.
-void packGpuFlatV1(const Problem &p, const ForwardArgs &args,
-                   uint64_t (&values)[kGpuFlatV1NumParams]);
-
-/// Number of kernel parameters of abi gpu-bwd-v1: 11 memref descriptors of
-/// 5 values each, then B, Sq, Sk.
-inline constexpr int kGpuBwdV1NumParams = 58;
-
-/// Where the scratch of a gpu-bwd-v1 backward lies in its workspace.
-struct GpuBwdWorkspace {
-  size_t dsumBytes = 0;   ///< at offset 0: B*Hq*Sq floats
-  size_t dqaccOffset = 0; ///< the next 256-byte boundary; 0 if deterministic
-  size_t dqaccBytes = 0;  ///< B*Hq*Sq*D floats; 0 if deterministic
-  size_t totalBytes = 0;
-};
-
-/// The workspace layout for `p` (a problem that validates).
-GpuBwdWorkspace gpuBwdV1Workspace(const Problem &p, bool deterministic);
-
-/// The values of the 58 kernel parameters of abi gpu-bwd-v1 (Bundle.h,
-/// kAbiGpuBwdV1): q, k, v, o, dO, lse, dq, dk, dv, dsum, dqacc as flattened
-/// 1-d descriptors, then B, Sq, Sk. `workspace` is a device address with
-/// gpuBwdV1Workspace(p, deterministic) bytes; when deterministic, dqacc's
-/// descriptor is null with size 0.
-void packGpuBwdV1(const Problem &p, const BackwardArgs &args, void *workspace,
-                  bool deterministic, uint64_t (&values)[kGpuBwdV1NumParams]);
-
-/// Which grid of a GPU bundle: one workgroup per (q tile, Hq, B), the
-/// forward's and the backward's prep and dq kernels; or per (kv tile, Hk,
-/// B), the backward's dkdv kernel.
-enum class GpuGrid { QueryTiles, KeyTiles };
-
-/// Grid, block and dynamic shared memory of one launch.
-struct LaunchDims {
-  int64_t grid[3] = {1, 1, 1};
-  int64_t block[3] = {1, 1, 1};
-  int64_t sharedBytes = 0;
-};
-
-/// The launch of a GPU bundle for `p` (the grid rule in Bundle.h). Fails
-/// with InvalidArgument, naming the dimension and the limit, when the grid
-/// exceeds `maxGrid` (the device's maximum grid size; CUDA's is
-/// {2^31-1, 65535, 65535}, HIP's the same with grid.x * block_threads
-/// below 2^32). Kernel::launchDims applies the device's own limits.
-/// `grid` KeyTiles gives (ceil(Sk / block_n), Hk, B).
-Expected<LaunchDims> gpuLaunchDims(const BundleMeta &meta, const Problem &p,
-                                   const int64_t (&maxGrid)[3] = {2147483647,
-                                                                  65535, 65535},
-                                   GpuGrid grid = GpuGrid::QueryTiles);
-
-//===----------------------------------------------------------------------===//
 // Backends
 //===----------------------------------------------------------------------===//
 
@@ -389,30 +344,19 @@ public:
   virtual Expected<double> elapsedMs() = 0;
 };
 
-/// A kernel loaded by a backend; launched only through Kernel::run and
-/// Kernel::runBackward, which have checked the kind, the problem and the
-/// pointers.
+/// A kernel loaded by a backend: the functions of its manifest's kernels,
+/// in order. Launched only through Kernel::launch, which has bound and
+/// checked the arguments and evaluated the plan.
 class LoadedKernel {
 public:
   virtual ~LoadedKernel();
-  virtual Status launchForward(const Problem &p, const ForwardArgs &args,
-                               void *stream) = 0;
-  /// Launches a backward kernel. The default fails: "backward not
-  /// supported by this backend".
-  virtual Status launchBackward(const Problem &p, const BackwardArgs &args,
-                                void *stream);
-  /// Launches a merge kernel. The default fails: "merge not supported by
-  /// this backend".
-  virtual Status launchMerge(const MergeProblem &p, const MergeArgs &args,
-                             void *stream);
-  /// Launches an accumulate kernel over `n` elements. The default fails:
-  /// "accumulate not supported by this backend".
-  virtual Status launchAccumulate(int64_t n, const AccumulateArgs &args,
-                                  void *stream);
-  /// The launch of a GPU kernel for `p` within its device's limits
-  /// (gpuLaunchDims with the device's maximum grid); InvalidArgument for a
-  /// host kernel.
-  virtual Expected<LaunchDims> launchDims(const Problem &p, GpuGrid grid) const;
+  /// Whether `launch` fits the device (grid and block limits, shared
+  /// memory): InvalidArgument naming the kernel, the dimension and the
+  /// limit otherwise. The host has no limits.
+  virtual Status checkLaunch(const PlannedLaunch &launch) const;
+  /// Zeroes the plan's ranges and launches its kernels in order on
+  /// `stream` (the host runs them at once).
+  virtual Status launch(const LaunchPlan &plan, void *stream) = 0;
 };
 
 /// One execution target: loads binaries, owns memory, synchronises. The host
@@ -445,6 +389,9 @@ public:
   /// The device ordinal the backend runs on (CUDA or HIP device number), or
   /// -1 for the host.
   virtual int deviceOrdinal() const { return -1; }
+  /// The manifests' num_sms: multiprocessors (CUDA), compute units (HIP),
+  /// hardware threads (host).
+  virtual int64_t multiprocessors() const;
 };
 
 /// The backend for `target`, created on first use and kept for the life of
@@ -495,17 +442,44 @@ public:
   /// "problem Hq=8 does not match bundle Hq=16".
   Status checkProblem(const Problem &p) const;
 
-  /// The grid, block and dynamic shared memory a GPU bundle launches for
-  /// `p` on its device; fails (nothing is launched) when the grid exceeds
-  /// the device's limits, or for a cpu bundle.
-  /// `grid` KeyTiles: the grid of a backward bundle's dkdv kernel.
-  Expected<LaunchDims> launchDims(const Problem &p,
-                                  GpuGrid grid = GpuGrid::QueryTiles) const;
+  /// The generic launch (Launch.h): binds `args` to the bundle's manifest
+  /// (every size and non-optional operand named, nothing it does not take),
+  /// evaluates the plan, checks every launch against the device's limits
+  /// and only then zeroes the workspaces marked so and launches the kernels
+  /// in order on `stream` (the host backend runs them at once). Pointers
+  /// are the backend's memory. `workspace`, when not null, is device memory
+  /// of at least workspaceBytes(args) bytes, 256-byte aligned, that no other
+  /// work uses until the launches are done; with null the kernel object
+  /// keeps one (allocated on first use, grown when needed; before growing
+  /// it, and before using it on another stream than the last call's, the
+  /// runtime waits for the whole device; calls are serialised by a mutex).
+  /// Optional operands left out get scratch memory, and the call then waits
+  /// for the launches before freeing it. Otherwise the launch is
+  /// asynchronous on GPU backends.
+  Status launch(const LaunchArgs &args, void *stream = nullptr,
+                void *workspace = nullptr, size_t workspaceBytes = 0) const;
 
-  /// The device workspace a backward run of `p` needs (abi gpu-bwd-v1:
-  /// gpuBwdV1Workspace(p, deterministic).totalBytes; 0 for a cpu bundle).
-  /// Fails like runBackward on a bundle of another kind or a problem that
-  /// does not match.
+  /// The same over host memory on every backend: a GPU backend allocates
+  /// a device buffer per given operand (its span), copies in those of role
+  /// in and inout, launches on `stream`, waits and copies back those of
+  /// role out and inout. Returns when done.
+  Status launchHost(const LaunchArgs &hostArgs, void *stream = nullptr) const;
+
+  /// The workspace a launch with `args` needs (operands may be left out).
+  Expected<size_t> workspaceBytes(const LaunchArgs &args) const;
+
+  /// The launches `args` would make (operands may be left out: their
+  /// addresses are then 0), each checked against the device's limits;
+  /// nothing runs.
+  Expected<LaunchPlan> plan(const LaunchArgs &args) const;
+
+  /// The named sizes of a problem for this bundle's kind (b, sq, sk; b, s
+  /// for a merge; n for an accumulate is not a Problem).
+  static LaunchArgs sizesOf(const Problem &p);
+
+  /// The device workspace a backward run of `p` needs (workspaceBytes of
+  /// its sizes; 0 for a cpu bundle). Fails like runBackward on a bundle of
+  /// another kind or a problem that does not match.
   Expected<size_t> backwardWorkspaceBytes(const Problem &p) const;
 
   /// Checks the problem and the pointers, then launches the forward kernel
@@ -564,6 +538,14 @@ public:
 
 private:
   Kernel() = default;
+  /// bindLaunch of `args` to the manifest, its failure as a Status naming
+  /// the bundle (and "nothing was launched" when `launching`, which also
+  /// requires every operand that is not optional).
+  Status bind(const LaunchArgs &args, bool launching,
+              LaunchBinding *binding) const;
+  /// launch() on `args` with scratch for every optional operand left out.
+  Status launchBound(const LaunchArgs &args, const LaunchBinding &binding,
+                     void *stream, void *workspace) const;
   /// ProblemMismatch unless the bundle's kind is `kind`.
   Status checkKind(KernelKind kind) const;
   /// checkKind(kind), then checkProblem(p).
@@ -572,6 +554,11 @@ private:
   std::string name_;
   Backend *backend_ = nullptr;
   std::unique_ptr<LoadedKernel> loaded_;
+  /// The workspace launch() keeps when the caller gives none.
+  mutable std::mutex workspaceMutex_;
+  mutable void *workspace_ = nullptr;
+  mutable size_t workspaceCapacity_ = 0;
+  mutable void *workspaceStream_ = nullptr;
 };
 
 } // namespace fmha::rt

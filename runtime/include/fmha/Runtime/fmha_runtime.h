@@ -61,6 +61,17 @@ extern "C" {
 #define FMHA_API
 #endif
 
+/* The version of this interface. It changes whenever a declaration here
+ * changes incompatibly (a struct's layout, a function's parameters); a
+ * caller built against another version (Python's ctypes bindings check at
+ * load) must not use the library: compare fmhaGetApiVersion() with the
+ * FMHA_API_VERSION it was built with. */
+#define FMHA_API_VERSION 2
+
+/* The bundle format version the runtime writes and reads; it also reads
+ * version 1 (Bundle.h) and refuses others with a message naming them. */
+#define FMHA_BUNDLE_VERSION 2
+
 /* Status codes (the values of fmha::rt::ErrorCode). */
 #define FMHA_SUCCESS 0
 #define FMHA_ERROR_INVALID_ARGUMENT 1
@@ -118,7 +129,26 @@ typedef struct fmhaKernelInfo {
   const char *abi; /* "memref-ciface-v1" (cpu), "gpu-flat-v1", "gpu-bwd-v1" */
   const char *binary_format; /* "elf-so", "cubin", "ptx", "hsaco" */
   int deterministic;         /* kind=bwd: 1 for bit-identical runs, else 0 */
+  int bundle_version;        /* the format version the bundle was read from */
+  int num_kernels;           /* kernels in the launch manifest */
 } fmhaKernelInfo;
+
+/* The kinds of a named launch argument. */
+#define FMHA_ARG_SIZE 0
+#define FMHA_ARG_TENSOR 1
+
+/* One named argument of fmhaKernelLaunch: a size of the bundle's manifest
+ * (kind FMHA_ARG_SIZE, `value`; e.g. "b", "sq", "sk") or one of its operands
+ * (kind FMHA_ARG_TENSOR, `data`, and `strides`: `num_strides` strides in
+ * elements, one per axis, or NULL and 0 for contiguous row-major). */
+typedef struct fmhaArg {
+  const char *name;
+  int kind;
+  const void *data;
+  int64_t value;
+  const int64_t *strides;
+  int64_t num_strides;
+} fmhaArg;
 
 /* The message of the last failed call on this thread ("" if none). */
 FMHA_API const char *fmhaGetLastError(void);
@@ -128,6 +158,9 @@ FMHA_API const char *fmhaStatusString(int status);
 
 /* The runtime version, e.g. "0.1.0". */
 FMHA_API const char *fmhaGetVersion(void);
+
+/* FMHA_API_VERSION of the library. */
+FMHA_API int fmhaGetApiVersion(void);
 
 /* Loads a bundle file for the backend its target names. On success stores
  * the handle in *kernel. */
@@ -140,6 +173,36 @@ FMHA_API int fmhaKernelLoadBytes(const void *data, size_t size,
 
 /* Fills *info with the bundle's metadata. */
 FMHA_API int fmhaKernelGetInfo(fmhaKernel kernel, fmhaKernelInfo *info);
+
+/* The bundle's launch manifest in its text form (fmha/Runtime/Manifest.h):
+ * its sizes, operands (name, role, type, shape), workspaces and kernels. */
+FMHA_API int fmhaKernelGetManifest(fmhaKernel kernel, const char **manifest);
+
+/* The generic launch: binds the named arguments to the manifest (every size
+ * and every operand that is not optional given once; a name the manifest
+ * does not have fails, naming the ones it has), checks every launch against
+ * the device's limits and only then launches the kernels in order on
+ * `stream`, over the backend's memory (device pointers for cuda and hip;
+ * the host runs at once). `workspace`: NULL for the kernel object's own
+ * (as fmhaKernelRunBackwardDevice), or device memory of at least
+ * fmhaKernelWorkspaceBytes bytes, 256-byte aligned. An optional operand left
+ * out (a forward's lse) gets scratch memory and the call waits for the
+ * kernels; otherwise it does not wait. The per-kind functions below are
+ * this call with their arguments named. */
+FMHA_API int fmhaKernelLaunch(fmhaKernel kernel, const fmhaArg *args,
+                              size_t num_args, void *workspace,
+                              size_t workspace_bytes, void *stream);
+
+/* fmhaKernelLaunch over host memory: for a cuda or hip bundle the runtime
+ * copies the operands of role in and inout to the device, launches, waits
+ * and copies those of role out and inout back. Returns when done. */
+FMHA_API int fmhaKernelLaunchHost(fmhaKernel kernel, const fmhaArg *args,
+                                  size_t num_args, void *stream);
+
+/* The workspace bytes a launch with these arguments needs (operands may be
+ * left out). */
+FMHA_API int fmhaKernelWorkspaceBytes(fmhaKernel kernel, const fmhaArg *args,
+                                      size_t num_args, size_t *bytes);
 
 /* Checks `problem` against section 1 and the bundle (hq, hk, d, dv) without
  * running anything. */
