@@ -116,6 +116,12 @@ cl::opt<int64_t> indexBits(
              "2^31 - 2^20 elements) or 64 (hip's default: 32 is not yet "
              "measured on AMD hardware)"),
     cl::init(0), cl::cat(category));
+cl::opt<int64_t> bundleVersion(
+    "bundle-version",
+    cl::desc("the bundle format to write: 2 (with a launch manifest), or 1 "
+             "(no manifest; read by older runtimes, and by this one until "
+             "the staged GPU pipeline is complete)"),
+    cl::init(2), cl::cat(category));
 cl::opt<std::string> emit("emit", cl::desc("bundle | mlir | llvm | isa"),
                           cl::init("bundle"), cl::cat(category));
 cl::opt<std::string> output("o", cl::desc("Output file ('-' for stdout)"),
@@ -365,6 +371,9 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       meta.blockThreads = 64;
     }
   } // !merge
+  if (bundleVersion != 1 && bundleVersion != 2)
+    return error("--bundle-version must be 1 or 2, got " +
+                 llvm::Twine(bundleVersion.getValue()));
   if (emit != "bundle" && emit != "mlir" && emit != "llvm" && emit != "isa")
     return error("unknown --emit '" + emit +
                  "' (expected bundle, mlir, llvm or isa)");

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CompileOptions.h"
+#include "LaunchManifest.h"
 
 #include "fmha/Conversion/Passes.h"
 #include "fmha/Dialect/FmhaOps.h"
@@ -269,10 +270,58 @@ std::string findCudaToolkit() {
   return {};
 }
 
+/// The arguments of the function buildKernel makes, for the manifest.
+std::vector<OperandSpec> operandSpecs(const rt::BundleMeta &meta) {
+  using Role = rt::ManifestOperand::Role;
+  switch (meta.kind) {
+  case rt::KernelKind::Accumulate:
+    return {{"x", Role::In, false, {"n"}}, {"acc", Role::InOut, false, {"n"}}};
+  case rt::KernelKind::Merge: {
+    std::vector<std::string> dims = {"b", "s"};
+    return {{"o1", Role::In, false, dims}, {"lse1", Role::In, false, dims},
+            {"o2", Role::In, false, dims}, {"lse2", Role::In, false, dims},
+            {"o", Role::Out, false, dims}, {"lse", Role::Out, false, dims}};
+  }
+  case rt::KernelKind::Forward:
+  case rt::KernelKind::Backward:
+    break;
+  }
+  const std::vector<std::string> q = {"b", "sq"}, k = {"b", "sk"};
+  if (meta.kind == rt::KernelKind::Forward)
+    return {{"q", Role::In, false, q},
+            {"k", Role::In, false, k},
+            {"v", Role::In, false, k},
+            {"o", Role::Out, false, q},
+            {"lse", Role::Out, /*optional=*/true, q}};
+  return {{"q", Role::In, false, q},   {"k", Role::In, false, k},
+          {"v", Role::In, false, k},   {"o", Role::In, false, q},
+          {"lse", Role::In, false, q}, {"dO", Role::In, false, q},
+          {"dq", Role::Out, false, q}, {"dk", Role::Out, false, k},
+          {"dv", Role::Out, false, k}};
+}
+
+/// The bundle's launch manifest: the operands of the kernel function and,
+/// for GPU targets, the launches the pipeline left in it.
+void setManifest(ModuleOp module, const rt::Manifest &host,
+                 rt::BundleMeta &meta) {
+  meta.manifest = host;
+  if (meta.target != rt::Target::Cpu) {
+    auto func = module.lookupSymbol<func::FuncOp>(meta.kernel);
+    if (!func)
+      fail("the GPU pipeline left no host function '" + meta.kernel + "'");
+    std::string error;
+    if (!gpuManifest(func, meta.indexBits, &meta.manifest, &error))
+      fail(error);
+  }
+  if (bundleVersion == 2)
+    meta.abi = rt::kAbiManifest;
+}
+
 /// The GPU pipeline of the target: cuda writes a cubin (ptxas present) or
 /// PTX bundle, hip an hsaco bundle; --emit prints the IR, the kernel's LLVM
 /// IR or its assembly (PTX, AMDGPU ISA) instead.
-int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
+int compileGpu(ModuleOp module, const rt::Manifest &host,
+               rt::BundleMeta &meta) {
   PassManager pm(module.getContext());
   std::string format;
   if (meta.target == rt::Target::Cuda) {
@@ -356,6 +405,7 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
   });
   if (binary.empty())
     fail("the pipeline produced no GPU binary");
+  setManifest(module, host, meta);
   if (emit == "llvm") {
     llvm::LLVMContext llvmContext;
     auto parsed = llvm::parseBitcodeFile(
@@ -382,7 +432,7 @@ int compileGpu(ModuleOp module, rt::BundleMeta &meta) {
     binary.push_back('\0'); // cuModuleLoadData takes PTX as a C string.
   }
   std::string error;
-  if (!rt::writeBundle(output, meta, binary, &error))
+  if (!rt::writeBundle(output, meta, binary, &error, bundleVersion))
     fail(error);
   return 0;
 }
@@ -437,8 +487,15 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = buildKernel(ctx, meta);
   if (failed(verify(*module)))
     fail("the attention op does not verify (see above)");
+  rt::Manifest host;
+  {
+    auto func = module->lookupSymbol<func::FuncOp>(meta.kernel);
+    std::string error;
+    if (!func || !hostManifest(func, operandSpecs(meta), &host, &error))
+      fail("launch manifest: " + (func ? error : "no kernel function"));
+  }
   if (meta.target != rt::Target::Cpu)
-    return compileGpu(*module, meta);
+    return compileGpu(*module, host, meta);
 
   PassManager pm(&ctx);
   mlir::fmha::CpuPipelineOptions options;
@@ -485,8 +542,9 @@ int main(int argc, char **argv) {
   std::string object =
       emitToString(*tm, *llvmModule, llvm::CodeGenFileType::ObjectFile);
   std::string shared = linkSharedObject(object);
+  setManifest(*module, host, meta);
   std::string error;
-  if (!rt::writeBundle(output, meta, shared, &error))
+  if (!rt::writeBundle(output, meta, shared, &error, bundleVersion))
     fail(error);
   return 0;
 }

@@ -167,9 +167,9 @@ DkDvLayout dkdvLayout(const GpuTarget &t, const BwdConfig &c) {
   if (c.split)
     l.total = l.scratch + qkvTile;
   else
-    l.total = l.scratch + (t.getAFromC(0) ? 0
-                                          : c.warps * bufferBytes(t.getMmaM(),
-                                                                  c.qStep));
+    l.total =
+        l.scratch +
+        (t.getAFromC(0) ? 0 : c.warps * bufferBytes(t.getMmaM(), c.qStep));
   return l;
 }
 
@@ -311,9 +311,8 @@ private:
   /// predicate for edge tiles (null: all visible).
   void probsAndDs(OpBuilder &ob, CTiles &s, CTiles &dp,
                   function_ref<Value(int64_t j, int64_t e)> lseOf,
-                  function_ref<Value(int64_t j, int64_t e)> dsumOf,
-                  Value full, function_ref<Value(OpBuilder &, int64_t, int64_t)>
-                                  visible);
+                  function_ref<Value(int64_t j, int64_t e)> dsumOf, Value full,
+                  function_ref<Value(OpBuilder &, int64_t, int64_t)> visible);
   void storeRows(OpBuilder &ob, const CTiles &acc, Value mem, Value base,
                  Value row0, Value rowEnd, int64_t width);
   /// Splits loop-carried values into accumulators of `widths` columns each
@@ -420,8 +419,8 @@ CTiles BwdKernelBuilder::productBT(OpBuilder &ob,
       SmallVector<SmallVector<Value>> frags = t.emitLoadKFragments(
           ob, loc, bTile, lane, im.c(j * mmaN), im.c(kk * mmaK));
       for (int64_t h = 0; h < 2; ++h)
-        acc = t.emitMma(ob, loc, cfg.elementType, aFrags[kk + h], frags[h],
-                        acc);
+        acc =
+            t.emitMma(ob, loc, cfg.elementType, aFrags[kk + h], frags[h], acc);
     }
     out.push_back(acc);
   }
@@ -494,10 +493,9 @@ void BwdKernelBuilder::probsAndDs(
     }
 }
 
-CTiles BwdKernelBuilder::gridProductBT(OpBuilder &ob, Value aTile,
-                                       Value bTile, Value row0, Value col0,
-                                       int64_t rows, int64_t cols,
-                                       int64_t reduction) {
+CTiles BwdKernelBuilder::gridProductBT(OpBuilder &ob, Value aTile, Value bTile,
+                                       Value row0, Value col0, int64_t rows,
+                                       int64_t cols, int64_t reduction) {
   IndexMath im{ob, loc};
   FloatMath fm{ob, loc, t};
   const int64_t mmaM = t.getMmaM(), mmaN = t.getMmaN(), mmaK = t.getMmaK();
@@ -512,8 +510,7 @@ CTiles BwdKernelBuilder::gridProductBT(OpBuilder &ob, Value aTile,
                           im.c((kk + h) * mmaK)));
     for (int64_t j = 0; j < tiles; ++j) {
       SmallVector<SmallVector<Value>> frags = t.emitLoadKFragments(
-          ob, loc, bTile, lane, im.add(col0, im.c(j * mmaN)),
-          im.c(kk * mmaK));
+          ob, loc, bTile, lane, im.add(col0, im.c(j * mmaN)), im.c(kk * mmaK));
       for (int64_t rb = 0; rb < blocks; ++rb)
         for (int64_t h = 0; h < 2; ++h)
           acc[rb * tiles + j] =
@@ -585,10 +582,9 @@ Value BwdKernelBuilder::dqAccIndex(OpBuilder &ob, Value rowBase, Value row0,
   IndexMath m{ob, loc};
   const int64_t mmaM = t.getMmaM();
   Value full = m.le(m.add(row0, m.c(mmaM)), sq);
-  Value blocked =
-      m.add(m.add(m.mul(m.add(rowBase, row0), m.c(cfg.d)),
-                  m.mul(col0, m.c(mmaM))),
-            m.add(m.c(e * t.getWarpSize()), lane));
+  Value blocked = m.add(
+      m.add(m.mul(m.add(rowBase, row0), m.c(cfg.d)), m.mul(col0, m.c(mmaM))),
+      m.add(m.c(e * t.getWarpSize()), lane));
   Value row = m.min(m.add(row0, cCoords[e].row), m.sub(sq, m.c(1)));
   Value rowMajor = m.add(m.mul(m.add(rowBase, row), m.c(cfg.d)),
                          m.add(col0, cCoords[e].col));
@@ -622,9 +618,9 @@ SmallVector<Value> BwdKernelBuilder::pack(ArrayRef<CTiles> accs) {
 Value BwdKernelBuilder::warpScratch(int64_t offset, int64_t cols) {
   if (t.getAFromC(0))
     return {};
-  Value all = workgroupView(b, loc, raw, offset,
-                            {cfg.warps, t.getMmaM(), cols + kRowPad},
-                            cfg.elementType);
+  Value all =
+      workgroupView(b, loc, raw, offset,
+                    {cfg.warps, t.getMmaM(), cols + kRowPad}, cfg.elementType);
   return selectBuffer(b, loc, all, warp);
 }
 
@@ -664,8 +660,8 @@ void BwdKernelBuilder::buildPrep(gpu::GPUFuncOp func) {
   Value head = im.add(im.mul(batch, im.c(cfg.hq)), h);
   Value q0 = im.mul(qt, im.c(cfg.blockRows));
   const int64_t ws = t.getWarpSize();
-  scf::ForOp rows = scf::ForOp::create(b, loc, warp, im.c(cfg.blockRows),
-                                       im.c(cfg.warps));
+  scf::ForOp rows =
+      scf::ForOp::create(b, loc, warp, im.c(cfg.blockRows), im.c(cfg.warps));
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(rows.getBody());
@@ -697,9 +693,8 @@ void BwdKernelBuilder::buildPrep(gpu::GPUFuncOp func) {
     }
     for (int64_t mask = ws / 2; mask >= 1; mask /= 2)
       sum = fm.add(sum, t.emitShuffleXor(b, loc, sum, mask));
-    auto first = scf::IfOp::create(b, loc, lm.cmp(arith::CmpIPredicate::eq, lane,
-                                                  lm.c(0)),
-                                   false);
+    auto first = scf::IfOp::create(
+        b, loc, lm.cmp(arith::CmpIPredicate::eq, lane, lm.c(0)), false);
     {
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(first.thenBlock());
@@ -712,9 +707,9 @@ void BwdKernelBuilder::buildPrep(gpu::GPUFuncOp func) {
         auto inCols = scf::IfOp::create(b, loc, lm.lt(col, lm.c(cfg.d)), false);
         OpBuilder::InsertionGuard g3(b);
         b.setInsertionPointToStart(inCols.thenBlock());
-        memref::StoreOp::create(b, loc, FloatMath{b, loc, t}.c(0.0),
-                                arg(kDQAcc),
-                                ValueRange{IndexMath{b, loc}.add(accBase, col)});
+        memref::StoreOp::create(
+            b, loc, FloatMath{b, loc, t}.c(0.0), arg(kDQAcc),
+            ValueRange{IndexMath{b, loc}.add(accBase, col)});
       }
     }
   }
@@ -758,9 +753,8 @@ BwdKernelBuilder::DkDvFrame BwdKernelBuilder::dkdvFrame() {
   return f;
 }
 
-std::pair<Value, Value> BwdKernelBuilder::decodeStep(IndexMath &m,
-                                                     const DkDvFrame &f,
-                                                     Value it) {
+std::pair<Value, Value>
+BwdKernelBuilder::decodeStep(IndexMath &m, const DkDvFrame &f, Value it) {
   const int64_t group = cfg.hq / cfg.hk;
   Value g = m.b.createOrFold<arith::RemUIOp>(loc, it, m.c(group));
   Value qTile =
@@ -787,7 +781,6 @@ Value BwdKernelBuilder::pairVisible(OpBuilder &ob, Value qRow, Value kvRow) {
   return arith::AndIOp::create(ob, loc, vis, em.lt(kvRow, sk)).getResult();
 }
 
-
 void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
   prologue(func);
   if (cfg.wgmma)
@@ -806,29 +799,29 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
 
   DkDvLayout layout = dkdvLayout(t, cfg);
   // K and V as one-buffer stage sets, so that the row copies serve them.
-  Value kStage = workgroupView(b, loc, raw, layout.k,
-                               {1, cfg.blockRows, cfg.d + kRowPad},
-                               cfg.elementType);
-  Value vStage = workgroupView(b, loc, raw, layout.v,
-                               {1, cfg.blockRows, cfg.dv + kRowPad},
-                               cfg.elementType);
+  Value kStage =
+      workgroupView(b, loc, raw, layout.k, {1, cfg.blockRows, cfg.d + kRowPad},
+                    cfg.elementType);
+  Value vStage =
+      workgroupView(b, loc, raw, layout.v, {1, cfg.blockRows, cfg.dv + kRowPad},
+                    cfg.elementType);
   Value kTile = selectBuffer(b, loc, kStage, im.c(0));
   Value vTile = selectBuffer(b, loc, vStage, im.c(0));
-  Value qBufs = workgroupView(b, loc, raw, layout.q,
-                              {stages, cfg.qStep, cfg.d + kRowPad},
-                              cfg.elementType);
-  Value dOBufs = workgroupView(b, loc, raw, layout.dO,
-                               {stages, cfg.qStep, cfg.dv + kRowPad},
-                               cfg.elementType);
+  Value qBufs =
+      workgroupView(b, loc, raw, layout.q, {stages, cfg.qStep, cfg.d + kRowPad},
+                    cfg.elementType);
+  Value dOBufs =
+      workgroupView(b, loc, raw, layout.dO,
+                    {stages, cfg.qStep, cfg.dv + kRowPad}, cfg.elementType);
   Value dsTile, pTile, scratch;
   if (!cfg.deterministic || cfg.split)
-    dsTile = workgroupView(b, loc, raw, layout.dS,
-                           {cfg.qStep, cfg.blockRows + kRowPad},
-                           cfg.elementType);
+    dsTile =
+        workgroupView(b, loc, raw, layout.dS,
+                      {cfg.qStep, cfg.blockRows + kRowPad}, cfg.elementType);
   if (cfg.split)
-    pTile = workgroupView(b, loc, raw, layout.scratch,
-                          {cfg.qStep, cfg.blockRows + kRowPad},
-                          cfg.elementType);
+    pTile =
+        workgroupView(b, loc, raw, layout.scratch,
+                      {cfg.qStep, cfg.blockRows + kRowPad}, cfg.elementType);
   else
     scratch = warpScratch(layout.scratch, cfg.qStep);
 
@@ -921,8 +914,8 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     SmallVector<Value> lse, dsum;
     for (int64_t j = 0; j < cfg.qStep / mmaN; ++j)
       for (int64_t e = 0; e < numC; ++e) {
-        Value qRow = m.min(m.add(q0, m.add(m.c(j * mmaN), cCoords[e].col)),
-                           sqLast);
+        Value qRow =
+            m.min(m.add(q0, m.add(m.c(j * mmaN), cCoords[e].col)), sqLast);
         Value idx = m.add(rowBase, qRow);
         lse.push_back(memref::LoadOp::create(ob, loc, arg(kLse), idx));
         dsum.push_back(memref::LoadOp::create(ob, loc, arg(kDsum), idx));
@@ -930,7 +923,8 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     probsAndDs(
         ob, s, dp, [&](int64_t j, int64_t e) { return lse[j * numC + e]; },
         [&](int64_t j, int64_t e) { return dsum[j * numC + e]; },
-        stepIsFull(ob, q0), [&](OpBuilder &eb, int64_t j, int64_t e) {
+        stepIsFull(ob, q0),
+        [&](OpBuilder &eb, int64_t j, int64_t e) {
           IndexMath em{eb, loc};
           Value qRow = em.add(q0, em.add(em.c(j * mmaN), cCoords[e].col));
           Value kvRow = em.add(em.add(c0, warpRow0), cCoords[e].row);
@@ -978,8 +972,8 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
       Value u = unitLoop.getInductionVar();
       Value rowBlock = um.mul(um.div(u, um.c(colUnits)), um.c(mmaM));
       Value col0 = um.mul(um.rem(u, um.c(colUnits)), um.c(2 * mmaN));
-      SmallVector<SmallVector<Value>> acc(
-          2, SmallVector<Value>(numC, uf.c(0.0)));
+      SmallVector<SmallVector<Value>> acc(2,
+                                          SmallVector<Value>(numC, uf.c(0.0)));
       for (int64_t kk = 0; kk < cfg.blockRows / mmaK; ++kk) {
         SmallVector<Value> a = loadA(ob, dsTile, rowBlock, um.c(kk * mmaK));
         SmallVector<SmallVector<Value>> frags =
@@ -1036,9 +1030,9 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     probsAndDs(ob, s, dp, rowState(lse), rowState(dsum), stepIsFull(ob, q0),
                [&](OpBuilder &eb, int64_t i, int64_t e) {
                  IndexMath em{eb, loc};
-                 Value kvRow = em.add(
-                     em.add(c0, sAt.second),
-                     em.add(em.c(i % tiles * mmaN), cCoords[e].col));
+                 Value kvRow =
+                     em.add(em.add(c0, sAt.second),
+                            em.add(em.c(i % tiles * mmaN), cCoords[e].col));
                  return pairVisible(eb, qRowOf(em, i, e), kvRow);
                });
     storeTile(ob, s, pTile, sAt.first, sAt.second, g.s.tileCols);
@@ -1057,8 +1051,8 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
       CTiles dq(g.dq.tileRows / mmaM * dqTiles,
                 SmallVector<Value>(numC, qf.c(0.0)));
       gridAccumulateAB(ob, dsTile, /*aTransposed=*/false, kTile, dqAt.first,
-                       dqAt.second, g.dq.tileRows, g.dq.tileCols,
-                       cfg.blockRows, dq);
+                       dqAt.second, g.dq.tileRows, g.dq.tileCols, cfg.blockRows,
+                       dq);
       // Rows past Sq hold dS = 0: clamping them adds zeros.
       for (size_t i = 0; i < dq.size(); ++i) {
         Value row0 = m.add(m.add(q0, dqAt.first), m.c(i / dqTiles * mmaM));
@@ -1085,8 +1079,8 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
                   accs[1]);
     return pack(accs);
   };
-  scf::ForOp loop = emitPipelinedTileLoop(b, loc, t, im.c(0), total, init,
-                                          issue, body);
+  scf::ForOp loop =
+      emitPipelinedTileLoop(b, loc, t, im.c(0), total, init, issue, body);
   loop->setAttr("fmha.q_loop", b.getStringAttr("group"));
 
   // dK (scale already in dS) and dV, rows past Sk not written.
@@ -1145,8 +1139,8 @@ void BwdKernelBuilder::buildDkDvWarpgroup() {
   WarpgroupDkDvLayout layout = warpgroupDkDvLayout(cfg);
   AlignedWorkgroup aligned = alignWorkgroup(b, loc, raw, kSwizzleAlign);
   auto view = [&](int64_t offset, ArrayRef<int64_t> shape, Type type) {
-    return workgroupView(b, loc, raw, im.add(aligned.pad, im.c(offset)),
-                         shape, type);
+    return workgroupView(b, loc, raw, im.add(aligned.pad, im.c(offset)), shape,
+                         type);
   };
   Type elt = cfg.elementType;
   Value kStage = view(layout.k, {1, cfg.d / 64, rows, 64}, elt);
@@ -1159,9 +1153,9 @@ void BwdKernelBuilder::buildDkDvWarpgroup() {
     dsTile = view(layout.dS, {rows, q}, elt);
   Value group = im.div(warp, im.c(kWarpgroupWarps));
   // The warp's first kv row within the tile.
-  Value warpRow0 = im.add(im.mul(group, im.c(kWarpgroupRows)),
-                          im.mul(im.rem(warp, im.c(kWarpgroupWarps)),
-                                 im.c(mmaM)));
+  Value warpRow0 =
+      im.add(im.mul(group, im.c(kWarpgroupRows)),
+             im.mul(im.rem(warp, im.c(kWarpgroupWarps)), im.c(mmaM)));
   // The descriptor of an operand `offset` (+ `dynamic`) bytes into the
   // layout.
   auto desc = [&](OpBuilder &ob, int64_t offset, Value dynamic,
@@ -1180,8 +1174,8 @@ void BwdKernelBuilder::buildDkDvWarpgroup() {
     auto [head, q0] = decodeStep(m, f, clamped);
     Value rowBase = m.mul(head, sq);
     SmallVector<Value> tokens;
-    emitCopyRows(ob, loc, t, arg(kQ), m.mul(rowBase, m.c(cfg.d)), cfg.d, q,
-                 q0, f.sqLast, qBufs, buf, tid, threads, tokens,
+    emitCopyRows(ob, loc, t, arg(kQ), m.mul(rowBase, m.c(cfg.d)), cfg.d, q, q0,
+                 f.sqLast, qBufs, buf, tid, threads, tokens,
                  /*swizzled=*/true);
     emitCopyRows(ob, loc, t, arg(kDO), m.mul(rowBase, m.c(cfg.dv)), cfg.dv, q,
                  q0, f.sqLast, dOBufs, buf, tid, threads, tokens,
@@ -1226,8 +1220,8 @@ void BwdKernelBuilder::buildDkDvWarpgroup() {
       const int64_t block = kk / (64 / mmaK), inRow = kk % (64 / mmaK) * 32;
       Value descA = desc(ob, aOffset + block * rows * 128 + inRow, aRows, 16);
       Value descB = desc(ob, bOffset + block * q * 128 + inRow, bStage, 16);
-      acc = t.emitWarpgroupMma(ob, loc, elt, q, descA, /*aMMajor=*/false,
-                               descB, /*bNMajor=*/false, acc);
+      acc = t.emitWarpgroupMma(ob, loc, elt, q, descA, /*aMMajor=*/false, descB,
+                               /*bNMajor=*/false, acc);
     }
     return acc;
   };
@@ -1306,13 +1300,12 @@ void BwdKernelBuilder::buildDkDvWarpgroup() {
           for (size_t j = 0; j < dp.size(); ++j)
             for (int64_t e = 0; e < t.getNumCElements(); ++e) {
               Value row = m.add(warpRow0, cCoords[e].row);
-              Value chunk = arith::XOrIOp::create(ob, loc, m.c(j),
-                                                  m.rem(row, m.c(8)));
+              Value chunk =
+                  arith::XOrIOp::create(ob, loc, m.c(j), m.rem(row, m.c(8)));
               Value col = m.add(m.mul(chunk, m.c(8)), cCoords[e].col);
               memref::StoreOp::create(
-                  ob, loc,
-                  arith::TruncFOp::create(ob, loc, elt, dp[j][e]), dsTile,
-                  ValueRange{row, col});
+                  ob, loc, arith::TruncFOp::create(ob, loc, elt, dp[j][e]),
+                  dsTile, ValueRange{row, col});
             }
         }
 
@@ -1352,18 +1345,19 @@ void BwdKernelBuilder::buildDkDvWarpgroup() {
           t.emitWarpgroupCommit(ob, loc);
           accs.append(dq);
           accs = t.emitWarpgroupWait(ob, loc, 0, accs);
-          CTiles dqTiles = unpack(
-              ArrayRef<Value>(accs).drop_front((cfg.d + cfg.dv) / 2), {half})[0];
+          CTiles dqTiles =
+              unpack(ArrayRef<Value>(accs).drop_front((cfg.d + cfg.dv) / 2),
+                     {half})[0];
           accs.resize((cfg.d + cfg.dv) / 2);
           // Rows past Sq hold dS = 0: clamping them adds zeros.
-          Value row0 = m.add(q0, m.mul(m.rem(warp, m.c(kWarpgroupWarps)),
-                                       m.c(mmaM)));
+          Value row0 =
+              m.add(q0, m.mul(m.rem(warp, m.c(kWarpgroupWarps)), m.c(mmaM)));
           for (size_t j = 0; j < dqTiles.size(); ++j)
             for (int64_t e = 0; e < t.getNumCElements(); ++e)
-              t.emitWorkspaceAtomicAdd(
-                  ob, loc, dqTiles[j][e], arg(kDQAcc),
-                  dqAccIndex(ob, rowBase, row0,
-                             m.add(colOff, m.c(j * mmaN)), e, sq));
+              t.emitWorkspaceAtomicAdd(ob, loc, dqTiles[j][e], arg(kDQAcc),
+                                       dqAccIndex(ob, rowBase, row0,
+                                                  m.add(colOff, m.c(j * mmaN)),
+                                                  e, sq));
         }
         stageRowState(ob, staged, next);
         accs.push_back(staged);
@@ -1420,12 +1414,12 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
   }
 
   DqLayout layout = dqLayout(t, cfg);
-  Value kBufs = workgroupView(b, loc, raw, layout.k,
-                              {stages, cfg.kvStep, cfg.d + kRowPad},
-                              cfg.elementType);
-  Value vBufs = workgroupView(b, loc, raw, layout.v,
-                              {stages, cfg.kvStep, cfg.dv + kRowPad},
-                              cfg.elementType);
+  Value kBufs =
+      workgroupView(b, loc, raw, layout.k,
+                    {stages, cfg.kvStep, cfg.d + kRowPad}, cfg.elementType);
+  Value vBufs =
+      workgroupView(b, loc, raw, layout.v,
+                    {stages, cfg.kvStep, cfg.dv + kRowPad}, cfg.elementType);
   Value scratch = warpScratch(layout.scratch, cfg.kvStep);
 
   Value warpRow0 = im.add(r0, im.mul(warp, im.c(mmaM)));
@@ -1454,8 +1448,8 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
     lse.push_back(memref::LoadOp::create(b, loc, arg(kLse), idx));
     dsum.push_back(memref::LoadOp::create(b, loc, arg(kDsum), idx));
   }
-  Value kvHead = im.add(im.mul(batch, im.c(cfg.hk)),
-                        im.div(h, im.c(cfg.hq / cfg.hk)));
+  Value kvHead =
+      im.add(im.mul(batch, im.c(cfg.hk)), im.div(h, im.c(cfg.hq / cfg.hk)));
   Value kBase = im.mul(im.mul(kvHead, sk), im.c(cfg.d));
   Value vBase = im.mul(im.mul(kvHead, sk), im.c(cfg.dv));
 
@@ -1514,8 +1508,8 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
     sinkLoop->setAttr("fmha.kv_loop", b.getStringAttr("sink"));
     state = sinkLoop.getResults();
   }
-  scf::ForOp window = emitPipelinedTileLoop(b, loc, t, bounds.begin,
-                                            bounds.end, state, issue, body);
+  scf::ForOp window = emitPipelinedTileLoop(b, loc, t, bounds.begin, bounds.end,
+                                            state, issue, body);
   window->setAttr("fmha.kv_loop", b.getStringAttr("window"));
   storeRows(b, unpack(window.getResults(), {cfg.d})[0], arg(kDQ), dqBase,
             warpRow0, sq, cfg.d);
@@ -1523,8 +1517,8 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
 
 /// Checks what the kernels support; returns a message naming what is not.
 std::string checkSupported(AttentionBwdOp op, const GpuTarget &t,
-                           StringRef chip, const BwdConfig &c,
-                           int64_t blockM, int64_t blockN, int64_t warpRows) {
+                           StringRef chip, const BwdConfig &c, int64_t blockM,
+                           int64_t blockN, int64_t warpRows) {
   auto name = [](Type type) {
     std::string s;
     llvm::raw_string_ostream os(s);
@@ -1545,21 +1539,22 @@ std::string checkSupported(AttentionBwdOp op, const GpuTarget &t,
     return "the GPU backward kernels take lse in f32";
   for (int64_t dim : {c.d, c.dv})
     if (dim != 32 && dim != 64 && dim != 128)
-      return "head dims D=" + std::to_string(c.d) + ", Dv=" +
-             std::to_string(c.dv) +
+      return "head dims D=" + std::to_string(c.d) +
+             ", Dv=" + std::to_string(c.dv) +
              " are not supported by the GPU backward kernels (supported: 32, "
              "64, 128)";
   if (std::max(c.d, c.dv) > t.getMaxHeadDim())
-    return "head dims D=" + std::to_string(c.d) + ", Dv=" +
-           std::to_string(c.dv) + " do not fit the registers of a lane on " +
-           chip.str() + " (at most " + std::to_string(t.getMaxHeadDim()) + ")";
+    return "head dims D=" + std::to_string(c.d) +
+           ", Dv=" + std::to_string(c.dv) +
+           " do not fit the registers of a lane on " + chip.str() +
+           " (at most " + std::to_string(t.getMaxHeadDim()) + ")";
   const int64_t mmaM = t.getMmaM(), mmaN = t.getMmaN(), mmaK = t.getMmaK();
   // Fragments are read two k-steps (two N columns) at a time, over D and Dv
   // both as reduction and as output columns.
   const int64_t unit = std::max(2 * mmaK, 2 * mmaN);
   if (c.d % unit != 0 || c.dv % unit != 0)
-    return "head dims D=" + std::to_string(c.d) + ", Dv=" +
-           std::to_string(c.dv) + " are not supported with the " +
+    return "head dims D=" + std::to_string(c.d) +
+           ", Dv=" + std::to_string(c.dv) + " are not supported with the " +
            std::to_string(mmaM) + "x" + std::to_string(mmaN) + "x" +
            std::to_string(mmaK) +
            " matrix instruction in the backward kernels (multiples of " +
@@ -1573,13 +1568,15 @@ std::string checkSupported(AttentionBwdOp op, const GpuTarget &t,
     return "the backward kernels need block-m = block-n, a multiple of " +
            std::to_string(std::max(mmaM, unit)) + " with at most " +
            std::to_string(1024 / t.getWarpSize()) + " warps of " +
-           std::to_string(mmaM) + " rows; got block-m=" +
-           std::to_string(blockM) + " block-n=" + std::to_string(blockN);
+           std::to_string(mmaM) +
+           " rows; got block-m=" + std::to_string(blockM) +
+           " block-n=" + std::to_string(blockN);
   const int64_t bytes = sharedBytes(t, c);
   if (bytes > t.getMaxSharedBytes(chip))
     return "D=" + std::to_string(c.d) + ", Dv=" + std::to_string(c.dv) +
            " with block-m=" + std::to_string(blockM) + " needs " +
-           std::to_string(bytes) + " bytes of workgroup memory in the "
+           std::to_string(bytes) +
+           " bytes of workgroup memory in the "
            "backward kernels, over the " +
            std::to_string(t.getMaxSharedBytes(chip)) + " bytes of " +
            chip.str();
@@ -1626,8 +1623,7 @@ LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
     cfg.softcap = cap->convertToDouble();
   if (wgmma) {
     std::string error = target.checkWarpgroupMma(chip);
-    if (error.empty() &&
-        (cfg.d != cfg.dv || (cfg.d != 64 && cfg.d != 128)))
+    if (error.empty() && (cfg.d != cfg.dv || (cfg.d != 64 && cfg.d != 128)))
       error = "mma=wgmma supports head dims D = Dv in {64, 128} in the "
               "backward kernels, got D=" +
               std::to_string(cfg.d) + ", Dv=" + std::to_string(cfg.dv);
@@ -1636,8 +1632,9 @@ LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
       error = "mma=wgmma in the backward kernels needs block-m = block-n = " +
               std::to_string(2 * kWarpgroupRows) +
               " (two warpgroups of 64 kv rows) and warp-rows = " +
-              std::to_string(target.getMmaM()) + "; got block-m=" +
-              std::to_string(blockM) + " block-n=" + std::to_string(blockN) +
+              std::to_string(target.getMmaM()) +
+              "; got block-m=" + std::to_string(blockM) +
+              " block-n=" + std::to_string(blockN) +
               " warp-rows=" + std::to_string(warpRows);
     if (!error.empty())
       return op.emitOpError() << error;
@@ -1676,9 +1673,9 @@ LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
   auto flat = MemRefType::get({ShapedType::kDynamic}, elt);
   auto flatF32 = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
   Type index = b.getIndexType();
-  SmallVector<Type> params = {flat,    flat, flat, flat,    flat,    flatF32,
-                              flat,    flat, flat, flatF32, flatF32, index,
-                              index,   index};
+  SmallVector<Type> params = {flat,    flat,  flat,  flat, flat,
+                              flatF32, flat,  flat,  flat, flatF32,
+                              flatF32, index, index, index};
   std::string base = kernelName.str();
   if (base.empty()) {
     auto parent = op->getParentOfType<FunctionOpInterface>();
@@ -1692,10 +1689,9 @@ LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
   gpu::GPUFuncOp prep = makeKernel("_prep");
   gpu::GPUFuncOp dkdv = makeKernel("_dkdv");
   gpu::GPUFuncOp dq = makeKernel("_dq");
-  for (auto [func, build] :
-       {std::pair(prep, &BwdKernelBuilder::buildPrep),
-        std::pair(dkdv, &BwdKernelBuilder::buildDkDv),
-        std::pair(dq, &BwdKernelBuilder::buildDq)}) {
+  for (auto [func, build] : {std::pair(prep, &BwdKernelBuilder::buildPrep),
+                             std::pair(dkdv, &BwdKernelBuilder::buildDkDv),
+                             std::pair(dq, &BwdKernelBuilder::buildDq)}) {
     OpBuilder kb(ctx);
     BwdKernelBuilder builder(kb, loc, target, cfg);
     (builder.*build)(func);
@@ -1709,14 +1705,27 @@ LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
   Value batch = im.dim(op.getQ(), 0), sq = im.dim(op.getQ(), 2),
         sk = im.dim(op.getK(), 2);
   Value rows = im.mul(im.mul(batch, im.c(cfg.hq)), sq);
-  Value dsum = memref::AllocOp::create(b, loc, flatF32, ValueRange{rows});
-  Value accElems = cfg.deterministic ? im.c(0) : im.mul(rows, im.c(cfg.d));
-  Value dqacc = memref::AllocOp::create(b, loc, flatF32, ValueRange{accElems});
+  // Named for the launch manifest, where they become the runtime's
+  // workspaces.
+  auto dsum = memref::AllocOp::create(b, loc, flatF32, ValueRange{rows});
+  dsum->setAttr("fmha.workspace", b.getStringAttr("dsum"));
+  // Deterministic: no accumulator, an empty buffer of static size (which no
+  // canonicalization rebuilds, so that its name stays).
+  auto dqacc =
+      cfg.deterministic
+          ? memref::AllocOp::create(
+                b, loc, MemRefType::get({0}, b.getF32Type()), ValueRange{})
+          : memref::AllocOp::create(b, loc, flatF32,
+                                    ValueRange{im.mul(rows, im.c(cfg.d))});
+  dqacc->setAttr("fmha.workspace", b.getStringAttr("dqacc"));
+  Value dqaccFlat = dqacc;
+  if (cfg.deterministic)
+    dqaccFlat = memref::CastOp::create(b, loc, flatF32, dqacc);
   SmallVector<Value> operands;
   for (Value v : {op.getQ(), op.getK(), op.getV(), op.getO(), op.getDout(),
                   op.getLse(), op.getDq(), op.getDk(), op.getDv()})
     operands.push_back(collapseToRank1(b, loc, v));
-  operands.append({dsum, dqacc, batch, sq, sk});
+  operands.append({dsum, dqaccFlat, batch, sq, sk});
   Value shared = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
                                               sharedBytes(target, cfg));
   gpu::KernelDim3 block{im.c(threads), im.c(1), im.c(1)};

@@ -13,8 +13,9 @@
 // CHECK-DAG: %[[SK:.+]] = memref.dim %arg1, %c2
 // CHECK-DAG: %[[NQ:.+]] = arith.ceildivsi %[[SQ]], %c64
 // CHECK-DAG: %[[NK:.+]] = arith.ceildivsi %[[SK]], %c64
-// CHECK-DAG: %[[DSUM:.+]] = memref.alloc(%{{.+}}) : memref<?xf32>
-// CHECK-DAG: %[[ACC:.+]] = memref.alloc(%{{.+}}) : memref<?xf32>
+// The workspaces carry their names to the launch manifest.
+// CHECK-DAG: %[[DSUM:.+]] = memref.alloc(%{{.+}}) {fmha.workspace = "dsum"} : memref<?xf32>
+// CHECK-DAG: %[[ACC:.+]] = memref.alloc(%{{.+}}) {fmha.workspace = "dqacc"} : memref<?xf32>
 // CHECK: gpu.launch_func @fmha_kernels::@bwd_prep blocks in (%[[NQ]], %c8, %[[B]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c73728_i32 args({{.+}}, %[[DSUM]] : memref<?xf32>, %[[ACC]] : memref<?xf32>, %[[B]] : index, %[[SQ]] : index, %[[SK]] : index)
 // CHECK-NEXT: gpu.launch_func @fmha_kernels::@bwd_dkdv blocks in (%[[NK]], %c2, %[[B]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c73728_i32
 // CHECK-NEXT: gpu.launch_func @fmha_kernels::@bwd_dq blocks in (%[[NQ]], %c8, %[[B]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c73728_i32
@@ -68,7 +69,7 @@ func.func @bwd(%q: memref<?x8x?x64xbf16>, %k: memref<?x2x?x64xbf16>, %v: memref<
 // the forward's kv loops (sink, then window) with K/V stages (2 x 64 x 72
 // each, 36864 bytes); the split dkdv needs 73728 (P and dS tiles both).
 // CHECK-LABEL: func.func @det(
-// CHECK: memref.alloc() : memref<0xf32>
+// CHECK: memref.alloc() {fmha.workspace = "dqacc"} : memref<0xf32>
 // CHECK: gpu.launch_func @fmha_kernels::@det_prep {{.+}} dynamic_shared_memory_size %c73728_i32
 // CHECK: gpu.func @det_dkdv(
 // CHECK-NOT: memref.atomic_rmw
