@@ -6,7 +6,9 @@
 //
 // Input: the bytes of a bundle file. parseBundle accepts it or returns a
 // one-line message (printable ASCII, naming the bundle). An accepted bundle
-// validates, serializes, and reads back to the same metadata and binary.
+// validates, serializes in its own version, and reads back to the same
+// metadata (its manifest included) and binary; an accepted version-1 bundle
+// also serializes as version 2 and reads back to the same manifest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +31,9 @@ bool sameMeta(const BundleMeta &a, const BundleMeta &b) {
          a.softcap == b.softcap && a.blockM == b.blockM &&
          a.blockN == b.blockN && a.blockThreads == b.blockThreads &&
          a.sharedBytes == b.sharedBytes && a.kernel == b.kernel &&
-         a.abi == b.abi && a.binaryFormat == b.binaryFormat;
+         a.abi == b.abi && a.binaryFormat == b.binaryFormat &&
+         a.formatVersion == b.formatVersion &&
+         a.manifest.str() == b.manifest.str();
 }
 
 bool isOneLine(const std::string &s) {
@@ -55,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
              "accepted metadata does not validate: " + meta.validate());
   FUZZ_CHECK(!binary.empty(), "accepted an empty binary");
   std::string out;
-  FUZZ_CHECK(serializeBundle(meta, binary, &out, &err),
+  FUZZ_CHECK(serializeBundle(meta, binary, &out, &err, meta.formatVersion),
              "an accepted bundle does not serialize: " + err);
   BundleMeta again;
   std::string binary2;
@@ -64,7 +68,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(sameMeta(meta, again), "metadata changes in a round trip");
   FUZZ_CHECK(binary == binary2, "binary changes in a round trip");
   std::string out2;
-  FUZZ_CHECK(serializeBundle(again, binary2, &out2, &err) && out2 == out,
+  FUZZ_CHECK(serializeBundle(again, binary2, &out2, &err, again.formatVersion) &&
+                 out2 == out,
              "serialization is not stable");
+  if (meta.formatVersion == 1) {
+    std::string v2;
+    FUZZ_CHECK(serializeBundle(meta, binary, &v2, &err),
+               "a version-1 bundle does not serialize as version 2: " + err);
+    BundleMeta upgraded;
+    FUZZ_CHECK(parseBundle(v2, "v2", &upgraded, &binary2, &err),
+               "a version-1 bundle written as version 2 does not parse: " +
+                   err);
+    FUZZ_CHECK(upgraded.manifest.str() == meta.manifest.str() &&
+                   binary2 == binary,
+               "the manifest changes from version 1 to version 2");
+  }
   return 0;
 }

@@ -70,6 +70,52 @@ write("bundle", "hip", bundle(
 write("bundle", "version2", b"FMHA-BUNDLE 2\n")
 
 
+def bundle2(fields, manifest, binary):
+    head = "FMHA-BUNDLE 2\n" + "".join("%s=%s\n" % kv for kv in fields)
+    return head.encode() + b"\n" + manifest.encode() + b"\n" + binary
+
+
+def v2(fields):
+    return [kv for kv in fields if kv[0] not in ("abi", "block_threads", "shared_bytes")]
+
+
+write("bundle", "v2-cpu", bundle2(v2(cpu_fields(elf)), """call ciface
+size b
+size sq
+size sk
+operand q in f32 b 8 sq 64
+operand k in f32 b 2 sk 64
+operand v in f32 b 2 sk 64
+operand o out f32 b 8 sq 64
+operand lse out f32 b 8 sq optional
+kernel fmha_fwd
+param q memref @q
+param k memref @k
+param v memref @v
+param o memref @o
+param lse memref @lse
+""", elf))
+write("bundle", "v2-cuda", bundle2(v2(cuda), """call gpu
+size b
+size sq
+size sk
+size window
+operand q in bf16 b 32 sq 128 strided
+operand lse out f32 b 32 sq optional
+workspace acc b*32*sq*4 zero
+kernel fmha_fwd
+when min(window,1)
+grid cdiv(sq,128) 32 b
+block 256 1 1
+shared 73728
+param q.allocated ptr @q
+param q.stride_b i64 stride(q,0)
+param acc ptr @acc
+param tiles i32 max(cdiv(sk,64)-1,0)%7
+param sms i64 num_sms
+""", ptx))
+
+
 # --- npy ---
 def npy(descr, shape, data, version=1, fortran=False):
     shape_s = "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1
