@@ -10,6 +10,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -18,8 +19,29 @@
 
 using namespace mlir;
 
+namespace {
+
+/// The pipelines take the fmha ops on tensors: One-Shot Bufferize first
+/// (the ops' models: fmha/Transforms/BufferizableOpInterfaceImpl.h), with
+/// identity layouts at function boundaries (the kernels take contiguous
+/// operands); then fmha-drop-out-results drops every function result that
+/// is one of its arguments' buffers (an out written in place), so that a
+/// function on tensors gets the signature of its form on memrefs (the
+/// runtime's ABIs). IR on memrefs passes through unchanged.
+void addBufferization(OpPassManager &pm) {
+  bufferization::OneShotBufferizePassOptions options;
+  options.bufferizeFunctionBoundaries = true;
+  options.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(options));
+  pm.addPass(mlir::fmha::createFmhaDropOutResultsPass());
+}
+
+} // namespace
+
 void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
                                         const CpuPipelineOptions &options) {
+  addBufferization(pm);
   FmhaTileAttentionPassOptions tile;
   tile.blockM = options.blockM;
   tile.blockN = options.blockN;
@@ -51,6 +73,7 @@ template <typename Options>
 void addGpuKernelPasses(OpPassManager &pm, StringRef target,
                         const Options &options, int64_t mfma = 0,
                         StringRef mma = "") {
+  addBufferization(pm);
   mlir::fmha::FmhaLowerToGpuPassOptions gpu;
   gpu.target = target.str();
   gpu.chip = options.chip;

@@ -116,6 +116,12 @@ cl::opt<int64_t> indexBits(
              "2^31 - 2^20 elements) or 64 (hip's default: 32 is not yet "
              "measured on AMD hardware)"),
     cl::init(0), cl::cat(category));
+cl::opt<bool> fromTensors(
+    "from-tensors",
+    cl::desc("build the kernel function on tensors (the op returns its "
+             "outs) and let the pipeline bufferize it; the bundle is the "
+             "same as from memrefs"),
+    cl::init(false), cl::cat(category));
 cl::opt<int64_t> bundleVersion(
     "bundle-version",
     cl::desc("the bundle format to write: 2 (with a launch manifest), or 1 "

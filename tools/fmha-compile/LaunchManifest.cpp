@@ -171,9 +171,14 @@ bool hostManifest(func::FuncOp func, const std::vector<OperandSpec> &specs,
   rt::ManifestKernel kernel;
   kernel.symbol = func.getName().str();
   for (auto [arg, spec] : llvm::zip(args, specs)) {
-    auto type = dyn_cast<MemRefType>(arg.getType());
-    if (!type || !type.getLayout().isIdentity()) {
-      *err = "argument " + spec.name + " is not a memref of identity layout";
+    // A memref of identity layout, or a tensor (which the pipeline
+    // bufferizes into one).
+    auto type = dyn_cast<ShapedType>(arg.getType());
+    auto memref = dyn_cast<MemRefType>(arg.getType());
+    if (!type || !(isa<RankedTensorType>(type) ||
+                   (memref && memref.getLayout().isIdentity()))) {
+      *err = "argument " + spec.name +
+             " is neither a ranked tensor nor a memref of identity layout";
       return false;
     }
     std::optional<rt::ScalarType> elt = scalarType(type.getElementType());

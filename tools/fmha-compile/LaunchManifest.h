@@ -41,8 +41,9 @@ struct OperandSpec {
 /// The manifest's sizes and operands for `func`'s arguments described by
 /// `specs` (one each, in order); the call is ciface with one kernel that
 /// takes every operand as a memref, in order (the host ABI). Fails (false,
-/// *err) when an argument is not a ranked memref of identity layout, an
-/// element type has no manifest type, or the counts differ.
+/// *err) when an argument is neither a ranked tensor nor a memref of
+/// identity layout, an element type has no manifest type, or the counts
+/// differ.
 bool hostManifest(mlir::func::FuncOp func,
                   const std::vector<OperandSpec> &specs, rt::Manifest *out,
                   std::string *err);

@@ -110,12 +110,24 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
                 MemRefType::get({dyn}, b.getF32Type())};
   if (backward)
     argTypes.append({oType, qType, kType, vType}); // dO, dq, dk, dv
-  auto funcType = b.getFunctionType(argTypes, TypeRange{});
+  // --from-tensors: the same function on tensors, returning the ops' outs
+  // (the pipeline bufferizes it into the form above).
+  SmallVector<Type> resultTypes;
+  if (fromTensors) {
+    for (Type &t : argTypes) {
+      auto m = cast<MemRefType>(t);
+      t = RankedTensorType::get(m.getShape(), m.getElementType());
+    }
+    size_t firstOut = accumulate ? 1 : merge ? 4 : backward ? 6 : 3;
+    resultTypes.assign(argTypes.begin() + firstOut, argTypes.end());
+  }
+  auto funcType = b.getFunctionType(argTypes, resultTypes);
   auto func = func::FuncOp::create(b, loc, meta.kernel, funcType);
   func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
   auto args = body->getArguments();
+  TypeRange results(resultTypes);
   mlir::fmha::MaskAttr maskAttr;
   if (!meta.mask.isNone())
     maskAttr = mlir::fmha::MaskAttr::get(&ctx, meta.mask);
@@ -124,21 +136,22 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
     scaleAttr = b.getF32FloatAttr(meta.scale);
   if (meta.softcap > 0)
     softcapAttr = b.getF32FloatAttr(meta.softcap);
+  Operation *op;
   if (accumulate)
-    mlir::fmha::AccumulateOp::create(b, loc, TypeRange{}, args[0], args[1]);
+    op = mlir::fmha::AccumulateOp::create(b, loc, results, args[0], args[1]);
   else if (merge)
-    mlir::fmha::MergeOp::create(b, loc, TypeRange{}, args[0], args[1], args[2],
-                                args[3], args[4], args[5]);
+    op = mlir::fmha::MergeOp::create(b, loc, results, args[0], args[1], args[2],
+                                     args[3], args[4], args[5]);
   else if (backward)
-    mlir::fmha::AttentionBwdOp::create(
-        b, loc, TypeRange{}, args[0], args[1], args[2], args[3], args[4],
-        args[5], args[6], args[7], args[8], maskAttr, scaleAttr, softcapAttr,
+    op = mlir::fmha::AttentionBwdOp::create(
+        b, loc, results, args[0], args[1], args[2], args[3], args[4], args[5],
+        args[6], args[7], args[8], maskAttr, scaleAttr, softcapAttr,
         meta.deterministic);
   else
-    mlir::fmha::AttentionOp::create(b, loc, TypeRange{}, args[0], args[1],
-                                    args[2], args[3], args[4], maskAttr,
-                                    scaleAttr, softcapAttr);
-  func::ReturnOp::create(b, loc);
+    op = mlir::fmha::AttentionOp::create(b, loc, results, args[0], args[1],
+                                         args[2], args[3], args[4], maskAttr,
+                                         scaleAttr, softcapAttr);
+  func::ReturnOp::create(b, loc, op->getResults());
   return module;
 }
 

@@ -34,4 +34,20 @@ def FmhaTileAttentionPass : Pass<"fmha-tile-attention"> {
   ];
 }
 
+def FmhaDropOutResultsPass
+    : Pass<"fmha-drop-out-results", "::mlir::ModuleOp"> {
+  let summary = "Drop function results that are an argument's buffer";
+  let description = [{
+    After bufferization a function on tensors returns the buffers its
+    destination-style ops wrote in place: its out arguments. This pass drops
+    each such result (a returned value that is, through memref.cast, an
+    argument of the same type), from every function with a body, public ones
+    included, and rewrites the func.call sites to use the argument passed.
+    A function on tensors then has the signature of its form on memrefs (the
+    runtime's kernel ABIs). Upstream's `drop-equivalent-buffer-results` does
+    the same for private functions only.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 #endif // FMHA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,85 @@
+//===- BufferizableOpInterfaceImpl.cpp - fmha ops on tensors --------------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Transforms/BufferizableOpInterfaceImpl.h"
+
+#include "fmha/Dialect/FmhaOps.h"
+
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/DstBufferizableOpInterfaceImpl.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+
+using namespace mlir;
+using namespace mlir::bufferization;
+
+namespace {
+
+/// A destination-style fmha op: ins are read; outs are written, and read
+/// only when `ReadsOuts` (fmha.accumulate's acc += x). `Elementwise` ops
+/// (fmha.merge, fmha.accumulate) read each element of an in before they
+/// write the same element of the out of its shape, so an out may take the
+/// buffer of such an in (the in-place merge and accumulate of Runtime.h).
+template <typename OpTy, bool ReadsOuts, bool Elementwise>
+struct FmhaDpsModel : public DstBufferizableOpInterfaceExternalModel<
+                          FmhaDpsModel<OpTy, ReadsOuts, Elementwise>, OpTy> {
+  bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
+                              const AnalysisState &) const {
+    return ReadsOuts ||
+           !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand);
+  }
+
+  bool bufferizesToElementwiseAccess(Operation *, const AnalysisState &,
+                                     ArrayRef<OpOperand *> operands) const {
+    if (!Elementwise)
+      return false;
+    // Elementwise among operands of one shape (o1, o2, o; lse1, lse2, lse).
+    for (OpOperand *operand : operands)
+      if (operand->get().getType() != operands.front()->get().getType())
+        return false;
+    return true;
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto dps = cast<DestinationStyleOpInterface>(op);
+    SmallVector<Value> buffers;
+    SmallVector<Value> results;
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value value = operand.get();
+      if (!isa<TensorType>(value.getType())) {
+        buffers.push_back(value);
+        continue;
+      }
+      FailureOr<Value> buffer = getBuffer(rewriter, value, options, state);
+      if (failed(buffer))
+        return failure();
+      buffers.push_back(*buffer);
+      if (dps.isDpsInit(&operand))
+        results.push_back(*buffer);
+    }
+    // The same op on the buffers: no results, the outs written in place.
+    rewriter.setInsertionPoint(op);
+    OperationState memrefOp(op->getLoc(), op->getName(), buffers,
+                            /*types=*/TypeRange{}, op->getAttrs());
+    rewriter.create(memrefOp);
+    replaceOpWithBufferizedValues(rewriter, op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::fmha::registerBufferizableOpInterfaceExternalModels(
+    DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, FmhaDialect *) {
+    AttentionOp::attachInterface<FmhaDpsModel<AttentionOp, false, false>>(*ctx);
+    AttentionBwdOp::attachInterface<FmhaDpsModel<AttentionBwdOp, false, false>>(
+        *ctx);
+    MergeOp::attachInterface<FmhaDpsModel<MergeOp, false, true>>(*ctx);
+    AccumulateOp::attachInterface<FmhaDpsModel<AccumulateOp, true, true>>(*ctx);
+  });
+}
