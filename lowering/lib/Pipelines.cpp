@@ -71,10 +71,22 @@ namespace {
 /// The target-independent head of a GPU pipeline: the kernel, then cleanup.
 template <typename Options>
 void addGpuKernelPasses(OpPassManager &pm, StringRef target,
-                        const Options &options, int64_t mfma = 0,
-                        StringRef mma = "") {
+                        const Options &options, unsigned indexBitwidth,
+                        int64_t mfma = 0, StringRef mma = "",
+                        bool mmaGiven = false) {
   addBufferization(pm);
   mlir::fmha::FmhaLowerToGpuPassOptions gpu;
+  // Each chip's fastest kernel (KernelDefaults.h, what fmha-compile gives)
+  // for every tile option not given.
+  gpu.tuned = true;
+  for (auto [given, name] :
+       {std::pair(options.blockM.hasValue(), "block-m"),
+        std::pair(options.blockN.hasValue(), "block-n"),
+        std::pair(options.warpRows.hasValue(), "warp-rows"),
+        std::pair(options.qInShared.hasValue(), "q-in-shared"),
+        std::pair(mmaGiven, "mma")})
+    if (given)
+      gpu.fixed.push_back(name);
   gpu.target = target.str();
   gpu.chip = options.chip;
   gpu.blockM = options.blockM;
@@ -85,7 +97,7 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
   gpu.kernelName = options.kernelName;
   gpu.mfma = mfma;
   gpu.mma = mma.str();
-  gpu.indexBitwidth = options.indexBitwidth;
+  gpu.indexBitwidth = indexBitwidth;
   pm.addPass(mlir::fmha::createFmhaLowerToGpuPass(gpu));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -113,13 +125,17 @@ void addKernelLowering(OpPassManager &pm,
 
 void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
                                          const NVVMPipelineOptions &options) {
-  addGpuKernelPasses(pm, "nvvm", options, /*mfma=*/0, options.mma);
+  // 32-bit indices by default, as fmha-compile (measured on the H200,
+  // docs/PERFORMANCE.md, v13).
+  const unsigned indexBitwidth =
+      options.indexBitwidth.hasValue() ? options.indexBitwidth : 32;
+  addGpuKernelPasses(pm, "nvvm", options, indexBitwidth, /*mfma=*/0,
+                     options.mma, options.mma.hasValue());
   GpuNVVMAttachTargetOptions attach;
   attach.chip = options.chip;
   attach.features = "+ptx80";
   attach.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(attach));
-  const unsigned indexBitwidth = options.indexBitwidth;
   addKernelLowering(
       pm,
       [&](OpPassManager &kernels) {
@@ -143,7 +159,7 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
 
 void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
                                           const ROCDLPipelineOptions &options) {
-  addGpuKernelPasses(pm, "rocdl", options, options.mfma);
+  addGpuKernelPasses(pm, "rocdl", options, options.indexBitwidth, options.mfma);
   GpuROCDLAttachTargetOptions attach;
   attach.chip = options.chip;
   attach.optLevel = 3;

@@ -6,6 +6,10 @@
 
 #include "CompileOptions.h"
 
+#include "fmha/Conversion/KernelDefaults.h"
+
+#include <type_traits>
+
 #include "llvm/ADT/Twine.h"
 
 #include <cmath>
@@ -282,76 +286,40 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     meta.blockN = blockN;
     meta.kernel = bwd ? kBwdKernelName : kKernelName;
     meta.binaryFormat = rt::BinaryFormat::ElfSo;
-    // The warpgroup kernel by default where it applies: 1.4-1.5x the
-    // mma.sync kernel on the H200 (docs/PERFORMANCE.md, wgmma v15).
-    if (mma.empty() && meta.target == rt::Target::Cuda &&
-        meta.chip == "sm_90a" && meta.d == meta.dv &&
-        (meta.d == 64 || meta.d == 128) && meta.dtype != rt::DType::F32 &&
-        !blockM.getNumOccurrences() && !blockN.getNumOccurrences() &&
-        !warpRows.getNumOccurrences() && !qInShared.getNumOccurrences())
-      mma = "wgmma";
-    if (mma == "mma.sync")
-      mma = ""; // The pass's default kernel.
-    if (!mma.empty()) {
-      if (meta.d != meta.dv || (meta.d != 64 && meta.d != 128))
-        return error("--mma=wgmma supports d = dv in {64, 128}, got d=" +
-                     llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
-    }
-    if (!mma.empty() && bwd) {
-      // Two warpgroups of 64 kv rows (docs/PERFORMANCE.md, "Backward
-      // wgmma").
-      if (!blockM.getNumOccurrences() && !blockN.getNumOccurrences())
-        blockM = blockN = 128;
-      meta.blockM = blockM;
-      meta.blockN = blockN;
-    } else if (!mma.empty()) {
-      // Two warpgroups of 64 rows; 64-key tiles at D = 64, 128 at D = 128
-      // (measured on the H200, docs/PERFORMANCE.md, v7 and wgmma v15).
-      if (!blockM.getNumOccurrences())
-        blockM = 128;
-      if (!warpRows.getNumOccurrences())
-        warpRows = 16;
-      if (!blockN.getNumOccurrences())
-        blockN = meta.d == 64 ? 64 : 128;
-      meta.blockM = blockM;
-      meta.blockN = blockN;
-    } else if (meta.target == rt::Target::Cuda && !bwd) {
-      // Tile defaults measured on the H200 (docs/PERFORMANCE.md, v4, v9
-      // and v11): four warps of 32 rows, 64-key tiles at D <= 64; at
-      // D = 128 the Q tile in workgroup memory and 64-key tiles (the
-      // registers Q no longer holds go to the wider S tile), or 16-key
-      // tiles where --block-n alone is given without --q-in-shared.
-      if (!blockM.getNumOccurrences() && !warpRows.getNumOccurrences()) {
-        blockM = 128;
-        warpRows = 32;
-      }
-      const bool wide = std::max(meta.d, meta.dv) > 64;
-      if (wide && !qInShared.getNumOccurrences() && !blockN.getNumOccurrences())
-        qInShared = true;
-      if (!blockN.getNumOccurrences())
-        blockN = wide && !qInShared ? 16 : 64;
-      meta.blockM = blockM;
-      meta.blockN = blockN;
-    } else if (meta.target == rt::Target::Cuda && !blockM.getNumOccurrences() &&
-               !blockN.getNumOccurrences()) {
-      // The backward with the split dkdv step, both modes: 128 x 128 tiles
-      // above D = 64, 64 x 64 up to it (docs/PERFORMANCE.md, "Backward
-      // v14").
-      meta.blockM = blockM = meta.blockN = blockN =
-          std::max(meta.d, meta.dv) > 64 ? 128 : 64;
-    }
-    if (meta.target == rt::Target::Hip) {
-      // 32x32 MFMA: one row block of 32 rows per wave. RDNA (wave32 WMMA):
-      // 16-key tiles on RDNA3, 32 on RDNA4 (16 at D = 128) keep every mask
-      // within the 256 VGPRs of a lane, without scratch.
-      if (mfma == 32 && !warpRows.getNumOccurrences())
-        warpRows = 32;
-      llvm::StringRef chipName(meta.chip);
-      if (chipName.starts_with("gfx1") && !bwd && !blockN.getNumOccurrences())
-        meta.blockN = blockN =
-            chipName.starts_with("gfx11") || std::max(meta.d, meta.dv) > 64
-                ? 16
-                : 32;
+    if (!mma.empty() && mma != "mma.sync" &&
+        (meta.d != meta.dv || (meta.d != 64 && meta.d != 128)))
+      return error("--mma=wgmma supports d = dv in {64, 128}, got d=" +
+                   llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
+    if (meta.target == rt::Target::Cpu && mma == "mma.sync")
+      mma = "";
+    if (meta.target != rt::Target::Cpu) {
+      // Each chip's fastest kernel where no option says otherwise: the
+      // lowering's defaults, which the named pipelines use too.
+      mlir::fmha::GpuKernelRequest request;
+      request.rocdl = meta.target == rt::Target::Hip;
+      request.chip = meta.chip;
+      request.backward = bwd;
+      request.f32 = meta.dtype == rt::DType::F32;
+      request.d = meta.d;
+      request.dv = meta.dv;
+      request.mfma = mfma;
+      auto given = [](const auto &o) {
+        using T = std::decay_t<decltype(o.getValue())>;
+        return o.getNumOccurrences() ? std::optional<T>(o.getValue())
+                                     : std::nullopt;
+      };
+      request.blockM = given(blockM);
+      request.blockN = given(blockN);
+      request.warpRows = given(warpRows);
+      request.qInShared = given(qInShared);
+      if (!mma.empty())
+        request.mma = mma.getValue();
+      mlir::fmha::GpuKernelChoice choice = mlir::fmha::chooseGpuKernel(request);
+      meta.blockM = blockM = choice.blockM;
+      meta.blockN = blockN = choice.blockN;
+      warpRows = choice.warpRows;
+      qInShared = choice.qInShared;
+      mma = choice.mma;
     }
     if (meta.target != rt::Target::Cpu) {
       const std::string t = "--target=" + target.getValue();

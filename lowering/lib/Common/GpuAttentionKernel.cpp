@@ -26,6 +26,7 @@
 
 #include "GpuKernelUtils.h"
 #include "fmha/Conversion/GpuTarget.h"
+#include "fmha/Conversion/KernelDefaults.h"
 #include "fmha/Conversion/Passes.h"
 #include "fmha/Dialect/FmhaOps.h"
 #include "fmha/Transforms/MaskUtils.h"
@@ -62,8 +63,8 @@ Value GpuTarget::emitLog2(OpBuilder &b, Location loc, Value x) const {
 
 void GpuTarget::emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
                                        Value memref, Value idx) const {
-  memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, value,
-                              memref, ValueRange{idx});
+  memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, value, memref,
+                              ValueRange{idx});
 }
 
 std::string GpuTarget::checkWarpgroupMma(StringRef chip) const {
@@ -124,9 +125,10 @@ SmallVector<Value> GpuTarget::emitLoadAFragment(OpBuilder &b, Location loc,
   return regs;
 }
 
-SmallVector<Value> GpuTarget::emitLoadATransposedFragment(
-    OpBuilder &b, Location loc, Value tile, Value lane, Value row0,
-    Value col0) const {
+SmallVector<Value>
+GpuTarget::emitLoadATransposedFragment(OpBuilder &b, Location loc, Value tile,
+                                       Value lane, Value row0,
+                                       Value col0) const {
   IndexMath im{b, loc};
   auto tileType = cast<MemRefType>(tile.getType());
   auto pair = VectorType::get({2}, tileType.getElementType());
@@ -248,7 +250,7 @@ private:
   /// One online-softmax step: the new m and l of every row, and what O must
   /// be scaled by.
   struct SoftmaxStep {
-    State out; // m and l; acc once rescaled
+    State out;                              // m and l; acc once rescaled
     SmallVector<SmallVector<Value>> alphas; // [row block][slot]
     Value anyMoved;                         // lazy: some row's max moved
   };
@@ -285,8 +287,8 @@ private:
                              const RowState &rows);
   /// P = the exponentiated scores of one row block as the A registers of
   /// each k-step ([block-n / K][numA / 2]).
-  SmallVector<SmallVector<Value>>
-  packP(OpBuilder &ob, ArrayRef<SmallVector<Value>> p);
+  SmallVector<SmallVector<Value>> packP(OpBuilder &ob,
+                                        ArrayRef<SmallVector<Value>> p);
   /// A register of P (elements e and e + 1 of the A fragment of k-step kk)
   /// packed from the C fragments `p` of one row block (key tile by key tile).
   Value pRegister(OpBuilder &ob, ArrayRef<SmallVector<Value>> p, int64_t kk,
@@ -438,10 +440,9 @@ KernelBuilder::packP(OpBuilder &ob, ArrayRef<SmallVector<Value>> p) {
   return regs;
 }
 
-SmallVector<Value>
-KernelBuilder::issuePV(OpBuilder &ob, Value buf,
-                       ArrayRef<SmallVector<Value>> pRegs,
-                       const RowState &rows) {
+SmallVector<Value> KernelBuilder::issuePV(OpBuilder &ob, Value buf,
+                                          ArrayRef<SmallVector<Value>> pRegs,
+                                          const RowState &rows) {
   IndexMath im{ob, loc};
   WarpgroupLayout layout(kWarpgroupStages, cfg.blockM, cfg.blockN, cfg.d,
                          cfg.dv);
@@ -511,8 +512,8 @@ KernelBuilder::State KernelBuilder::warpgroupLoop(Value lb, Value ub,
         IndexMath om{ob, loc};
         issueTile(ob, lb, om.c(0));
         // Tile lb: no product of this loop before it.
-        Scores s = scoreTiles(
-            target.emitWarpgroupWait(ob, loc, 0, beginStep(ob, lb)));
+        Scores s =
+            scoreTiles(target.emitWarpgroupWait(ob, loc, 0, beginStep(ob, lb)));
         SmallVector<Value> init =
             flatten(softmaxTile(ob, keys(ob, lb), s, in, &in).out);
         for (const SmallVector<Value> &regs : packP(ob, s[0]))
@@ -667,9 +668,10 @@ KernelBuilder::State KernelBuilder::visitTile(OpBuilder &ob, Value kt,
   return out;
 }
 
-KernelBuilder::SoftmaxStep
-KernelBuilder::softmaxTile(OpBuilder &ob, Value c0, Scores &s,
-                           const State &in, const State *accFrom) {
+KernelBuilder::SoftmaxStep KernelBuilder::softmaxTile(OpBuilder &ob, Value c0,
+                                                      Scores &s,
+                                                      const State &in,
+                                                      const State *accFrom) {
   IndexMath im{ob, loc};
   FloatMath fm{ob, loc, target};
   const int64_t mmaM = target.getMmaM(), mmaN = target.getMmaN();
@@ -761,9 +763,10 @@ KernelBuilder::softmaxTile(OpBuilder &ob, Value c0, Scores &s,
         Value moved =
             arith::CmpFOp::create(ob, loc, arith::CmpFPredicate::OGT, rowMax,
                                   fm.add(prev.m[slot], fm.c(kRescaleSlack)));
-        anyMoved = anyMoved ? arith::OrIOp::create(ob, loc, anyMoved, moved)
-                                  .getResult()
-                            : moved;
+        anyMoved =
+            anyMoved
+                ? arith::OrIOp::create(ob, loc, anyMoved, moved).getResult()
+                : moved;
         mNew = fm.select(moved, rowMax, prev.m[slot]);
       }
       // Rows that have seen no visible key keep m = -inf; subtracting 0
@@ -895,8 +898,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
       // address of the workgroup memory on.
       WarpgroupLayout layout(kWarpgroupStages, cfg.blockM, cfg.blockN, cfg.d,
                              cfg.dv);
-      AlignedWorkgroup aligned =
-          alignWorkgroup(b, loc, raw, kSwizzleAlign);
+      AlignedWorkgroup aligned = alignWorkgroup(b, loc, raw, kSwizzleAlign);
       Value pad = aligned.pad;
       auto swizzled = [&](int64_t offset, int64_t count, int64_t rows,
                           int64_t cols) {
@@ -904,8 +906,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
                              {count, cols / 64, rows, 64}, cfg.elementType);
       };
       kBuffers = swizzled(layout.kOffset, kWarpgroupStages, cfg.blockN, cfg.d);
-      vBuffers =
-          swizzled(layout.vOffset, kWarpgroupStages, cfg.blockN, cfg.dv);
+      vBuffers = swizzled(layout.vOffset, kWarpgroupStages, cfg.blockN, cfg.dv);
       qStage = swizzled(layout.qOffset, 1, cfg.blockM, cfg.d);
       warpGroup = im.div(warp, im.c(kWarpgroupWarps));
       sharedBase = aligned.address;
@@ -1214,11 +1215,17 @@ struct FmhaLowerToGpuPass
     for (Operation *op : ops) {
       LogicalResult result =
           TypeSwitch<Operation *, LogicalResult>(op)
-              .Case([&](AttentionOp a) { return lower(a, *gpuTarget); })
+              .Case([&](AttentionOp a) {
+                return lower(a, *gpuTarget,
+                             choiceFor(a.getQ().getType(), a.getV().getType(),
+                                       /*backward=*/false));
+              })
               .Case([&](AttentionBwdOp a) {
+                GpuKernelChoice k = choiceFor(
+                    a.getQ().getType(), a.getV().getType(), /*backward=*/true);
                 return lowerAttentionBwdToGpu(a, *gpuTarget, chip, kernelName,
-                                              blockM, blockN, warpRows,
-                                              mma == "wgmma");
+                                              k.blockM, k.blockN, k.warpRows,
+                                              k.mma == "wgmma");
               })
               .Case([&](MergeOp m) {
                 return lowerMergeToGpu(m, *gpuTarget, chip, kernelName);
@@ -1231,9 +1238,49 @@ struct FmhaLowerToGpuPass
     }
   }
 
-  LogicalResult lower(AttentionOp op, const GpuTarget &gpuTarget) {
-    std::string error = checkSupported(op, gpuTarget, chip, blockM, blockN,
-                                       warpRows, qInShared, mma == "wgmma");
+  /// The tiles and matrix instruction of an attention op with q of type
+  /// `q` and v of type `v`: the options as given, or with `tuned` the
+  /// chip's defaults for those not named in `fixed`.
+  GpuKernelChoice choiceFor(Type q, Type v, bool backward) {
+    if (!tuned) {
+      GpuKernelChoice k;
+      k.blockM = blockM;
+      k.blockN = blockN;
+      k.warpRows = warpRows;
+      k.qInShared = qInShared;
+      k.mma = mma;
+      return k;
+    }
+    auto qType = cast<ShapedType>(q), vType = cast<ShapedType>(v);
+    GpuKernelRequest r;
+    r.rocdl = target == "rocdl";
+    r.chip = chip;
+    r.backward = backward;
+    r.f32 = qType.getElementType().isF32();
+    r.d = qType.getRank() == 4 ? qType.getDimSize(3) : 0;
+    r.dv = vType.getRank() == 4 ? vType.getDimSize(3) : 0;
+    r.mfma = mfma;
+    auto given = [&](StringRef name) {
+      return llvm::is_contained(fixed, name);
+    };
+    if (given("block-m"))
+      r.blockM = blockM;
+    if (given("block-n"))
+      r.blockN = blockN;
+    if (given("warp-rows"))
+      r.warpRows = warpRows;
+    if (given("q-in-shared"))
+      r.qInShared = qInShared;
+    if (given("mma"))
+      r.mma = mma.empty() ? std::string("mma.sync") : mma.getValue();
+    return chooseGpuKernel(r);
+  }
+
+  LogicalResult lower(AttentionOp op, const GpuTarget &gpuTarget,
+                      const GpuKernelChoice &k) {
+    std::string error =
+        checkSupported(op, gpuTarget, chip, k.blockM, k.blockN, k.warpRows,
+                       k.qInShared, k.mma == "wgmma");
     if (!error.empty())
       return op.emitOpError() << error;
     ModuleOp module = getOperation();
@@ -1247,8 +1294,8 @@ struct FmhaLowerToGpuPass
     auto flat = MemRefType::get({ShapedType::kDynamic}, elt);
     auto flatF32 = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
     Type index = b.getIndexType();
-    int64_t rowBlocks = warpRows / gpuTarget.getMmaM();
-    int64_t warps = blockM / warpRows;
+    int64_t rowBlocks = k.warpRows / gpuTarget.getMmaM();
+    int64_t warps = k.blockM / k.warpRows;
     int32_t threads = static_cast<int32_t>(warps * gpuTarget.getWarpSize());
     SmallVector<Type> argTypes = {flat,    flat,  flat,  flat,
                                   flatF32, index, index, index};
@@ -1261,20 +1308,19 @@ struct FmhaLowerToGpuPass
     config.hk = kType.getDimSize(1);
     config.d = qType.getDimSize(3);
     config.dv = vType.getDimSize(3);
-    config.blockM = blockM;
-    config.blockN = blockN;
+    config.blockM = k.blockM;
+    config.blockN = k.blockN;
     config.warps = warps;
     config.rowBlocks = rowBlocks;
     config.mask = op.getMaskSpec();
     config.scale = op.getScaleOrDefault();
     if (std::optional<APFloat> cap = op.getSoftcap())
       config.softcap = cap->convertToDouble();
-    config.qInShared = qInShared;
-    config.wgmma = mma == "wgmma";
-    config.lazyRescale =
-        rescale == "lazy" ||
-        (rescale.empty() && !config.wgmma &&
-         gpuTarget.prefersLazyRescale(config.dv, blockN));
+    config.qInShared = k.qInShared;
+    config.wgmma = k.mma == "wgmma";
+    config.lazyRescale = rescale == "lazy" ||
+                         (rescale.empty() && !config.wgmma &&
+                          gpuTarget.prefersLazyRescale(config.dv, k.blockN));
     OpBuilder kb(ctx);
     KernelBuilder(kb, loc, gpuTarget, config).build(func);
     kb.setInsertionPointToEnd(&func.getBody().front());
@@ -1300,13 +1346,13 @@ struct FmhaLowerToGpuPass
     }
     Value batch = im.dim(op.getQ(), 0), sq = im.dim(op.getQ(), 2),
           sk = im.dim(op.getK(), 2);
-    gpu::KernelDim3 grid{im.ceilDiv(sq, im.c(blockM)),
+    gpu::KernelDim3 grid{im.ceilDiv(sq, im.c(k.blockM)),
                          im.c(qType.getDimSize(1)), batch};
     gpu::KernelDim3 block{im.c(threads), im.c(1), im.c(1)};
     Value shared = arith::ConstantIntOp::create(
         b, loc, b.getI32Type(),
-        kernelSharedBytes(gpuTarget, blockM, blockN, qType.getDimSize(3),
-                          vType.getDimSize(3), qInShared, mma == "wgmma"));
+        kernelSharedBytes(gpuTarget, k.blockM, k.blockN, qType.getDimSize(3),
+                          vType.getDimSize(3), k.qInShared, k.mma == "wgmma"));
     gpu::LaunchFuncOp::create(b, loc, func, grid, block, shared,
                               ValueRange{flatten(op.getQ()), flatten(op.getK()),
                                          flatten(op.getV()), flatten(op.getO()),
@@ -1367,8 +1413,8 @@ AlignedWorkgroup mlir::fmha::alignWorkgroup(OpBuilder &b, Location loc,
                                             Value raw, int64_t align) {
   IndexMath im{b, loc};
   Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, raw);
-  Value pad = im.rem(im.sub(im.c(align), im.rem(address, im.c(align))),
-                     im.c(align));
+  Value pad =
+      im.rem(im.sub(im.c(align), im.rem(address, im.c(align))), im.c(align));
   return {pad, arith::IndexCastOp::create(b, loc, b.getI64Type(),
                                           im.add(address, pad))};
 }
@@ -1380,7 +1426,8 @@ Value mlir::fmha::offsetAddress(OpBuilder &b, Location loc, Value base,
       b, loc, base, arith::ConstantIntOp::create(b, loc, i64, offset));
   if (dynamicOffset)
     address = arith::AddIOp::create(
-        b, loc, address, arith::IndexCastOp::create(b, loc, i64, dynamicOffset));
+        b, loc, address,
+        arith::IndexCastOp::create(b, loc, i64, dynamicOffset));
   return address;
 }
 
@@ -1412,8 +1459,7 @@ void mlir::fmha::emitCopyRows(OpBuilder &b, Location loc,
                               int64_t width, int64_t rows, Value row0,
                               Value rowLast, Value buffers, Value buf,
                               Value tid, int64_t threads,
-                              SmallVectorImpl<Value> &tokens,
-                              bool swizzled) {
+                              SmallVectorImpl<Value> &tokens, bool swizzled) {
   IndexMath im{b, loc};
   const int64_t chunk = 8; // 16 bytes of 16-bit elements
   const int64_t chunksPerRow = width / chunk;

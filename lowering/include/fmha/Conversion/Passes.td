@@ -85,7 +85,15 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"indexBitwidth", "index-bitwidth", "unsigned", "64",
            "The index width the kernels will be lowered at (32 or 64; the "
            "pipelines pass theirs): their index arithmetic is written to "
-           "stay in range at either, given the runtime's limits">
+           "stay in range at either, given the runtime's limits">,
+    Option<"tuned", "tuned", "bool", "false",
+           "Per op, the chip's measured defaults (fmha/Conversion/"
+           "KernelDefaults.h, what fmha-compile gives) for block-m, block-n, "
+           "warp-rows, q-in-shared and mma, except those named in `fixed`; "
+           "the named pipelines set it">,
+    ListOption<"fixed", "fixed", "std::string",
+               "With tuned: the options given explicitly (block-m, block-n, "
+               "warp-rows, q-in-shared, mma)">
   ];
 }
 

@@ -1,0 +1,65 @@
+//===- KernelDefaults.h - Each chip's fastest kernel by default -*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The tile sizes and matrix instruction a GPU kernel gets when its caller
+// leaves them out: the choices measured fastest on each chip
+// (docs/PERFORMANCE.md). One definition for fmha-compile and the named
+// pipelines (which resolve them per op, from the op's head dims and element
+// type), so that both give the same kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_CONVERSION_KERNELDEFAULTS_H
+#define FMHA_CONVERSION_KERNELDEFAULTS_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mlir {
+namespace fmha {
+
+/// A kernel to choose: the target and op, and the options the caller gave
+/// (nullopt: the default).
+struct GpuKernelRequest {
+  bool rocdl = false; ///< else nvvm
+  std::string chip;
+  bool backward = false;
+  bool f32 = false; ///< f32 inputs (no matrix kernel takes them)
+  int64_t d = 0, dv = 0;
+  int64_t mfma = 0; ///< rocdl: 0, 16 or 32
+  std::optional<int64_t> blockM, blockN, warpRows;
+  std::optional<bool> qInShared;
+  /// "wgmma", "mma.sync" (the warp-level kernel) or nullopt.
+  std::optional<std::string> mma;
+};
+
+/// The options to lower with; `mma` is "wgmma" or "" (the warp-level
+/// kernel).
+struct GpuKernelChoice {
+  int64_t blockM = 64, blockN = 64, warpRows = 16;
+  bool qInShared = false;
+  std::string mma;
+};
+
+/// The defaults:
+///   - nvvm sm_90a, f16/bf16, D = Dv in {64, 128}, no tile option given:
+///     the warpgroup (wgmma) kernel, 1.4-1.5x the mma.sync one on the H200;
+///     forward 128 rows, 64-key tiles at D = 64 and 128 at D = 128, 16 rows
+///     a warp; backward 128 x 128 tiles.
+///   - nvvm mma.sync forward: 128 rows of 32 rows a warp; 64-key tiles, the
+///     Q tile in workgroup memory at D or Dv over 64 (16-key tiles where
+///     --block-n alone is given without q-in-shared).
+///   - nvvm backward: 128 x 128 tiles above D = 64, 64 x 64 up to it.
+///   - rocdl: 32 rows a warp with mfma 32; RDNA (gfx1*) forward 16-key
+///     tiles on gfx11, 32 on gfx12 (16 at D = 128).
+///   - otherwise 64, 64, 16 rows a warp, Q in registers.
+GpuKernelChoice chooseGpuKernel(const GpuKernelRequest &request);
+
+} // namespace fmha
+} // namespace mlir
+
+#endif // FMHA_CONVERSION_KERNELDEFAULTS_H

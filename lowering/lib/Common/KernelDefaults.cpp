@@ -1,0 +1,76 @@
+//===- KernelDefaults.cpp - Each chip's fastest kernel by default ---------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Conversion/KernelDefaults.h"
+
+#include <algorithm>
+#include <string_view>
+
+using namespace mlir::fmha;
+
+GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
+  GpuKernelChoice c;
+  c.blockM = r.blockM.value_or(64);
+  c.blockN = r.blockN.value_or(64);
+  c.warpRows = r.warpRows.value_or(16);
+  c.qInShared = r.qInShared.value_or(false);
+  const bool tileGiven = r.blockM || r.blockN || r.warpRows || r.qInShared;
+  std::string mma = r.mma.value_or("");
+  // The warpgroup kernel by default where it applies: 1.4-1.5x the
+  // mma.sync kernel on the H200 (docs/PERFORMANCE.md, wgmma v15).
+  if (!r.mma && !r.rocdl && r.chip == "sm_90a" && r.d == r.dv &&
+      (r.d == 64 || r.d == 128) && !r.f32 && !tileGiven)
+    mma = "wgmma";
+  if (mma == "mma.sync")
+    mma = ""; // The pass's default kernel.
+  c.mma = mma;
+  if (!mma.empty() && r.backward) {
+    // Two warpgroups of 64 kv rows (docs/PERFORMANCE.md, "Backward
+    // wgmma").
+    if (!r.blockM && !r.blockN)
+      c.blockM = c.blockN = 128;
+  } else if (!mma.empty()) {
+    // Two warpgroups of 64 rows; 64-key tiles at D = 64, 128 at D = 128
+    // (measured on the H200, docs/PERFORMANCE.md, v7 and wgmma v15).
+    if (!r.blockM)
+      c.blockM = 128;
+    if (!r.warpRows)
+      c.warpRows = 16;
+    if (!r.blockN)
+      c.blockN = r.d == 64 ? 64 : 128;
+  } else if (!r.rocdl && !r.backward) {
+    // Tile defaults measured on the H200 (docs/PERFORMANCE.md, v4, v9 and
+    // v11): four warps of 32 rows, 64-key tiles at D <= 64; at D = 128 the
+    // Q tile in workgroup memory and 64-key tiles (the registers Q no
+    // longer holds go to the wider S tile), or 16-key tiles where block-n
+    // alone is given without q-in-shared.
+    if (!r.blockM && !r.warpRows) {
+      c.blockM = 128;
+      c.warpRows = 32;
+    }
+    const bool wide = std::max(r.d, r.dv) > 64;
+    if (wide && !r.qInShared && !r.blockN)
+      c.qInShared = true;
+    if (!r.blockN)
+      c.blockN = wide && !c.qInShared ? 16 : 64;
+  } else if (!r.rocdl && !r.blockM && !r.blockN) {
+    // The backward with the split dkdv step, both modes: 128 x 128 tiles
+    // above D = 64, 64 x 64 up to it (docs/PERFORMANCE.md, "Backward v14").
+    c.blockM = c.blockN = std::max(r.d, r.dv) > 64 ? 128 : 64;
+  }
+  if (r.rocdl) {
+    // 32x32 MFMA: one row block of 32 rows per wave. RDNA (wave32 WMMA):
+    // 16-key tiles on RDNA3, 32 on RDNA4 (16 at D = 128) keep every mask
+    // within the 256 VGPRs of a lane, without scratch.
+    if (r.mfma == 32 && !r.warpRows)
+      c.warpRows = 32;
+    std::string_view chip(r.chip);
+    if (chip.rfind("gfx1", 0) == 0 && !r.backward && !r.blockN)
+      c.blockN =
+          chip.rfind("gfx11", 0) == 0 || std::max(r.d, r.dv) > 64 ? 16 : 32;
+  }
+  return c;
+}
