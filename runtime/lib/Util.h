@@ -38,6 +38,13 @@ std::string quote(std::string_view s, size_t maxLen = 64);
 /// left alone), for messages built from already-quoted parts.
 std::string printable(std::string_view s);
 
+/// Characters of identifiers (manifest names and expressions).
+inline bool isNameStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+inline bool isDigit(char c) { return c >= '0' && c <= '9'; }
+inline bool isNameChar(char c) { return isNameStart(c) || isDigit(c); }
+
 /// Overflow-checked product of non-negative values.
 bool mulOverflows(int64_t a, int64_t b, int64_t *out);
 

@@ -18,3 +18,6 @@ func.func @attn(%q: memref<?x16x?x128xbf16>, %k: memref<?x4x?x128xbf16>, %v: mem
       outs(%o : memref<?x16x?x128xbf16>, %lse : memref<?x16x?xf32>) {mask = #fmha.mask<"b">}
   return
 }
+
+// RUN: not fmha-opt %s --fmha-lower-to-gpu="tuned fixed=block-k" 2>&1 | FileCheck %s --check-prefix=FIXED
+// FIXED: error: unknown option 'block-k' in fixed (expected block-m, block-n, warp-rows, q-in-shared or mma)

@@ -1201,6 +1201,15 @@ struct FmhaLowerToGpuPass
                          << static_cast<unsigned>(indexBitwidth);
       return signalPassFailure();
     }
+    for (const std::string &name : fixed)
+      if (!llvm::is_contained(
+              {"block-m", "block-n", "warp-rows", "q-in-shared", "mma"},
+              name)) {
+        module.emitError() << "unknown option '" << name
+                           << "' in fixed (expected block-m, block-n, "
+                              "warp-rows, q-in-shared or mma)";
+        return signalPassFailure();
+      }
     if (!mma.empty() && mma != "wgmma") {
       module.emitError() << "unknown mma '" << mma
                          << "' (expected wgmma, or empty for the target's "
