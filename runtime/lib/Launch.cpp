@@ -36,6 +36,48 @@ constexpr size_t kWorkspaceAlign = 256;
 
 } // namespace
 
+/// What is wrong with the strides of a given, strided operand (empty when
+/// nothing): the last axis contiguous; with `align`, the other strides
+/// multiples of it in bytes; an output's elements all distinct.
+static std::string checkStrides(const ManifestOperand &o,
+                                const std::vector<int64_t> &sizes,
+                                const std::vector<int64_t> &strides) {
+  const size_t rank = sizes.size();
+  if (rank == 0)
+    return {};
+  if (sizes[rank - 1] > 1 && strides[rank - 1] != 1)
+    return "needs a contiguous last axis (stride " + std::to_string(rank - 1) +
+           " is " + std::to_string(strides[rank - 1]) + ", expected 1)";
+  const int64_t element = static_cast<int64_t>(scalarSize(o.type));
+  for (size_t a = 0; o.align && a + 1 < rank; ++a)
+    if (sizes[a] > 1 && (strides[a] * element) % o.align != 0)
+      return "has stride " + std::to_string(a) + " of " +
+             std::to_string(strides[a]) + " elements (" +
+             std::to_string(strides[a] * element) +
+             " bytes); the kernels need multiples of " +
+             std::to_string(o.align) + " bytes";
+  if (o.role == ManifestOperand::Role::In)
+    return {};
+  // Distinct elements: ordered by stride, each axis steps past the whole
+  // extent of the ones inside it.
+  std::vector<size_t> axes;
+  for (size_t a = 0; a < rank; ++a)
+    if (sizes[a] > 1)
+      axes.push_back(a);
+  std::sort(axes.begin(), axes.end(),
+            [&](size_t x, size_t y) { return strides[x] < strides[y]; });
+  int64_t extent = 1;
+  for (size_t a : axes) {
+    if (strides[a] < extent)
+      return "is an output whose elements overlap (stride " +
+             std::to_string(a) + " is " + std::to_string(strides[a]) +
+             ", inside an extent of " + std::to_string(extent) +
+             " elements); give it memory of its own";
+    extent = strides[a] * sizes[a];
+  }
+  return {};
+}
+
 bool bindLaunch(const Manifest &m, const LaunchArgs &args, int64_t numSms,
                 int64_t indexBits, bool requireOperands, LaunchBinding *out,
                 std::string *err) {
@@ -125,6 +167,11 @@ bool bindLaunch(const Manifest &m, const LaunchArgs &args, int64_t numSms,
         bound.strides = given;
       }
     }
+    if (bound.given && o.strided) {
+      std::string why = checkStrides(o, bound.sizes, bound.strides);
+      if (!why.empty())
+        return fail("operand " + o.name + " " + why);
+    }
     // The span: one past the last element's offset.
     int64_t span = 1;
     for (size_t a = 0; a < rank; ++a) {
@@ -203,6 +250,14 @@ bool planLaunch(const Manifest &m, const LaunchBinding &binding,
                    : nullptr;
     return nullptr;
   };
+  for (size_t i = 0; i < m.operands.size(); ++i) {
+    const int64_t align = m.operands[i].align;
+    const auto at = reinterpret_cast<uintptr_t>(operandAddress[i]);
+    if (align && binding.operands[i].given && at % align != 0)
+      return fail("operand " + m.operands[i].name + " is at address " +
+                  std::to_string(at) + ", not a multiple of " +
+                  std::to_string(align) + " bytes, which the kernels need");
+  }
   for (size_t i = 0; i < m.workspaces.size(); ++i)
     if (m.workspaces[i].zero && binding.workspaceSizes[i])
       plan.zero.push_back(

@@ -103,6 +103,8 @@ std::string Manifest::str() const {
       text += " optional";
     if (o.strided)
       text += " strided";
+    if (o.align)
+      text += " align " + std::to_string(o.align);
     line(text);
   }
   for (const ManifestWorkspace &w : workspaces)
@@ -245,9 +247,18 @@ bool Manifest::parse(std::string_view text, int firstLine, Manifest *out,
           o.optional = true;
         else if (t[i] == "strided")
           o.strided = true;
-        else {
-          if (o.optional || o.strided)
-            return fail("dimensions come before 'optional' and 'strided'");
+        else if (t[i] == "align") {
+          std::optional<int64_t> n;
+          if (i + 1 < t.size())
+            n = detail::parseInt(t[i + 1]);
+          if (!n || *n <= 0 || (*n & (*n - 1)) != 0 || *n > 4096)
+            return fail("'align' takes a power of two up to 4096 (bytes)");
+          o.align = *n;
+          ++i;
+        } else {
+          if (o.optional || o.strided || o.align)
+            return fail(
+                "dimensions come before 'optional', 'strided' and 'align'");
           Expr dim;
           if (!expr(t[i], &dim))
             return false;

@@ -32,7 +32,7 @@ constexpr const char *kProbeManifest = "call gpu\n"
                                        "size n\n"
                                        "size window\n"
                                        "operand out inout i64 1\n"
-                                       "operand sinks in f32 4 strided\n"
+                                       "operand sinks in f32 4 2 strided\n"
                                        "workspace scratch 64 zero\n"
                                        "kernel probe\n"
                                        "when 1\n"
@@ -102,9 +102,9 @@ TEST(GpuFakeManifest, ParametersNoRuntimeCodeNames) {
   ASSERT_EQ(fmhaMemcpyHostToDevice(target, workspace, ones.data(), 512),
             FMHA_SUCCESS);
 
-  const int64_t stride[] = {3};
+  const int64_t stride[] = {3, 1};
   fmhaArg args[] = {size("n", 1000), size("window", 3), tensor("out", out),
-                    tensor("sinks", sinks, stride, 1)};
+                    tensor("sinks", sinks, stride, 2)};
   clearLog();
   ASSERT_EQ(fmhaKernelLaunch(kernel, args, 4, workspace, 512, nullptr),
             FMHA_SUCCESS)
@@ -161,7 +161,7 @@ TEST(GpuFakeManifest, BadArgumentsLaunchNothing) {
   const int target = fakeTarget().capiTarget;
   void *out = nullptr;
   ASSERT_EQ(fmhaDeviceMalloc(target, 64, &out), FMHA_SUCCESS);
-  const int64_t stride[] = {1}, twoStrides[] = {1, 1};
+  const int64_t stride[] = {1}, threeStrides[] = {1, 1, 1}, badLast[] = {2, 2};
   struct Case {
     std::vector<fmhaArg> args;
     std::string message;
@@ -184,9 +184,13 @@ TEST(GpuFakeManifest, BadArgumentsLaunchNothing) {
        "bundle '<memory>': size n must be non-negative, got -1; nothing was "
        "launched"},
       {{size("n", 10), size("window", 1), tensor("out", out),
-        tensor("sinks", out, twoStrides, 2)},
-       "bundle '<memory>': operand sinks has 1 dimensions, got 2 strides; "
+        tensor("sinks", out, threeStrides, 3)},
+       "bundle '<memory>': operand sinks has 2 dimensions, got 3 strides; "
        "nothing was launched"},
+      {{size("n", 10), size("window", 1), tensor("out", out),
+        tensor("sinks", out, badLast, 2)},
+       "bundle '<memory>': operand sinks needs a contiguous last axis (stride "
+       "1 is 2, expected 1); nothing was launched"},
       {{size("n", 10), size("window", 1), tensor("out", out, stride, 1),
         tensor("sinks", out), size("n", 3)},
        "fmhaKernelLaunch: argument 'n' is given twice"},

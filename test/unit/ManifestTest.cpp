@@ -184,7 +184,13 @@ TEST(Manifest, EveryRejection) {
        "i64)"},
       {4, "operand x in bf16 b optional 8",
        "manifest line 4 'operand x in bf16 b optional 8': dimensions come "
-       "before 'optional' and 'strided'"},
+       "before 'optional', 'strided' and 'align'"},
+      {4, "operand x in bf16 b align 12",
+       "manifest line 4 'operand x in bf16 b align 12': 'align' takes a "
+       "power of two up to 4096 (bytes)"},
+      {4, "operand x in bf16 b align",
+       "manifest line 4 'operand x in bf16 b align': 'align' takes a power "
+       "of two up to 4096 (bytes)"},
       {4, "operand x in bf16 b+",
        "manifest line 4 'operand x in bf16 b+': "
        "bad expression 'b+': unexpected end"},
@@ -431,6 +437,90 @@ TEST(Launch, BindingErrors) {
   EXPECT_EQ(plan.launches[0].dims.grid[0], 2);
   ASSERT_EQ(plan.zero.size(), 1u);
   EXPECT_EQ(plan.zero[0].bytes, 2u * 8 * 100 * 4);
+}
+
+// Strided operands (the kernels' `strided align 16`): any strides but a
+// contiguous last axis, strides and address multiples of the alignment,
+// outputs without overlap; the strides reach the parameters.
+TEST(Launch, StridedOperands) {
+  const char *text = "call gpu\n"
+                     "size b\n"
+                     "size s\n"
+                     "operand x in bf16 b 8 s 64 strided align 16\n"
+                     "operand y out bf16 b 8 s 64 strided align 16\n"
+                     "operand l out f32 b 8 s strided\n"
+                     "kernel k\n"
+                     "when 1\n"
+                     "grid 1 1 1\n"
+                     "block 32 1 1\n"
+                     "shared 0\n"
+                     "param x.ptr ptr @x\n"
+                     "param xb i64 stride(x,0)\n"
+                     "param xh i64 stride(x,1)\n"
+                     "param xs i64 stride(x,2)\n"
+                     "param ys i64 stride(y,2)\n";
+  Manifest m;
+  std::string err;
+  ASSERT_TRUE(Manifest::parse(text, 1, &m, &err)) << err;
+  EXPECT_EQ(m.operands[0].align, 16);
+  EXPECT_TRUE(m.operands[2].strided);
+  EXPECT_EQ(m.operands[2].align, 0);
+  Manifest again;
+  ASSERT_TRUE(Manifest::parse(m.str(), 1, &again, &err)) << err;
+  EXPECT_EQ(again.str(), m.str());
+
+  alignas(64) static char mem[64];
+  const std::vector<int64_t> bshd = {100 * 8 * 64, 64, 8 * 64, 1};
+  auto args = [&](std::vector<int64_t> xs, std::vector<int64_t> ys,
+                  std::vector<int64_t> ls = {}) {
+    LaunchArgs a;
+    a.size("b", 2).size("s", 100);
+    a.tensor("x", mem, std::move(xs)).tensor("y", mem + 16, std::move(ys));
+    a.tensor("l", mem, std::move(ls));
+    return a;
+  };
+  auto bindError = [&](const LaunchArgs &a) {
+    LaunchBinding b;
+    std::string e;
+    EXPECT_FALSE(bindLaunch(m, a, 132, 64, true, &b, &e));
+    return e;
+  };
+  LaunchBinding b;
+  ASSERT_TRUE(bindLaunch(m, args(bshd, bshd), 132, 64, true, &b, &err)) << err;
+  EXPECT_EQ(b.operands[0].strides, bshd);
+  EXPECT_EQ(b.operands[0].span, 1 + 51200 + 7 * 64 + 99 * 512 + 63);
+  LaunchPlan plan;
+  ASSERT_TRUE(planLaunch(m, b, {mem, mem + 16, mem}, nullptr, &plan, &err))
+      << err;
+  EXPECT_EQ(plan.launches[0].params,
+            (std::vector<uint64_t>{reinterpret_cast<uintptr_t>(mem), 51200, 64,
+                                   512, 512}));
+  // An input may broadcast (stride 0), and lse-like operands take any
+  // element stride but the last.
+  ASSERT_TRUE(bindLaunch(m, args({0, 64, 512, 1}, bshd, {801, 100, 1}), 132, 64,
+                         true, &b, &err))
+      << err;
+
+  EXPECT_EQ(bindError(args({51200, 64, 512, 2}, bshd)),
+            "operand x needs a contiguous last axis (stride 3 is 2, "
+            "expected 1)");
+  EXPECT_EQ(bindError(args({51200, 60, 512, 1}, bshd)),
+            "operand x has stride 1 of 60 elements (120 bytes); the kernels "
+            "need multiples of 16 bytes");
+  EXPECT_EQ(bindError(args(bshd, {51200, 0, 512, 1})),
+            "operand y is an output whose elements overlap (stride 1 is 0, "
+            "inside an extent of 1 elements); give it memory of its own");
+  EXPECT_EQ(bindError(args(bshd, {51200, 64, 256, 1})),
+            "operand y is an output whose elements overlap (stride 2 is 256, "
+            "inside an extent of 512 elements); give it memory of its own");
+
+  // The address: 16-byte aligned.
+  ASSERT_TRUE(bindLaunch(m, args(bshd, bshd), 132, 64, true, &b, &err)) << err;
+  EXPECT_FALSE(
+      planLaunch(m, b, {mem + 2, mem + 16, mem}, nullptr, &plan, &err));
+  EXPECT_EQ(err, "operand x is at address " +
+                     std::to_string(reinterpret_cast<uintptr_t>(mem + 2)) +
+                     ", not a multiple of 16 bytes, which the kernels need");
 }
 
 } // namespace

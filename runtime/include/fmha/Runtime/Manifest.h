@@ -137,9 +137,14 @@ struct ManifestOperand {
   /// The caller may leave it out; the runtime then gives the kernels
   /// scratch memory for it (and waits for them before freeing it).
   bool optional = false;
-  /// The kernels take any strides (stride(name,axis) in the parameters);
-  /// otherwise the operand must be contiguous row-major.
+  /// The kernels take any strides on every axis but the last, which is
+  /// contiguous (stride(name,axis) in the parameters); an output's must not
+  /// overlap. Otherwise the operand must be contiguous row-major.
   bool strided = false;
+  /// `align N`: the operand's address and, strided, each stride but the
+  /// last (of an axis longer than 1) in bytes are multiples of N; 0: the
+  /// element's own alignment.
+  int64_t align = 0;
 };
 const char *toString(ManifestOperand::Role r);
 
