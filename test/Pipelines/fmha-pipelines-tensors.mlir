@@ -12,8 +12,8 @@
 // NVVM-NOT: tensor<
 // NVVM-LABEL: func.func @attention(
 // NVVM-SAME: %[[Q:.+]]: memref<?x8x?x64xbf16>, %{{.+}}: memref<?x2x?x64xbf16>, %{{.+}}: memref<?x2x?x64xbf16>, %[[O:.+]]: memref<?x8x?x64xbf16>, %[[L:.+]]: memref<?x8x?xf32>) attributes
-// NVVM: %[[FO:.+]] = memref.collapse_shape %[[O]]
-// NVVM: gpu.launch_func @fmha_kernels::@attention_kernel {{.+}} args({{.+}}, %[[FO]] : memref<?xbf16>,
+// NVVM: %[[FO:.+]] = memref.cast %[[O]]
+// NVVM: gpu.launch_func @fmha_kernels::@attention_kernel {{.+}} args({{.+}}, %[[FO]] : memref<?x8x?x64xbf16, strided<[?, ?, 64, 1]>>,
 // NVVM: return{{$}}
 // ROCDL-LABEL: func.func @attention(
 // ROCDL: gpu.launch_func @fmha_kernels::@attention_kernel

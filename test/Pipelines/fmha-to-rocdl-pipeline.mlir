@@ -1,7 +1,9 @@
 // The ROCDL pipeline down to AMDGPU ISA for each supported chip: MFMA
 // instructions, no scratch, no spills, registers within the chip's 512, and
 // kernel metadata that matches the launch the runtime makes (256 threads of 4
-// wave64 waves; 28 8-byte kernel arguments of ABI gpu-flat-v1).
+// wave64 waves; 56 8-byte kernel arguments: the descriptors of q, k, v, o
+// (11 words each: pointers, offset, 4 sizes, 4 strides) and lse (9), then
+// B, Sq, Sk).
 // RUN: fmha-opt %s --fmha-to-rocdl-pipeline="chip=gfx942 format=isa" -split-input-file | FileCheck %s --check-prefixes=CHECK,F16,BF16
 // RUN: fmha-opt %s --fmha-to-rocdl-pipeline="chip=gfx950 format=isa" -split-input-file | FileCheck %s --check-prefixes=CHECK,F16,BF16
 // RUN: fmha-opt %s --fmha-to-rocdl-pipeline="chip=gfx90a format=isa" -split-input-file | FileCheck %s --check-prefixes=CHECK,F16,BF16-90A
@@ -16,7 +18,7 @@
 // CHECK: gpu.binary @fmha_kernels
 // F16-SAME: v_mfma_f32_16x16x16{{_?}}f16
 // CHECK-SAME: .amdhsa_private_segment_fixed_size 0\0A
-// CHECK-SAME: .kernarg_segment_size: 224\0A
+// CHECK-SAME: .kernarg_segment_size: 448\0A
 // CHECK-SAME: .max_flat_workgroup_size: 256\0A
 // CHECK-SAME: .sgpr_spill_count: 0\0A
 // CHECK-SAME: .vgpr_count: {{([0-9]|[1-9][0-9]|[1-4][0-9][0-9]|50[0-9]|51[0-2])}}\0A
@@ -46,7 +48,7 @@ func.func @f16(%q: memref<?x8x?x128xf16>, %k: memref<?x2x?x128xf16>, %v: memref<
 // BF16-SAME: v_mfma_f32_16x16x16_bf16
 // BF16-90A-SAME: v_mfma_f32_16x16x16bf16_1k
 // CHECK-SAME: .amdhsa_private_segment_fixed_size 0\0A
-// CHECK-SAME: .kernarg_segment_size: 224\0A
+// CHECK-SAME: .kernarg_segment_size: 448\0A
 // CHECK-SAME: .vgpr_spill_count: 0\0A
 // M32: gpu.binary @fmha_kernels
 // M32-SAME: v_mfma_f32_32x32x8_bf16

@@ -56,6 +56,9 @@ def main():
     ap.add_argument("--filter", default="", help="only bundles whose name contains this")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per fmha-run")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every case")
+    ap.add_argument("--layout", default="bhsd", choices=("bhsd", "bshd"),
+                    help="memory order of the tensors (fmha-run --layout; bshd "
+                         "passes BSHD memory as strides)")
     args = ap.parse_args()
 
     runner = os.path.join(args.bin, "fmha-run")
@@ -89,7 +92,7 @@ def main():
         path = os.path.join(args.bundles, name)
         jobs.append(("%s B=%d Sq=%d Sk=%d" % (name, b, sq, sk),
                      [runner, path, "-b", str(b), "--sq", str(sq), "--sk", str(sk),
-                      "--seed", str(n), "--validate"]))
+                      "--seed", str(n), "--validate", "--layout", args.layout]))
     for sig, (b, sq, sk) in cases.stress_cases():
         name = fmha.bundle_name(**sig)
         if name in problems or args.filter not in name:
@@ -97,7 +100,7 @@ def main():
         jobs.append(("%s B=%d Sq=%d Sk=%d stress" % (name, b, sq, sk),
                      [runner, os.path.join(args.bundles, name), "-b", str(b),
                       "--sq", str(sq), "--sk", str(sk), "--inputs", "stress",
-                      "--validate"]))
+                      "--validate", "--layout", args.layout]))
 
     def run(job):
         label, argv = job

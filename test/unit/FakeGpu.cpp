@@ -216,20 +216,45 @@ template <size_t N> void readValues(void **params, int64_t (&v)[N]) {
     std::memcpy(&v[i], params[i], 8);
 }
 
-/// Reads the N 8-byte kernel parameters, of which the last three are B, Sq,
+/// Reads `n` 8-byte kernel parameters, of which the last three are B, Sq,
 /// Sk, and the module's problem with them.
-template <size_t N>
-int readParams(const Module &m, void **params, int64_t (&v)[N],
-               rt::ReferenceConfig *cfg) {
-  readValues(params, v);
+int readParams(const Module &m, void **params, std::vector<int64_t> &v,
+               size_t n, rt::ReferenceConfig *cfg) {
+  v.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    std::memcpy(&v[i], params[i], 8);
   *cfg = m.cfg;
-  cfg->b = v[N - 3];
-  cfg->sq = v[N - 2];
-  cfg->sk = v[N - 1];
+  cfg->b = v[n - 3];
+  cfg->sq = v[n - 2];
+  cfg->sk = v[n - 1];
   if (cfg->b <= 0 || cfg->sq <= 0 || cfg->sk <= 0)
     return reject("B, Sq, Sk must be positive");
   return kSuccess;
 }
+
+/// A tensor operand of an attention launch as the kernel sees it: its
+/// logical shape and, per axis, the element stride into `base`.
+struct TensorArg {
+  char *base = nullptr;
+  std::vector<int64_t> shape, strides;
+  size_t elemBytes = 0;
+
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t s : shape)
+      n *= s;
+    return n;
+  }
+  /// The element offset of logical (row-major) element i.
+  int64_t at(int64_t i) const {
+    int64_t off = 0;
+    for (size_t a = shape.size(); a-- > 0;) {
+      off += (i % shape[a]) * strides[a];
+      i /= shape[a];
+    }
+    return off;
+  }
+};
 
 /// A tensor argument as its flattened 1-d memref descriptor should be.
 struct FlatArg {
@@ -272,17 +297,83 @@ std::vector<double> loadAll(const void *base, int64_t count,
   return out;
 }
 
+/// Reads the descriptor of tensor `name` of logical `shape` at `d` and
+/// advances it: flat (allocated, aligned, offset, size, stride over the
+/// contiguous tensor), or with `strided` the kernels' strided form
+/// (allocated, aligned, offset 0, the sizes, then the strides, the last 1),
+/// whose span must lie in a live allocation of the device.
+int readTensor(const int64_t *&d, bool strided, const char *name,
+               std::vector<int64_t> shape, size_t elemBytes, int device,
+               TensorArg *t) {
+  t->shape = std::move(shape);
+  t->elemBytes = elemBytes;
+  const size_t rank = t->shape.size();
+  t->strides.assign(rank, 1);
+  for (size_t a = rank; a-- > 1;)
+    t->strides[a - 1] = t->strides[a] * t->shape[a];
+  if (!strided) {
+    void *ptr;
+    int r = checkDescriptor(d, {name, t->count(), elemBytes}, device, &ptr);
+    d += 5;
+    t->base = static_cast<char *>(ptr);
+    return r;
+  }
+  const int64_t *sizes = d + 3, *strides = d + 3 + rank;
+  std::string text;
+  for (size_t a = 0; a < rank; ++a)
+    text += (a ? "," : "") + std::to_string(sizes[a]);
+  text += " strides ";
+  for (size_t a = 0; a < rank; ++a)
+    text += (a ? "," : "") + std::to_string(strides[a]);
+  const int64_t offset = d[2];
+  bool ok = d[0] == d[1] && offset == 0 && strides[rank - 1] == 1;
+  for (size_t a = 0; a < rank; ++a)
+    ok = ok && sizes[a] == t->shape[a] && strides[a] >= 0;
+  t->base = reinterpret_cast<char *>(static_cast<uintptr_t>(d[1]));
+  d += 3 + 2 * rank;
+  if (!ok)
+    return reject(std::string("bad strided descriptor for ") + name +
+                  ": offset " + std::to_string(offset) + " sizes " + text);
+  int64_t span = 1;
+  for (size_t a = 0; a < rank; ++a)
+    span += (sizes[a] - 1) * strides[a];
+  t->strides.assign(strides, strides + rank);
+  const Allocation *a =
+      findAllocation(t->base, static_cast<size_t>(span) * elemBytes);
+  if (!a || a->device != device)
+    return reject(std::string(name) + " (sizes " + text +
+                  ") does not lie in a live allocation on device " +
+                  std::to_string(device));
+  return kSuccess;
+}
+
+std::vector<double> loadAll(const TensorArg &t, const std::string &dtype) {
+  std::vector<double> out(t.count());
+  for (int64_t i = 0; i < t.count(); ++i)
+    out[i] = loadElem(t.base, t.at(i), dtype);
+  return out;
+}
+
+void storeAt(const TensorArg &t, int64_t i, const std::string &dtype,
+             double x) {
+  storeElem(t.base, t.at(i), dtype, x);
+}
+
 /// One stage of a gpu-bwd-v1 backward (Bundle.h, kAbiGpuBwdV1): checks the
-/// 58 parameters, the stage's grid and the order (prep, dkdv, dq), then
+/// 58 parameters (with `operands=strided`, the strided ABI of today's
+/// kernels: 110, each tensor a descriptor of its rank, dsum and dqacc
+/// flat), the stage's grid and the order (prep, dkdv, dq), then
 /// computes with the float64 reference what the stage writes. prep: dsum =
 /// rowsum(dO * o), dqacc = 0. dkdv: checks dsum, writes dk, dv and (not
 /// deterministic) adds dq / scale into dqacc. dq: dq = dqacc * scale, or
 /// (deterministic) the reference's dq. flaw=perturb adds 0.5 to dq[0].
 int launchBackward(Module &f, const LaunchShape &l, void **params, int device) {
   Module &m = *f.parent;
-  int64_t v[58];
+  const bool strided =
+      m.keys.count("operands") && m.keys.at("operands") == "strided";
+  std::vector<int64_t> v;
   rt::ReferenceConfig cfg;
-  if (int r = readParams(m, params, v, &cfg))
+  if (int r = readParams(m, params, v, strided ? 110 : 58, &cfg))
     return r;
   const int64_t b = cfg.b, sq = cfg.sq, sk = cfg.sk;
   const bool keys = f.stage == "dkdv";
@@ -301,21 +392,25 @@ int launchBackward(Module &f, const LaunchShape &l, void **params, int device) {
   int64_t qn = b * cfg.hq * sq * cfg.d, kn = b * cfg.hk * sk * cfg.d,
           vn = b * cfg.hk * sk * cfg.dv, on = b * cfg.hq * sq * cfg.dv,
           rowsN = b * cfg.hq * sq;
-  const FlatArg args[11] = {{"q", qn, elem},
-                            {"k", kn, elem},
-                            {"v", vn, elem},
-                            {"o", on, elem},
-                            {"dO", on, elem},
-                            {"lse", rowsN, 4},
-                            {"dq", qn, elem},
-                            {"dk", kn, elem},
-                            {"dv", vn, elem},
-                            {"dsum", rowsN, 4},
-                            {"dqacc", m.deterministic ? 0 : qn, 4}};
+  const std::vector<int64_t> qs = {b, cfg.hq, sq, cfg.d},
+                             ks = {b, cfg.hk, sk, cfg.d},
+                             vs = {b, cfg.hk, sk, cfg.dv},
+                             os = {b, cfg.hq, sq, cfg.dv}, rs = {b, cfg.hq, sq};
   enum { Q, K, V, O, DO, LSE, DQ, DK, DV, DSUM, DQACC };
+  const char *names[9] = {"q", "k", "v", "o", "dO", "lse", "dq", "dk", "dv"};
+  const std::vector<int64_t> *shapes[9] = {&qs, &ks, &vs, &os, &os,
+                                           &rs, &qs, &ks, &vs};
+  TensorArg tensors[9];
+  const int64_t *d = v.data();
+  for (int t = 0; t < 9; ++t)
+    if (int r = readTensor(d, strided, names[t], *shapes[t],
+                           t == LSE ? 4 : elem, device, &tensors[t]))
+      return r;
+  const FlatArg work[2] = {{"dsum", rowsN, 4},
+                           {"dqacc", m.deterministic ? 0 : qn, 4}};
   void *ptrs[11];
-  for (int t = 0; t < 11; ++t)
-    if (int r = checkDescriptor(v + 5 * t, args[t], device, &ptrs[t]))
+  for (int t = 0; t < 2; ++t, d += 5)
+    if (int r = checkDescriptor(d, work[t], device, &ptrs[DSUM + t]))
       return r;
   if (!m.deterministic) {
     uintptr_t want =
@@ -326,8 +421,8 @@ int launchBackward(Module &f, const LaunchShape &l, void **params, int device) {
   }
   auto *dsum = static_cast<float *>(ptrs[DSUM]);
   auto *dqacc = static_cast<float *>(ptrs[DQACC]);
-  std::vector<double> o = loadAll(ptrs[O], on, m.dtype),
-                      dO = loadAll(ptrs[DO], on, m.dtype);
+  std::vector<double> o = loadAll(tensors[O], m.dtype),
+                      dO = loadAll(tensors[DO], m.dtype);
   std::vector<float> rowsum(rowsN, 0.0f);
   for (int64_t r = 0; r < rowsN; ++r) {
     double sum = 0;
@@ -347,22 +442,22 @@ int launchBackward(Module &f, const LaunchShape &l, void **params, int device) {
     return reject(f.stage + ": dsum is not what prep wrote");
   if (f.stage == "dq" && !m.deterministic) {
     for (int64_t i = 0; i < qn; ++i)
-      storeElem(ptrs[DQ], i, m.dtype,
-                static_cast<double>(dqacc[i]) * scale + (i == 0 && m.perturb));
+      storeAt(tensors[DQ], i, m.dtype,
+              static_cast<double>(dqacc[i]) * scale + (i == 0 && m.perturb));
     m.phase = 0;
     return kSuccess;
   }
   rt::ReferenceBackward ref;
   std::string err;
-  if (!rt::referenceBackward(cfg, loadAll(ptrs[Q], qn, m.dtype),
-                             loadAll(ptrs[K], kn, m.dtype),
-                             loadAll(ptrs[V], vn, m.dtype), dO, &ref, &err, &o))
+  if (!rt::referenceBackward(cfg, loadAll(tensors[Q], m.dtype),
+                             loadAll(tensors[K], m.dtype),
+                             loadAll(tensors[V], m.dtype), dO, &ref, &err, &o))
     return reject("reference: " + err);
   if (keys) {
     for (int64_t i = 0; i < kn; ++i)
-      storeElem(ptrs[DK], i, m.dtype, ref.dk[i]);
+      storeAt(tensors[DK], i, m.dtype, ref.dk[i]);
     for (int64_t i = 0; i < vn; ++i)
-      storeElem(ptrs[DV], i, m.dtype, ref.dv[i]);
+      storeAt(tensors[DV], i, m.dtype, ref.dv[i]);
     if (!m.deterministic)
       for (int64_t i = 0; i < qn; ++i)
         dqacc[i] += static_cast<float>(ref.dq[i] / scale);
@@ -370,7 +465,7 @@ int launchBackward(Module &f, const LaunchShape &l, void **params, int device) {
     return kSuccess;
   }
   for (int64_t i = 0; i < qn; ++i)
-    storeElem(ptrs[DQ], i, m.dtype, ref.dq[i] + (i == 0 && m.perturb));
+    storeAt(tensors[DQ], i, m.dtype, ref.dq[i] + (i == 0 && m.perturb));
   m.phase = 0;
   return kSuccess;
 }
@@ -641,9 +736,13 @@ int launch(Module *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             device);
   if (m.kind == "probe")
     return launchProbe(m, {gx, gy, gz, bx, by, bz, shared}, params, device);
-  int64_t v[28];
+  // The flat ABI (gpu-flat-v1, 28 parameters) or, with operands=strided,
+  // today's kernels' (a descriptor of each tensor's rank: 56).
+  const bool strided =
+      m.keys.count("operands") && m.keys.at("operands") == "strided";
+  std::vector<int64_t> v;
   rt::ReferenceConfig cfg;
-  if (int r = readParams(m, params, v, &cfg))
+  if (int r = readParams(m, params, v, strided ? 56 : 28, &cfg))
     return r;
   const int64_t b = cfg.b, sq = cfg.sq, sk = cfg.sk;
   LaunchShape got{gx, gy, gz, bx, by, bz, shared};
@@ -651,30 +750,31 @@ int launch(Module *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                          attentionProblem(cfg), device))
     return r;
   size_t elem = m.dtype == "f32" ? 4 : 2;
-  const FlatArg args[5] = {{"q", b * cfg.hq * sq * cfg.d, elem},
-                           {"k", b * cfg.hk * sk * cfg.d, elem},
-                           {"v", b * cfg.hk * sk * cfg.dv, elem},
-                           {"o", b * cfg.hq * sq * cfg.dv, elem},
-                           {"lse", b * cfg.hq * sq, 4}};
-  void *ptrs[5];
+  const char *names[5] = {"q", "k", "v", "o", "lse"};
+  const std::vector<int64_t> shapes[5] = {{b, cfg.hq, sq, cfg.d},
+                                          {b, cfg.hk, sk, cfg.d},
+                                          {b, cfg.hk, sk, cfg.dv},
+                                          {b, cfg.hq, sq, cfg.dv},
+                                          {b, cfg.hq, sq}};
+  TensorArg args[5];
+  const int64_t *d = v.data();
   for (int t = 0; t < 5; ++t)
-    if (int r = checkDescriptor(v + 5 * t, args[t], device, &ptrs[t]))
+    if (int r = readTensor(d, strided, names[t], shapes[t], t == 4 ? 4 : elem,
+                           device, &args[t]))
       return r;
   std::vector<double> in[3];
   for (int t = 0; t < 3; ++t)
-    in[t] = loadAll(ptrs[t], args[t].count, m.dtype);
+    in[t] = loadAll(args[t], m.dtype);
   rt::ReferenceForward ref;
   std::string err;
   if (!rt::referenceForward(cfg, in[0], in[1], in[2], &ref, &err))
     return reject("reference: " + err);
   if (m.perturb && !ref.o.empty())
     ref.o[0] += 0.5;
-  for (int64_t i = 0; i < args[3].count; ++i)
-    storeElem(ptrs[3], i, m.dtype, ref.o[i]);
-  for (int64_t i = 0; i < args[4].count; ++i) {
-    float f = static_cast<float>(ref.lse[i]);
-    std::memcpy(static_cast<char *>(ptrs[4]) + 4 * i, &f, 4);
-  }
+  for (int64_t i = 0; i < args[3].count(); ++i)
+    storeAt(args[3], i, m.dtype, ref.o[i]);
+  for (int64_t i = 0; i < args[4].count(); ++i)
+    storeAt(args[4], i, "f32", ref.lse[i]);
   return kSuccess;
 }
 

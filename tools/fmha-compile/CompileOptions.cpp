@@ -132,6 +132,13 @@ cl::opt<int64_t> bundleVersion(
              "(no manifest; read by older runtimes, and by this one until "
              "the staged GPU pipeline is complete)"),
     cl::init(2), cl::cat(category));
+cl::opt<std::string> strides(
+    "strides",
+    cl::desc("the memory the attention bundles take: 'any' (every tensor "
+             "with any strides on B, H and S, the head-dim axis contiguous: "
+             "BSHD, transposed views and packed QKV without a copy) or "
+             "'contiguous' (BHSD row-major only)"),
+    cl::init("any"), cl::cat(category));
 cl::opt<std::string> emit("emit", cl::desc("bundle | mlir | llvm | isa"),
                           cl::init("bundle"), cl::cat(category));
 cl::opt<std::string> output("o", cl::desc("Output file ('-' for stdout)"),
@@ -348,6 +355,29 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   if (bundleVersion != 1 && bundleVersion != 2)
     return error("--bundle-version must be 1 or 2, got " +
                  llvm::Twine(bundleVersion.getValue()));
+  if (strides != "any" && strides != "contiguous")
+    return error("--strides must be 'any' or 'contiguous', got '" + strides +
+                 "'");
+  const bool attention = meta.kind == rt::KernelKind::Forward ||
+                         meta.kind == rt::KernelKind::Backward;
+  if (bundleVersion == 1 && attention) {
+    if (meta.target != rt::Target::Cpu)
+      return error("--bundle-version=1 holds the flat-operand GPU kernels "
+                   "(gpu-flat-v1, gpu-bwd-v1) that this fmha-compile no "
+                   "longer builds (its kernels take strided operands); write "
+                   "version 2");
+    if (strides.getNumOccurrences() && strides == "any")
+      return error("--bundle-version=1 takes contiguous operands only (its "
+                   "ABI has no strides); drop --strides=any");
+    strides = "contiguous";
+  }
+  if (fromTensors) {
+    // Tensors bufferize into contiguous memrefs.
+    if (strides.getNumOccurrences() && strides == "any")
+      return error("--from-tensors builds contiguous operands (tensors "
+                   "bufferize row-major); drop --strides=any");
+    strides = "contiguous";
+  }
   if (emit != "bundle" && emit != "mlir" && emit != "llvm" && emit != "isa")
     return error("unknown --emit '" + emit +
                  "' (expected bundle, mlir, llvm or isa)");

@@ -171,14 +171,23 @@ bool hostManifest(func::FuncOp func, const std::vector<OperandSpec> &specs,
   rt::ManifestKernel kernel;
   kernel.symbol = func.getName().str();
   for (auto [arg, spec] : llvm::zip(args, specs)) {
-    // A memref of identity layout, or a tensor (which the pipeline
-    // bufferizes into one).
+    // A memref of identity layout or of any strides but a contiguous last
+    // axis, or a tensor (which the pipeline bufferizes into a contiguous
+    // memref).
     auto type = dyn_cast<ShapedType>(arg.getType());
     auto memref = dyn_cast<MemRefType>(arg.getType());
+    bool strided = false;
+    if (memref && !memref.getLayout().isIdentity()) {
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      strided = succeeded(memref.getStridesAndOffset(strides, offset)) &&
+                !strides.empty() && strides.back() == 1;
+    }
     if (!type || !(isa<RankedTensorType>(type) ||
-                   (memref && memref.getLayout().isIdentity()))) {
+                   (memref && (memref.getLayout().isIdentity() || strided)))) {
       *err = "argument " + spec.name +
-             " is neither a ranked tensor nor a memref of identity layout";
+             " is neither a ranked tensor nor a memref of identity layout or "
+             "of a contiguous last axis";
       return false;
     }
     std::optional<rt::ScalarType> elt = scalarType(type.getElementType());
@@ -191,6 +200,7 @@ bool hostManifest(func::FuncOp func, const std::vector<OperandSpec> &specs,
     o.role = spec.role;
     o.type = *elt;
     o.optional = spec.optional;
+    o.strided = strided;
     size_t next = 0;
     for (int64_t size : type.getShape()) {
       if (!ShapedType::isDynamic(size)) {
@@ -274,14 +284,31 @@ bool gpuManifest(func::FuncOp hostFunc, int64_t indexBits, rt::Manifest *m,
         k.params.push_back(std::move(p));
       };
       if (auto type = dyn_cast<MemRefType>(operand.getType())) {
-        if (type.getRank() != 1 || !type.getLayout().isIdentity())
-          return fail(launch, "a kernel operand that is not a memref<?xT> of "
-                              "identity layout");
+        // A tensor operand (a memref of its rank, any strides but the
+        // last, stridedKernelType) or a flat workspace (memref<?xT>).
+        SmallVector<int64_t> layoutStrides;
+        int64_t layoutOffset;
+        if (failed(type.getStridesAndOffset(layoutStrides, layoutOffset)) ||
+            layoutStrides.empty() || layoutStrides.back() != 1)
+          return fail(launch, "kernel operand " + std::to_string(position) +
+                                  " is not a memref of a contiguous last "
+                                  "axis");
+        const bool flat = type.getRank() == 1 && type.getLayout().isIdentity();
         std::string buffer;
         rt::Expr size;
+        std::vector<rt::Expr> sizes, strides;
         if (std::optional<size_t> o = t.operandOf(operand)) {
           buffer = m->operands[*o].name;
           size = t.elements(*o);
+          sizes = m->operands[*o].shape;
+          for (size_t i = 0; i < sizes.size(); ++i)
+            strides.push_back(rt::Expr::var(
+                rt::Expr::strideName(buffer, static_cast<int64_t>(i))));
+          if (auto align = launch->getAttrOfType<DenseI64ArrayAttr>(
+                  "fmha.operand_align");
+              align && position < static_cast<int>(align.size()))
+            m->operands[*o].align =
+                std::max(m->operands[*o].align, align[position]);
         } else if (memref::AllocOp alloc = t.allocOf(operand)) {
           // Its element count: the static sizes times the dynamic ones.
           MemRefType allocType = alloc.getType();
@@ -295,7 +322,12 @@ bool gpuManifest(func::FuncOp hostFunc, int64_t indexBits, rt::Manifest *m,
             if (!e)
               return fail(alloc, why);
             elements = elements ? *elements * *e : *e;
+            sizes.push_back(*e);
           }
+          // Contiguous: each stride the product of the sizes inside it.
+          strides.assign(sizes.size(), rt::Expr(1));
+          for (size_t i = sizes.size(); i-- > 1;)
+            strides[i - 1] = strides[i] * sizes[i];
           if (!elements)
             elements = rt::Expr(1); // rank 0
           auto &name = workspaceNames[alloc];
@@ -322,8 +354,18 @@ bool gpuManifest(func::FuncOp hostFunc, int64_t indexBits, rt::Manifest *m,
         add(buffer + ".allocated", Param::Type::Ptr, buffer, 0);
         add(buffer + ".aligned", Param::Type::Ptr, buffer, 0);
         add(buffer + ".offset", index, "", 0);
-        add(buffer + ".size", index, "", size);
-        add(buffer + ".stride", index, "", 1);
+        if (flat) {
+          add(buffer + ".size", index, "", size);
+          add(buffer + ".stride", index, "", 1);
+          continue;
+        }
+        if (static_cast<int64_t>(sizes.size()) != type.getRank())
+          return fail(launch, "kernel operand " + std::to_string(position) +
+                                  " has another rank than " + buffer);
+        for (size_t i = 0; i < sizes.size(); ++i)
+          add(buffer + ".size" + std::to_string(i), index, "", sizes[i]);
+        for (size_t i = 0; i < strides.size(); ++i)
+          add(buffer + ".stride" + std::to_string(i), index, "", strides[i]);
         continue;
       }
       std::optional<rt::Expr> e = t.expr(operand, &why);

@@ -110,6 +110,17 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
                 MemRefType::get({dyn}, b.getF32Type())};
   if (backward)
     argTypes.append({oType, qType, kType, vType}); // dO, dq, dk, dv
+  // --strides=any: each tensor of an attention bundle in any strides but a
+  // contiguous head-dim axis (DESIGN.md section 1, strides).
+  if (strides == "any" && !merge && !accumulate)
+    for (Type &t : argTypes) {
+      auto m = cast<MemRefType>(t);
+      SmallVector<int64_t> layout(m.getRank(), ShapedType::kDynamic);
+      layout.back() = 1;
+      t = MemRefType::get(
+          m.getShape(), m.getElementType(),
+          StridedLayoutAttr::get(&ctx, ShapedType::kDynamic, layout));
+    }
   // --from-tensors: the same function on tensors, returning the ops' outs
   // (the pipeline bufferizes it into the form above).
   SmallVector<Type> resultTypes;

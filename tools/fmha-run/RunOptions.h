@@ -87,6 +87,11 @@ inline constexpr OptionDef kOptions[] = {
     {"save", true, "DIR",
      "write q, k, v (as used), o and lse (backward: also do, dq, dk, dv) as "
      "float32 .npy files to DIR (created if missing)"},
+    {"layout", true, "L",
+     "memory order of the attention tensors: bhsd (default) or bshd "
+     "(FlashAttention's [B, S, H, D], passed as strides: the bundle must "
+     "take strided operands, fmha-compile --strides=any); lse stays "
+     "[B, H, S]; --load and --save stay BHSD"},
     {"show-mask", false, nullptr,
      "draw the mask (first 32 rows, 64 columns) and the kv tiles visited "
      "per q tile"},

@@ -481,6 +481,95 @@ private:
 /// The launch line of a GPU bundle (empty for cpu).
 /// A forward problem's buffers on the device: q, k, v uploaded, room for o
 /// and lse, and the kernel arguments that point at them.
+/// --layout: how the attention tensors lie in memory. BSHD stores the
+/// logical [B, H, S, D] tensor as [B, S, H, D] and passes its strides.
+struct MemoryLayout {
+  bool bshd = false;
+
+  /// `x` (logical BHSD, row-major) in memory order.
+  std::vector<float> toMemory(const std::vector<float> &x, int64_t b, int64_t h,
+                              int64_t s, int64_t d) const {
+    return bshd ? permute(x, b, h, s, d, /*toBshd=*/true) : x;
+  }
+  /// Memory order back to logical BHSD.
+  std::vector<float> fromMemory(const std::vector<float> &x, int64_t b,
+                                int64_t h, int64_t s, int64_t d) const {
+    return bshd ? permute(x, b, h, s, d, /*toBshd=*/false) : x;
+  }
+  /// The strides (elements) of a logical [B, H, S, D] tensor; empty for
+  /// contiguous BHSD.
+  std::vector<int64_t> strides(int64_t h, int64_t s, int64_t d) const {
+    if (!bshd)
+      return {};
+    return {s * h * d, d, h * d, 1};
+  }
+
+private:
+  static std::vector<float> permute(const std::vector<float> &x, int64_t b,
+                                    int64_t h, int64_t s, int64_t d,
+                                    bool toBshd) {
+    std::vector<float> y(x.size());
+    for (int64_t ib = 0; ib < b; ++ib)
+      for (int64_t ih = 0; ih < h; ++ih)
+        for (int64_t is = 0; is < s; ++is) {
+          const int64_t bhsd = ((ib * h + ih) * s + is) * d;
+          const int64_t bshd = ((ib * s + is) * h + ih) * d;
+          std::copy_n(&x[toBshd ? bhsd : bshd], d, &y[toBshd ? bshd : bhsd]);
+        }
+    return y;
+  }
+};
+MemoryLayout gLayout;
+
+/// The storage bytes of q, k and v in gLayout's memory order.
+struct InputBytes {
+  std::vector<unsigned char> q, k, v;
+};
+InputBytes inputBytes(const Problem &p, const Signature &sig,
+                      const Inputs &in) {
+  const MemoryLayout &L = gLayout;
+  return {toStorage(L.toMemory(in.q, p.b, p.hq, p.sq, p.d), sig.dtype),
+          toStorage(L.toMemory(in.k, p.b, p.hk, p.sk, p.d), sig.dtype),
+          toStorage(L.toMemory(in.v, p.b, p.hk, p.sk, p.dv), sig.dtype)};
+}
+
+/// The forward of `p` on `args` in gLayout's memory order.
+Status launchForward(const Kernel &kernel, const Problem &p,
+                     const ForwardArgs &args) {
+  if (!gLayout.bshd)
+    return kernel.run(p, args);
+  LaunchArgs la = Kernel::sizesOf(p);
+  la.tensor("q", args.q, gLayout.strides(p.hq, p.sq, p.d))
+      .tensor("k", args.k, gLayout.strides(p.hk, p.sk, p.d))
+      .tensor("v", args.v, gLayout.strides(p.hk, p.sk, p.dv))
+      .tensor("o", args.o, gLayout.strides(p.hq, p.sq, p.dv));
+  if (args.lse)
+    la.tensor("lse", args.lse);
+  return kernel.launch(la);
+}
+
+/// The backward of `p` on `args` in gLayout's memory order.
+Status launchBackward(const Kernel &kernel, const Problem &p,
+                      const BackwardArgs &args) {
+  if (!gLayout.bshd)
+    return kernel.runBackward(p, args);
+  LaunchArgs la = Kernel::sizesOf(p);
+  auto q = gLayout.strides(p.hq, p.sq, p.d),
+       k = gLayout.strides(p.hk, p.sk, p.d),
+       v = gLayout.strides(p.hk, p.sk, p.dv),
+       o = gLayout.strides(p.hq, p.sq, p.dv);
+  la.tensor("q", args.q, q)
+      .tensor("k", args.k, k)
+      .tensor("v", args.v, v)
+      .tensor("o", args.o, o)
+      .tensor("lse", args.lse)
+      .tensor("dO", args.dO, o)
+      .tensor("dq", args.dq, q)
+      .tensor("dk", args.dk, k)
+      .tensor("dv", args.dv, v);
+  return kernel.launch(la);
+}
+
 struct ForwardBuffers {
   ForwardBuffers(Device &dev, const Problem &p, DType dtype,
                  const std::vector<unsigned char> &qBytes,
@@ -656,9 +745,10 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
   Backend &backend = kernel.backend();
   Device dev(backend);
   std::optional<LaunchPlan> launch = launchFor(kernel, Kernel::sizesOf(p));
-  std::vector<unsigned char> qBytes = toStorage(in.q, sig.dtype);
-  std::vector<unsigned char> kBytes = toStorage(in.k, sig.dtype);
-  std::vector<unsigned char> vBytes = toStorage(in.v, sig.dtype);
+  const MemoryLayout &L = gLayout;
+  InputBytes bytes = inputBytes(p, sig, in);
+  const std::vector<unsigned char> &qBytes = bytes.q, &kBytes = bytes.k,
+                                   &vBytes = bytes.v;
   ForwardBuffers bufs(dev, p, sig.dtype, qBytes, kBytes, vBytes);
   DeviceBuffer &oBuf = bufs.o, &lseBuf = bufs.lse;
   ForwardArgs args = bufs.args;
@@ -668,9 +758,10 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
     dev.poison(oBuf);
     dev.poison(lseBuf);
   };
-  double firstMs =
-      timeFirstRun(backend, poison, [&] { return kernel.run(p, args); });
-  std::vector<float> o = fromStorage(dev.download(oBuf), sig.dtype);
+  double firstMs = timeFirstRun(backend, poison,
+                                [&] { return launchForward(kernel, p, args); });
+  std::vector<float> o = L.fromMemory(
+      fromStorage(dev.download(oBuf), sig.dtype), p.b, p.hq, p.sq, p.dv);
   std::vector<float> lse(p.lseElements());
   check(backend.copyToHost(lse.data(), lseBuf.get(), lseBuf.size()));
 
@@ -705,7 +796,7 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
     }
     bench(backend, counts, copies, forwardFlops(p, sig.mask),
           "visible pairs only", poison,
-          [&](size_t c) { return kernel.run(p, argSets[c]); });
+          [&](size_t c) { return launchForward(kernel, p, argSets[c]); });
   }
   return passed ? 0 : 1;
 }
@@ -749,10 +840,12 @@ void runForwardFor(Kernel &fwd, const Problem &p, const Signature &sig,
                    std::vector<float> *lse) {
   Backend &backend = fwd.backend();
   Device dev(backend);
-  ForwardBuffers bufs(dev, p, sig.dtype, toStorage(in.q, sig.dtype),
-                      toStorage(in.k, sig.dtype), toStorage(in.v, sig.dtype));
-  check(fwd.run(p, bufs.args));
-  *o = fromStorage(dev.download(bufs.o), sig.dtype);
+  const MemoryLayout &L = gLayout;
+  InputBytes bytes = inputBytes(p, sig, in);
+  ForwardBuffers bufs(dev, p, sig.dtype, bytes.q, bytes.k, bytes.v);
+  check(launchForward(fwd, p, bufs.args));
+  *o = L.fromMemory(fromStorage(dev.download(bufs.o), sig.dtype), p.b, p.hq,
+                    p.sq, p.dv);
   lse->assign(p.lseElements(), 0.0f);
   check(backend.copyToHost(lse->data(), bufs.lse.get(), bufs.lse.size()));
   std::printf("o and lse from forward bundle '%s'\n", fwd.name().c_str());
@@ -803,12 +896,15 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, Kernel *fwd,
   for (float &x : o)
     x = roundTo(x, sig.dtype);
 
-  std::vector<unsigned char> qBytes = toStorage(in.q, sig.dtype);
-  std::vector<unsigned char> kBytes = toStorage(in.k, sig.dtype);
-  std::vector<unsigned char> vBytes = toStorage(in.v, sig.dtype);
-  std::vector<unsigned char> oBytes = toStorage(o, sig.dtype);
+  const MemoryLayout &L = gLayout;
+  InputBytes bytes = inputBytes(p, sig, in);
+  const std::vector<unsigned char> &qBytes = bytes.q, &kBytes = bytes.k,
+                                   &vBytes = bytes.v;
+  std::vector<unsigned char> oBytes =
+      toStorage(L.toMemory(o, p.b, p.hq, p.sq, p.dv), sig.dtype);
   std::vector<unsigned char> lseBytes = toStorage(lse, DType::F32);
-  std::vector<unsigned char> doBytes = toStorage(in.dO, sig.dtype);
+  std::vector<unsigned char> doBytes =
+      toStorage(L.toMemory(in.dO, p.b, p.hq, p.sq, p.dv), sig.dtype);
   DeviceBuffer dqBuf = dev.allocate(qBytes.size());
   DeviceBuffer dkBuf = dev.allocate(kBytes.size());
   DeviceBuffer dvBuf = dev.allocate(vBytes.size());
@@ -844,14 +940,17 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, Kernel *fwd,
     dev.poison(dkBuf);
     dev.poison(dvBuf);
   };
-  auto runOnce = [&]() { return kernel.runBackward(p, argsFor(0)); };
+  auto runOnce = [&]() { return launchBackward(kernel, p, argsFor(0)); };
   double firstMs = timeFirstRun(backend, poison, runOnce);
   std::vector<unsigned char> dqBytes = dev.download(dqBuf);
   std::vector<unsigned char> dkBytes = dev.download(dkBuf);
   std::vector<unsigned char> dvBytes = dev.download(dvBuf);
-  std::vector<float> dq = fromStorage(dqBytes, sig.dtype);
-  std::vector<float> dk = fromStorage(dkBytes, sig.dtype);
-  std::vector<float> dv = fromStorage(dvBytes, sig.dtype);
+  std::vector<float> dq =
+      L.fromMemory(fromStorage(dqBytes, sig.dtype), p.b, p.hq, p.sq, p.d);
+  std::vector<float> dk =
+      L.fromMemory(fromStorage(dkBytes, sig.dtype), p.b, p.hk, p.sk, p.d);
+  std::vector<float> dv =
+      L.fromMemory(fromStorage(dvBytes, sig.dtype), p.b, p.hk, p.sk, p.dv);
 
   printRunHeader(kernel, sig, launch, p, firstMs);
 
@@ -901,7 +1000,7 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, Kernel *fwd,
       addSet();
     bench(backend, counts, copies, backwardFlops(p, sig.mask),
           "visible pairs only; backward = 2.5x forward FLOPs", poison,
-          [&](size_t c) { return kernel.runBackward(p, argsFor(c)); });
+          [&](size_t c) { return launchBackward(kernel, p, argsFor(c)); });
   }
   return passed ? 0 : 1;
 }
@@ -1111,6 +1210,10 @@ int run(int argc, char **argv) {
     fail("--inputs takes normal or stress, not '" + inputKind + "'");
   if (cl.has("inputs") && cl.has("load"))
     fail("--inputs draws the inputs; --load reads them: give one of them");
+  const std::string layout = cl.str("layout").value_or("bhsd");
+  if (layout != "bhsd" && layout != "bshd")
+    fail("--layout takes bhsd or bshd, not '" + layout + "'");
+  gLayout.bshd = layout == "bshd";
   bool showMaskRequested = cl.flag("show-mask");
   bool runRequested = cl.flag("validate") || cl.flag("bench") ||
                       cl.flag("grad-check") || cl.has("save") ||

@@ -256,7 +256,14 @@ public:
 
 private:
   void prologue(gpu::GPUFuncOp func);
+  /// A parameter; a tensor operand's is its rank-1 view (GlobalTensor).
   Value arg(Param p) const { return args[p]; }
+  /// The element stride of a tensor operand's rows.
+  Value rowStride(Param p) const { return tensors[p].rowStride(); }
+  /// Row 0 of (batch, head) in tensor operand p.
+  Value headBase(OpBuilder &ob, Param p, Value batch, Value head) const {
+    return tensors[p].at(ob, loc, {batch, head});
+  }
 
   /// Two adjacent 16-bit elements at `index` (even) of a rank-1 or the
   /// last dimension of a 2-d memref: one 4-byte load.
@@ -313,8 +320,10 @@ private:
                   function_ref<Value(int64_t j, int64_t e)> lseOf,
                   function_ref<Value(int64_t j, int64_t e)> dsumOf, Value full,
                   function_ref<Value(OpBuilder &, int64_t, int64_t)> visible);
+  /// Stores the rows [row0, rowEnd) of `acc` at mem[base + row rowStride +
+  /// col].
   void storeRows(OpBuilder &ob, const CTiles &acc, Value mem, Value base,
-                 Value row0, Value rowEnd, int64_t width);
+                 Value row0, Value rowEnd, Value rowStride);
   /// Splits loop-carried values into accumulators of `widths` columns each
   /// (N-wide C tiles), and back.
   SmallVector<CTiles> unpack(ValueRange values, ArrayRef<int64_t> widths) const;
@@ -323,13 +332,19 @@ private:
   /// Hk + hk) and the steps over the q tiles that see it, `total` of them
   /// for the whole GQA group.
   struct DkDvFrame {
-    Value c0, c1, kvHead, kBase, vBase, sqLast, skLast, total;
+    Value c0, c1, kvHead, kBase, vBase, dkBase, dvBase, sqLast, skLast, total;
     QLoopBounds qb;
+    /// Of q, dO and lse (by Param): row 0 of the group's first q head.
+    SmallVector<Value> groupBase;
   };
   DkDvFrame dkdvFrame();
   /// Step `it`'s flat q head (b Hq + hq) and first q row.
   std::pair<Value, Value> decodeStep(IndexMath &m, const DkDvFrame &f,
                                      Value it);
+  /// Row 0 of a step's flat q head `head` in q, dO or lse: the group's base
+  /// plus the head's place in the group times the head stride (no division
+  /// per step).
+  Value stepBase(IndexMath &m, const DkDvFrame &f, Param p, Value head) const;
   /// Whether the step's q tile [q0, q0 + qStep) against the kv tile lies
   /// inside Sq, Sk and the mask (no element mask needed).
   Value stepIsFull(OpBuilder &ob, const DkDvFrame &f, Value q0);
@@ -344,6 +359,7 @@ private:
   const GpuTarget &t;
   BwdConfig cfg;
   SmallVector<Value> args;
+  SmallVector<GlobalTensor> tensors; // kQ .. kDV
   Value tid, lane, warp, raw;
   SmallVector<FragmentCoord> aCoords, cCoords;
 };
@@ -353,6 +369,10 @@ void BwdKernelBuilder::prologue(gpu::GPUFuncOp func) {
   b.setInsertionPointToStart(&entry);
   IndexMath im{b, loc};
   args.assign(entry.getArguments().begin(), entry.getArguments().end());
+  for (int p = kQ; p <= kDV; ++p) {
+    tensors.push_back(GlobalTensor::open(b, loc, args[p]));
+    args[p] = tensors.back().flat;
+  }
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = im.rem(tid, im.c(t.getWarpSize()));
   warp = im.div(tid, im.c(t.getWarpSize()));
@@ -626,7 +646,7 @@ Value BwdKernelBuilder::warpScratch(int64_t offset, int64_t cols) {
 
 void BwdKernelBuilder::storeRows(OpBuilder &ob, const CTiles &acc, Value mem,
                                  Value base, Value row0, Value rowEnd,
-                                 int64_t width) {
+                                 Value rowStride) {
   const int64_t slots = t.getNumCRowSlots();
   for (int64_t slot = 0; slot < slots; ++slot) {
     int64_t first = 0;
@@ -642,7 +662,7 @@ void BwdKernelBuilder::storeRows(OpBuilder &ob, const CTiles &acc, Value mem,
     emitStoreCRowSlot(
         ob, loc, t, cfg.elementType, acc.size(), slot, cCoords,
         [&](OpBuilder &, int64_t j, int64_t e) { return acc[j][e]; }, mem,
-        rm.add(base, rm.mul(row, rm.c(width))));
+        rm.add(base, rm.mul(row, rowStride)));
   }
 }
 
@@ -672,15 +692,17 @@ void BwdKernelBuilder::buildPrep(gpu::GPUFuncOp func) {
     IndexMath lm{b, loc};
     FloatMath fm{b, loc, t};
     Value flatRow = lm.add(lm.mul(head, sq), row);
-    Value oBase = lm.mul(flatRow, lm.c(cfg.dv));
+    Value oRow = lm.add(headBase(b, kO, batch, h), lm.mul(row, rowStride(kO)));
+    Value dORow =
+        lm.add(headBase(b, kDO, batch, h), lm.mul(row, rowStride(kDO)));
     // Each lane: pairs at columns 2 lane + 2 ws i.
     Value sum = fm.c(0.0);
     for (int64_t c0 = 0; c0 < cfg.dv; c0 += 2 * ws) {
       Value col = lm.add(lm.c(c0), lm.mul(lane, lm.c(2)));
       Value inCols = lm.lt(col, lm.c(cfg.dv));
-      Value idx = lm.add(oBase, lm.min(col, lm.c(cfg.dv - 2)));
-      Value o = loadPair(b, arg(kO), idx);
-      Value dO = loadPair(b, arg(kDO), idx);
+      Value at = lm.min(col, lm.c(cfg.dv - 2));
+      Value o = loadPair(b, arg(kO), lm.add(oRow, at));
+      Value dO = loadPair(b, arg(kDO), lm.add(dORow, at));
       Value part = fm.c(0.0);
       for (int64_t i = 0; i < 2; ++i) {
         auto ext = [&](Value v) {
@@ -740,8 +762,14 @@ BwdKernelBuilder::DkDvFrame BwdKernelBuilder::dkdvFrame() {
   f.c0 = im.mul(kt, im.c(cfg.blockRows));
   f.c1 = im.add(f.c0, im.c(cfg.blockRows));
   f.kvHead = im.add(im.mul(batch, im.c(cfg.hk)), hk);
-  f.kBase = im.mul(im.mul(f.kvHead, sk), im.c(cfg.d));
-  f.vBase = im.mul(im.mul(f.kvHead, sk), im.c(cfg.dv));
+  f.kBase = headBase(b, kK, batch, hk);
+  f.vBase = headBase(b, kV, batch, hk);
+  f.dkBase = headBase(b, kDK, batch, hk);
+  f.dvBase = headBase(b, kDV, batch, hk);
+  f.groupBase.assign(kNumParams, Value());
+  Value firstHead = im.mul(hk, im.c(cfg.hq / cfg.hk));
+  for (Param p : {kQ, kDO, kLse})
+    f.groupBase[p] = headBase(b, p, batch, firstHead);
   f.skLast = im.sub(sk, im.c(1));
   f.sqLast = im.sub(sq, im.c(1));
   // The q tiles that see [c0, c1), for every head of the group: iteration
@@ -761,6 +789,12 @@ BwdKernelBuilder::decodeStep(IndexMath &m, const DkDvFrame &f, Value it) {
       m.add(f.qb.begin, m.b.createOrFold<arith::DivUIOp>(loc, it, m.c(group)));
   Value head = m.add(m.mul(f.kvHead, m.c(group)), g); // b * Hq + hq
   return std::pair(head, m.mul(qTile, m.c(cfg.qStep)));
+}
+
+Value BwdKernelBuilder::stepBase(IndexMath &m, const DkDvFrame &f, Param p,
+                                 Value head) const {
+  Value g = m.sub(head, m.mul(f.kvHead, m.c(cfg.hq / cfg.hk)));
+  return m.add(f.groupBase[p], m.mul(g, tensors[p].strides[1]));
 }
 
 Value BwdKernelBuilder::stepIsFull(OpBuilder &ob, const DkDvFrame &f,
@@ -828,10 +862,11 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
   // K and V of the kv tile, once.
   {
     SmallVector<Value> tokens;
-    emitCopyRows(b, loc, t, arg(kK), kBase, cfg.d, cfg.blockRows, c0, skLast,
-                 kStage, im.c(0), tid, threads, tokens);
-    emitCopyRows(b, loc, t, arg(kV), vBase, cfg.dv, cfg.blockRows, c0, skLast,
-                 vStage, im.c(0), tid, threads, tokens);
+    emitCopyRows(b, loc, t, arg(kK), kBase, rowStride(kK), cfg.d, cfg.blockRows,
+                 c0, skLast, kStage, im.c(0), tid, threads, tokens);
+    emitCopyRows(b, loc, t, arg(kV), vBase, rowStride(kV), cfg.dv,
+                 cfg.blockRows, c0, skLast, vStage, im.c(0), tid, threads,
+                 tokens);
     llvm::erase(tokens, Value());
     t.emitAsyncWait(b, loc, t.emitAsyncCommit(b, loc, tokens), 0);
     t.emitBarrier(b, loc);
@@ -882,12 +917,13 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     IndexMath m{ob, loc};
     Value clamped = m.max(m.min(it, m.sub(total, m.c(1))), m.c(0));
     auto [head, q0] = decode(m, clamped);
-    Value rowBase = m.mul(head, sq);
     SmallVector<Value> tokens;
-    emitCopyRows(ob, loc, t, arg(kQ), m.mul(rowBase, m.c(cfg.d)), cfg.d,
-                 cfg.qStep, q0, sqLast, qBufs, buf, tid, threads, tokens);
-    emitCopyRows(ob, loc, t, arg(kDO), m.mul(rowBase, m.c(cfg.dv)), cfg.dv,
-                 cfg.qStep, q0, sqLast, dOBufs, buf, tid, threads, tokens);
+    emitCopyRows(ob, loc, t, arg(kQ), stepBase(m, f, kQ, head), rowStride(kQ),
+                 cfg.d, cfg.qStep, q0, sqLast, qBufs, buf, tid, threads,
+                 tokens);
+    emitCopyRows(ob, loc, t, arg(kDO), stepBase(m, f, kDO, head),
+                 rowStride(kDO), cfg.dv, cfg.qStep, q0, sqLast, dOBufs, buf,
+                 tid, threads, tokens);
     llvm::erase(tokens, Value());
     return t.emitAsyncCommit(ob, loc, tokens);
   };
@@ -911,14 +947,16 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
 
     // Per element: column = q row q0 + N j + col, row = kv row.
     Value rowBase = m.mul(head, sq);
+    Value lseBase = stepBase(m, f, kLse, head);
     SmallVector<Value> lse, dsum;
     for (int64_t j = 0; j < cfg.qStep / mmaN; ++j)
       for (int64_t e = 0; e < numC; ++e) {
         Value qRow =
             m.min(m.add(q0, m.add(m.c(j * mmaN), cCoords[e].col)), sqLast);
-        Value idx = m.add(rowBase, qRow);
-        lse.push_back(memref::LoadOp::create(ob, loc, arg(kLse), idx));
-        dsum.push_back(memref::LoadOp::create(ob, loc, arg(kDsum), idx));
+        lse.push_back(
+            memref::LoadOp::create(ob, loc, arg(kLse), m.add(lseBase, qRow)));
+        dsum.push_back(
+            memref::LoadOp::create(ob, loc, arg(kDsum), m.add(rowBase, qRow)));
       }
     probsAndDs(
         ob, s, dp, [&](int64_t j, int64_t e) { return lse[j * numC + e]; },
@@ -1008,6 +1046,7 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
     const int64_t tiles = g.s.tileCols / mmaN;
     const int64_t slots = t.getNumCRowSlots();
     Value rowBase = m.mul(head, sq);
+    Value lseBase = stepBase(m, f, kLse, head);
     auto qRowOf = [&](IndexMath &em, int64_t i, int64_t e) {
       return em.add(em.add(q0, sAt.first),
                     em.add(em.c(i / tiles * mmaM), cCoords[e].row));
@@ -1018,9 +1057,11 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
         int64_t e = 0;
         while (t.getCRowSlot(e) != slot)
           ++e;
-        Value idx = m.add(rowBase, m.min(qRowOf(m, rb * tiles, e), sqLast));
-        lse.push_back(memref::LoadOp::create(ob, loc, arg(kLse), idx));
-        dsum.push_back(memref::LoadOp::create(ob, loc, arg(kDsum), idx));
+        Value row = m.min(qRowOf(m, rb * tiles, e), sqLast);
+        lse.push_back(
+            memref::LoadOp::create(ob, loc, arg(kLse), m.add(lseBase, row)));
+        dsum.push_back(
+            memref::LoadOp::create(ob, loc, arg(kDsum), m.add(rowBase, row)));
       }
     auto rowState = [&](ArrayRef<Value> v) {
       return [&, v](int64_t i, int64_t e) {
@@ -1087,23 +1128,23 @@ void BwdKernelBuilder::buildDkDv(gpu::GPUFuncOp func) {
   SmallVector<CTiles> out = unpack(loop.getResults(), accWidths);
   if (!cfg.split) {
     Value kvRow0 = im.add(c0, warpRow0);
-    storeRows(b, out[0], arg(kDK), kBase, kvRow0, sk, cfg.d);
-    storeRows(b, out[1], arg(kDV), vBase, kvRow0, sk, cfg.dv);
+    storeRows(b, out[0], arg(kDK), f.dkBase, kvRow0, sk, rowStride(kDK));
+    storeRows(b, out[1], arg(kDV), f.dvBase, kvRow0, sk, rowStride(kDV));
     return;
   }
   // Per row block of the warp's grid tiles.
   auto storeGrid = [&](const CTiles &acc, const WarpGrid &g,
-                       std::pair<Value, Value> at, Value mem, Value base,
-                       int64_t width) {
+                       std::pair<Value, Value> at, Param p, Value base) {
     const int64_t tiles = g.tileCols / mmaN;
     for (int64_t rb = 0; rb < g.tileRows / mmaM; ++rb) {
       CTiles block(acc.begin() + rb * tiles, acc.begin() + (rb + 1) * tiles);
-      storeRows(b, block, mem, im.add(base, at.second),
-                im.add(im.add(c0, at.first), im.c(rb * mmaM)), sk, width);
+      storeRows(b, block, arg(p), im.add(base, at.second),
+                im.add(im.add(c0, at.first), im.c(rb * mmaM)), sk,
+                rowStride(p));
     }
   };
-  storeGrid(out[0], cfg.split->dk, dkAt, arg(kDK), kBase, cfg.d);
-  storeGrid(out[1], cfg.split->dv, dvAt, arg(kDV), vBase, cfg.dv);
+  storeGrid(out[0], cfg.split->dk, dkAt, kDK, f.dkBase);
+  storeGrid(out[1], cfg.split->dv, dvAt, kDV, f.dvBase);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1174,20 +1215,21 @@ void BwdKernelBuilder::buildDkDvWarpgroup() {
     auto [head, q0] = decodeStep(m, f, clamped);
     Value rowBase = m.mul(head, sq);
     SmallVector<Value> tokens;
-    emitCopyRows(ob, loc, t, arg(kQ), m.mul(rowBase, m.c(cfg.d)), cfg.d, q, q0,
-                 f.sqLast, qBufs, buf, tid, threads, tokens,
+    emitCopyRows(ob, loc, t, arg(kQ), stepBase(m, f, kQ, head), rowStride(kQ),
+                 cfg.d, q, q0, f.sqLast, qBufs, buf, tid, threads, tokens,
                  /*swizzled=*/true);
-    emitCopyRows(ob, loc, t, arg(kDO), m.mul(rowBase, m.c(cfg.dv)), cfg.dv, q,
-                 q0, f.sqLast, dOBufs, buf, tid, threads, tokens,
-                 /*swizzled=*/true);
+    emitCopyRows(ob, loc, t, arg(kDO), stepBase(m, f, kDO, head),
+                 rowStride(kDO), cfg.dv, q, q0, f.sqLast, dOBufs, buf, tid,
+                 threads, tokens, /*swizzled=*/true);
     llvm::erase(tokens, Value());
     t.emitAsyncCommit(ob, loc, tokens);
     Value row = m.min(m.add(q0, m.rem(tid, m.c(q))), f.sqLast);
-    Value idx = m.add(rowBase, row);
     Value isDsum = m.cmp(arith::CmpIPredicate::eq,
                          m.rem(m.div(tid, m.c(q)), m.c(2)), m.c(1));
-    Value lse = memref::LoadOp::create(ob, loc, arg(kLse), idx);
-    Value dsum = memref::LoadOp::create(ob, loc, arg(kDsum), idx);
+    Value lse = memref::LoadOp::create(ob, loc, arg(kLse),
+                                       m.add(stepBase(m, f, kLse, head), row));
+    Value dsum =
+        memref::LoadOp::create(ob, loc, arg(kDsum), m.add(rowBase, row));
     return FloatMath{ob, loc, t}.select(isDsum, dsum, lse);
   };
   auto stageRowState = [&](OpBuilder &ob, Value value, Value buf) {
@@ -1200,10 +1242,12 @@ void BwdKernelBuilder::buildDkDvWarpgroup() {
   // K and V of the kv tile and step 0's operands.
   {
     SmallVector<Value> tokens;
-    emitCopyRows(b, loc, t, arg(kK), f.kBase, cfg.d, rows, f.c0, f.skLast,
-                 kStage, im.c(0), tid, threads, tokens, /*swizzled=*/true);
-    emitCopyRows(b, loc, t, arg(kV), f.vBase, cfg.dv, rows, f.c0, f.skLast,
-                 vStage, im.c(0), tid, threads, tokens, /*swizzled=*/true);
+    emitCopyRows(b, loc, t, arg(kK), f.kBase, rowStride(kK), cfg.d, rows, f.c0,
+                 f.skLast, kStage, im.c(0), tid, threads, tokens,
+                 /*swizzled=*/true);
+    emitCopyRows(b, loc, t, arg(kV), f.vBase, rowStride(kV), cfg.dv, rows, f.c0,
+                 f.skLast, vStage, im.c(0), tid, threads, tokens,
+                 /*swizzled=*/true);
     llvm::erase(tokens, Value());
     t.emitAsyncCommit(b, loc, tokens);
     stageRowState(b, issue(b, im.c(0), im.c(0)), im.c(0));
@@ -1371,8 +1415,8 @@ void BwdKernelBuilder::buildDkDvWarpgroup() {
   SmallVector<CTiles> out =
       unpack(loop.getResults().drop_back(), {cfg.d, cfg.dv});
   Value kvRow0 = im.add(f.c0, warpRow0);
-  storeRows(b, out[0], arg(kDK), f.kBase, kvRow0, sk, cfg.d);
-  storeRows(b, out[1], arg(kDV), f.vBase, kvRow0, sk, cfg.dv);
+  storeRows(b, out[0], arg(kDK), f.dkBase, kvRow0, sk, rowStride(kDK));
+  storeRows(b, out[1], arg(kDV), f.dvBase, kvRow0, sk, rowStride(kDV));
 }
 
 //===----------------------------------------------------------------------===//
@@ -1395,7 +1439,7 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
   Value r0 = im.mul(qt, im.c(cfg.blockRows));
   Value r1 = im.add(r0, im.c(cfg.blockRows));
   Value rowBase = im.mul(head, sq);
-  Value dqBase = im.mul(rowBase, im.c(cfg.d));
+  Value dqBase = headBase(b, kDQ, batch, h);
 
   if (!cfg.deterministic) {
     // dq = the accumulator rounded: warp w reads its row block's tiles in
@@ -1409,7 +1453,7 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
             b, loc, arg(kDQAcc),
             dqAccIndex(b, rowBase, row0, im.c(j * mmaN), e, sq)));
     }
-    storeRows(b, acc, arg(kDQ), dqBase, row0, sq, cfg.d);
+    storeRows(b, acc, arg(kDQ), dqBase, row0, sq, rowStride(kDQ));
     return;
   }
 
@@ -1427,40 +1471,42 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
   // Q and dO of the warp's rows as A fragments; rows past Sq are clamped
   // (their results are never stored).
   SmallVector<SmallVector<Value>> qFrags, dOFrags;
-  auto loadRows = [&](Value mem, int64_t width, int64_t kk) {
+  auto loadRows = [&](Param p, int64_t kk) {
+    Value base = headBase(b, p, batch, h);
     SmallVector<Value> regs;
     for (int64_t e = 0; e < t.getNumAElements(); e += 2) {
       Value row = im.min(im.add(warpRow0, aCoords[e].row), sqLast);
-      Value idx = im.add(im.mul(im.add(rowBase, row), im.c(width)),
+      Value idx = im.add(im.add(base, im.mul(row, rowStride(p))),
                          im.add(im.c(kk * mmaK), aCoords[e].col));
-      regs.push_back(loadPair(b, mem, idx));
+      regs.push_back(loadPair(b, arg(p), idx));
     }
     return regs;
   };
   for (int64_t kk = 0; kk < cfg.d / mmaK; ++kk)
-    qFrags.push_back(loadRows(arg(kQ), cfg.d, kk));
+    qFrags.push_back(loadRows(kQ, kk));
   for (int64_t kk = 0; kk < cfg.dv / mmaK; ++kk)
-    dOFrags.push_back(loadRows(arg(kDO), cfg.dv, kk));
+    dOFrags.push_back(loadRows(kDO, kk));
   SmallVector<Value> lse, dsum; // per C element
+  Value lseBase = headBase(b, kLse, batch, h);
   for (int64_t e = 0; e < numC; ++e) {
     Value row = im.min(im.add(warpRow0, cCoords[e].row), sqLast);
-    Value idx = im.add(rowBase, row);
-    lse.push_back(memref::LoadOp::create(b, loc, arg(kLse), idx));
-    dsum.push_back(memref::LoadOp::create(b, loc, arg(kDsum), idx));
+    lse.push_back(
+        memref::LoadOp::create(b, loc, arg(kLse), im.add(lseBase, row)));
+    dsum.push_back(
+        memref::LoadOp::create(b, loc, arg(kDsum), im.add(rowBase, row)));
   }
-  Value kvHead =
-      im.add(im.mul(batch, im.c(cfg.hk)), im.div(h, im.c(cfg.hq / cfg.hk)));
-  Value kBase = im.mul(im.mul(kvHead, sk), im.c(cfg.d));
-  Value vBase = im.mul(im.mul(kvHead, sk), im.c(cfg.dv));
+  Value kvHead = im.div(h, im.c(cfg.hq / cfg.hk));
+  Value kBase = headBase(b, kK, batch, kvHead);
+  Value vBase = headBase(b, kV, batch, kvHead);
 
   auto issue = [&](OpBuilder &ob, Value kt, Value buf) {
     IndexMath m{ob, loc};
     Value key0 = m.mul(kt, m.c(cfg.kvStep));
     SmallVector<Value> tokens;
-    emitCopyRows(ob, loc, t, arg(kK), kBase, cfg.d, cfg.kvStep, key0, skLast,
-                 kBufs, buf, tid, threads, tokens);
-    emitCopyRows(ob, loc, t, arg(kV), vBase, cfg.dv, cfg.kvStep, key0, skLast,
-                 vBufs, buf, tid, threads, tokens);
+    emitCopyRows(ob, loc, t, arg(kK), kBase, rowStride(kK), cfg.d, cfg.kvStep,
+                 key0, skLast, kBufs, buf, tid, threads, tokens);
+    emitCopyRows(ob, loc, t, arg(kV), vBase, rowStride(kV), cfg.dv, cfg.kvStep,
+                 key0, skLast, vBufs, buf, tid, threads, tokens);
     llvm::erase(tokens, Value());
     return t.emitAsyncCommit(ob, loc, tokens);
   };
@@ -1512,7 +1558,7 @@ void BwdKernelBuilder::buildDq(gpu::GPUFuncOp func) {
                                             state, issue, body);
   window->setAttr("fmha.kv_loop", b.getStringAttr("window"));
   storeRows(b, unpack(window.getResults(), {cfg.d})[0], arg(kDQ), dqBase,
-            warpRow0, sq, cfg.d);
+            warpRow0, sq, rowStride(kDQ));
 }
 
 /// Checks what the kernels support; returns a message naming what is not.
@@ -1583,9 +1629,12 @@ std::string checkSupported(AttentionBwdOp op, const GpuTarget &t,
   if (!isa<MemRefType>(op.getQ().getType()))
     return "the GPU lowering takes fmha.attention_bwd on memrefs (bufferize "
            "first)";
-  for (Value v : op->getOperands())
-    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity())
-      return "the GPU lowering needs contiguous (identity-layout) memrefs";
+  const char *names[] = {"q", "k", "v", "o", "lse", "dO", "dq", "dk", "dv"};
+  for (OpOperand &v : op->getOpOperands())
+    if (!hasContiguousRows(cast<MemRefType>(v.get().getType())))
+      return std::string(names[std::min<unsigned>(v.getOperandNumber(), 8)]) +
+             " needs a contiguous last axis (stride 1), got " +
+             name(v.get().getType());
   return {};
 }
 
@@ -1670,12 +1719,15 @@ LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
   Location loc = op.getLoc();
   OpBuilder b(ctx);
   Type elt = cfg.elementType;
-  auto flat = MemRefType::get({ShapedType::kDynamic}, elt);
   auto flatF32 = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
   Type index = b.getIndexType();
-  SmallVector<Type> params = {flat,    flat,  flat,  flat, flat,
-                              flatF32, flat,  flat,  flat, flatF32,
-                              flatF32, index, index, index};
+  const Value tensorOperands[] = {op.getQ(),  op.getK(),    op.getV(),
+                                  op.getO(),  op.getDout(), op.getLse(),
+                                  op.getDq(), op.getDk(),   op.getDv()};
+  SmallVector<Type> params;
+  for (Value v : tensorOperands)
+    params.push_back(stridedKernelType(cast<MemRefType>(v.getType())));
+  params.append({flatF32, flatF32, index, index, index});
   std::string base = kernelName.str();
   if (base.empty()) {
     auto parent = op->getParentOfType<FunctionOpInterface>();
@@ -1722,18 +1774,22 @@ LogicalResult mlir::fmha::lowerAttentionBwdToGpu(AttentionBwdOp op,
   if (cfg.deterministic)
     dqaccFlat = memref::CastOp::create(b, loc, flatF32, dqacc);
   SmallVector<Value> operands;
-  for (Value v : {op.getQ(), op.getK(), op.getV(), op.getO(), op.getDout(),
-                  op.getLse(), op.getDq(), op.getDk(), op.getDv()})
-    operands.push_back(collapseToRank1(b, loc, v));
+  for (Value v : tensorOperands)
+    operands.push_back(castToKernelType(b, loc, v));
   operands.append({dsum, dqaccFlat, batch, sq, sk});
+  // Rows of every tensor but lse move in 16-byte copies or pairs.
+  SmallVector<int64_t> align(kNumParams, 0);
+  for (int p : {kQ, kK, kV, kO, kDO, kDQ, kDK, kDV})
+    align[p] = 16;
   Value shared = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
                                               sharedBytes(target, cfg));
   gpu::KernelDim3 block{im.c(threads), im.c(1), im.c(1)};
   gpu::KernelDim3 qGrid{im.ceilDiv(sq, im.c(blockM)), im.c(cfg.hq), batch};
   gpu::KernelDim3 kvGrid{im.ceilDiv(sk, im.c(blockN)), im.c(cfg.hk), batch};
-  gpu::LaunchFuncOp::create(b, loc, prep, qGrid, block, shared, operands);
-  gpu::LaunchFuncOp::create(b, loc, dkdv, kvGrid, block, shared, operands);
-  gpu::LaunchFuncOp::create(b, loc, dq, qGrid, block, shared, operands);
+  for (auto [kernel, grid] :
+       {std::pair(prep, qGrid), std::pair(dkdv, kvGrid), std::pair(dq, qGrid)})
+    gpu::LaunchFuncOp::create(b, loc, kernel, grid, block, shared, operands)
+        ->setAttr(kOperandAlignAttrName, b.getDenseI64ArrayAttr(align));
   memref::DeallocOp::create(b, loc, dsum);
   memref::DeallocOp::create(b, loc, dqacc);
   op.erase();

@@ -18,9 +18,11 @@
 //   cross-lane shuffles, the row sum kept per lane until the end;
 //   the element mask only on tiles that cross a mask edge or the end of K.
 //
-// Kernel ABI (gpu-flat-v1): (q, k, v, o: memref<?xT>, lse: memref<?xf32>,
-// B, Sq, Sk: index) over contiguous BHSD buffers; grid (ceil(Sq / block-m),
-// Hq, B), block (warps * warp size).
+// Kernel parameters: (q, k, v, o, lse, B, Sq, Sk), each tensor a memref of
+// its shape with any offset and strides but a contiguous last axis
+// (stridedKernelType; the launch's fmha.operand_align asks 16-byte rows of
+// q, k, v and o); grid (ceil(Sq / block-m), Hq, B), block (warps * warp
+// size). The launch manifest (fmha-compile) is derived from the launch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +43,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <limits>
@@ -307,6 +310,8 @@ private:
   // Values of the kernel prologue.
   Value qMem, kMem, vMem, oMem, lseMem, sq, sk;
   Value lane, tid, warpRow0, r0, r1, kBase, vBase;
+  // The element strides of K and V rows (GlobalTensor::rowStride).
+  Value kRowStride, vRowStride;
   // Workgroup memory, two stages: [2][block-n][D + pad], [2][block-n][Dv +
   // pad].
   Value kBuffers, vBuffers;
@@ -334,10 +339,10 @@ Value KernelBuilder::issueTile(OpBuilder &ob, Value kt, Value buf) {
   SmallVector<Value> tokens;
   const int64_t threads = cfg.warps * target.getWarpSize();
   Value skLast = im.sub(sk, im.c(1));
-  emitCopyRows(ob, loc, target, kMem, kBase, cfg.d, cfg.blockN, c0, skLast,
-               kBuffers, buf, tid, threads, tokens, cfg.wgmma);
-  emitCopyRows(ob, loc, target, vMem, vBase, cfg.dv, cfg.blockN, c0, skLast,
-               vBuffers, buf, tid, threads, tokens, cfg.wgmma);
+  emitCopyRows(ob, loc, target, kMem, kBase, kRowStride, cfg.d, cfg.blockN, c0,
+               skLast, kBuffers, buf, tid, threads, tokens, cfg.wgmma);
+  emitCopyRows(ob, loc, target, vMem, vBase, vRowStride, cfg.dv, cfg.blockN, c0,
+               skLast, vBuffers, buf, tid, threads, tokens, cfg.wgmma);
   llvm::erase(tokens, Value()); // Targets without asynchronous copies.
   return target.emitAsyncCommit(ob, loc, tokens);
 }
@@ -866,11 +871,18 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   b.setInsertionPointToStart(&entry);
   IndexMath im{b, loc};
   FloatMath fm{b, loc, target};
-  qMem = entry.getArgument(0);
-  kMem = entry.getArgument(1);
-  vMem = entry.getArgument(2);
-  oMem = entry.getArgument(3);
-  lseMem = entry.getArgument(4);
+  GlobalTensor q = GlobalTensor::open(b, loc, entry.getArgument(0));
+  GlobalTensor k = GlobalTensor::open(b, loc, entry.getArgument(1));
+  GlobalTensor v = GlobalTensor::open(b, loc, entry.getArgument(2));
+  GlobalTensor o = GlobalTensor::open(b, loc, entry.getArgument(3));
+  GlobalTensor lseT = GlobalTensor::open(b, loc, entry.getArgument(4));
+  qMem = q.flat;
+  kMem = k.flat;
+  vMem = v.flat;
+  oMem = o.flat;
+  lseMem = lseT.flat;
+  kRowStride = k.rowStride();
+  vRowStride = v.rowStride();
   sq = entry.getArgument(6);
   sk = entry.getArgument(7);
   const int64_t mmaM = target.getMmaM(), mmaK = target.getMmaK(),
@@ -958,13 +970,13 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   r0 = im.mul(qt, im.c(cfg.blockM));
   r1 = im.min(im.add(r0, im.c(cfg.blockM)), sq);
   warpRow0 = im.add(r0, im.mul(warp, im.c(mmaM * rowBlocks)));
-  Value qHead = im.add(im.mul(batch, im.c(cfg.hq)), h);
-  Value kvHeadFlat = im.add(im.mul(batch, im.c(cfg.hk)), kvHead);
-  Value qBase = im.mul(im.mul(qHead, sq), im.c(cfg.d));
-  Value oBase = im.mul(im.mul(qHead, sq), im.c(cfg.dv));
-  Value lseBase = im.mul(qHead, sq);
-  kBase = im.mul(im.mul(kvHeadFlat, sk), im.c(cfg.d));
-  vBase = im.mul(im.mul(kvHeadFlat, sk), im.c(cfg.dv));
+  // Row 0 of this workgroup's heads in each operand (lse rows are
+  // contiguous: its last axis is).
+  Value qBase = q.at(b, loc, {batch, h});
+  Value oBase = o.at(b, loc, {batch, h});
+  Value lseBase = lseT.at(b, loc, {batch, h});
+  kBase = k.at(b, loc, {batch, kvHead});
+  vBase = v.at(b, loc, {batch, kvHead});
 
   for (int64_t e = 0; e < numC; ++e)
     cCoords.push_back(target.getCCoord(b, loc, lane, e));
@@ -978,9 +990,8 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
   if (cfg.qInShared || cfg.wgmma) {
     SmallVector<Value> tokens;
     const int64_t threads = cfg.warps * target.getWarpSize();
-    emitCopyRows(b, loc, target, qMem, im.mul(im.mul(qHead, sq), im.c(cfg.d)),
-                 cfg.d, cfg.blockM, r0, sqLast, qStage, im.c(0), tid, threads,
-                 tokens, cfg.wgmma);
+    emitCopyRows(b, loc, target, qMem, qBase, q.rowStride(), cfg.d, cfg.blockM,
+                 r0, sqLast, qStage, im.c(0), tid, threads, tokens, cfg.wgmma);
     llvm::erase(tokens, Value());
     target.emitAsyncWait(b, loc, target.emitAsyncCommit(b, loc, tokens), 0);
     if (cfg.wgmma)
@@ -994,7 +1005,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
       for (int64_t e = 0; e < numA; e += 2) {
         Value row = im.min(
             im.add(im.add(warpRow0, im.c(rb * mmaM)), aCoords[e].row), sqLast);
-        Value idx = im.add(im.add(qBase, im.mul(row, im.c(cfg.d))),
+        Value idx = im.add(im.add(qBase, im.mul(row, q.rowStride())),
                            im.add(im.c(kk * mmaK), aCoords[e].col));
         frag.push_back(loadPair(b, qMem, idx, 2));
       }
@@ -1071,7 +1082,7 @@ void KernelBuilder::build(gpu::GPUFuncOp func) {
             FloatMath sf{sb, loc, target};
             return sf.select(any, sf.mul(rows.acc[jv][e], inv), sf.c(0.0));
           },
-          oMem, rm.add(oBase, rm.mul(row, rm.c(cfg.dv))));
+          oMem, rm.add(oBase, rm.mul(row, o.rowStride())));
       // One lane per row writes lse: the one holding column 0.
       Value writesLse =
           rm.cmp(arith::CmpIPredicate::eq, cCoords[firstElem].col, rm.c(0));
@@ -1167,9 +1178,12 @@ std::string checkSupported(AttentionOp op, const GpuTarget &target,
            std::to_string(target.getMmaK());
   if (!isa<MemRefType>(op.getQ().getType()))
     return "the GPU lowering takes fmha.attention on memrefs (bufferize first)";
-  for (Value v : op->getOperands())
-    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity())
-      return "the GPU lowering needs contiguous (identity-layout) memrefs";
+  const char *names[] = {"q", "k", "v", "o", "lse"};
+  for (OpOperand &v : op->getOpOperands())
+    if (!hasContiguousRows(cast<MemRefType>(v.get().getType())))
+      return std::string(names[std::min<unsigned>(v.getOperandNumber(), 4)]) +
+             " needs a contiguous last axis (stride 1), got " +
+             llvm::formatv("{0}", v.get().getType()).str();
   return {};
 }
 
@@ -1300,14 +1314,26 @@ struct FmhaLowerToGpuPass
     auto kType = cast<MemRefType>(op.getK().getType());
     auto vType = cast<MemRefType>(op.getV().getType());
     Type elt = qType.getElementType();
-    auto flat = MemRefType::get({ShapedType::kDynamic}, elt);
-    auto flatF32 = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+    auto lseType = MemRefType::get(
+        {qType.getDimSize(0), qType.getDimSize(1), qType.getDimSize(2)},
+        b.getF32Type());
+    if (Value given = op.getLse())
+      lseType = cast<MemRefType>(given.getType());
     Type index = b.getIndexType();
     int64_t rowBlocks = k.warpRows / gpuTarget.getMmaM();
     int64_t warps = k.blockM / k.warpRows;
     int32_t threads = static_cast<int32_t>(warps * gpuTarget.getWarpSize());
-    SmallVector<Type> argTypes = {flat,    flat,  flat,  flat,
-                                  flatF32, index, index, index};
+    auto kernelType = [&](Value v) {
+      return stridedKernelType(cast<MemRefType>(v.getType()));
+    };
+    SmallVector<Type> argTypes = {kernelType(op.getQ()),
+                                  kernelType(op.getK()),
+                                  kernelType(op.getV()),
+                                  kernelType(op.getO()),
+                                  stridedKernelType(lseType),
+                                  index,
+                                  index,
+                                  index};
     gpu::GPUFuncOp func = createKernelFunc(op, module, kernelName, "attention",
                                            argTypes, threads);
 
@@ -1335,17 +1361,14 @@ struct FmhaLowerToGpuPass
     kb.setInsertionPointToEnd(&func.getBody().front());
     gpu::ReturnOp::create(kb, loc);
 
-    // Host side: flat views of the operands and the launch.
+    // Host side: the operands as the kernel takes them, and the launch.
     b.setInsertionPoint(op);
     IndexMath im{b, loc};
-    auto flatten = [&](Value v) { return collapseToRank1(b, loc, v); };
+    auto operand = [&](Value v) { return castToKernelType(b, loc, v); };
     Value lse = op.getLse();
     if (!lse) {
       // The kernel always writes lse; give it a scratch buffer.
       Value bDim = im.dim(op.getQ(), 0), sqDim = im.dim(op.getQ(), 2);
-      auto lseType = MemRefType::get(
-          {qType.getDimSize(0), qType.getDimSize(1), qType.getDimSize(2)},
-          b.getF32Type());
       SmallVector<Value> dyn;
       if (lseType.isDynamicDim(0))
         dyn.push_back(bDim);
@@ -1362,10 +1385,13 @@ struct FmhaLowerToGpuPass
         b, loc, b.getI32Type(),
         kernelSharedBytes(gpuTarget, k.blockM, k.blockN, qType.getDimSize(3),
                           vType.getDimSize(3), k.qInShared, k.mma == "wgmma"));
-    gpu::LaunchFuncOp::create(b, loc, func, grid, block, shared,
-                              ValueRange{flatten(op.getQ()), flatten(op.getK()),
-                                         flatten(op.getV()), flatten(op.getO()),
-                                         flatten(lse), batch, sq, sk});
+    auto launch = gpu::LaunchFuncOp::create(
+        b, loc, func, grid, block, shared,
+        ValueRange{operand(op.getQ()), operand(op.getK()), operand(op.getV()),
+                   operand(op.getO()), operand(lse), batch, sq, sk});
+    // Rows of q, k, v and o move in 16-byte copies; lse by element.
+    launch->setAttr(kOperandAlignAttrName,
+                    b.getDenseI64ArrayAttr({16, 16, 16, 16, 0, 0, 0, 0}));
     if (!op.getLse())
       memref::DeallocOp::create(b, loc, lse);
     op.erase();
@@ -1465,9 +1491,9 @@ Value mlir::fmha::selectBuffer(OpBuilder &b, Location loc, Value buffers,
 
 void mlir::fmha::emitCopyRows(OpBuilder &b, Location loc,
                               const GpuTarget &target, Value global, Value base,
-                              int64_t width, int64_t rows, Value row0,
-                              Value rowLast, Value buffers, Value buf,
-                              Value tid, int64_t threads,
+                              Value rowStride, int64_t width, int64_t rows,
+                              Value row0, Value rowLast, Value buffers,
+                              Value buf, Value tid, int64_t threads,
                               SmallVectorImpl<Value> &tokens, bool swizzled) {
   IndexMath im{b, loc};
   const int64_t chunk = 8; // 16 bytes of 16-bit elements
@@ -1483,7 +1509,8 @@ void mlir::fmha::emitCopyRows(OpBuilder &b, Location loc,
     Value chunkCol = im.rem(c, im.c(chunksPerRow));
     Value col = im.mul(chunkCol, im.c(chunk));
     Value src = im.min(im.add(row0, row), rowLast);
-    Value idx = im.add(im.add(base, im.mul(src, im.c(width))), col);
+    Value idx =
+        im.add(im.add(base, im.mul(narrowRow(b, loc, src), rowStride)), col);
     SmallVector<Value> dst = {buf, row, col};
     if (swizzled) {
       Value swizzledChunk = arith::XOrIOp::create(

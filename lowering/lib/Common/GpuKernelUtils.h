@@ -85,6 +85,49 @@ gpu::GPUFuncOp createKernelFunc(Operation *op, ModuleOp module,
 /// memref<?xT> as the kernels take it.
 Value collapseToRank1(OpBuilder &b, Location loc, Value memref);
 
+/// The type a kernel takes a tensor operand of type `type` as: its shape,
+/// any offset and strides but a contiguous last axis
+/// (`strided<[?, ..., ?, 1], offset: ?>`), in global memory.
+MemRefType stridedKernelType(MemRefType type);
+
+/// The host side of a tensor operand: `memref` (any layout whose last axis
+/// is contiguous) cast to its stridedKernelType.
+Value castToKernelType(OpBuilder &b, Location loc, Value memref);
+
+/// Whether a memref's last axis is statically contiguous (stride 1), what
+/// the kernels' 16-byte row copies need.
+bool hasContiguousRows(MemRefType type);
+
+/// A kernel's tensor operand (a stridedKernelType argument) as the kernel
+/// reads it: a rank-1 view `flat` of its whole buffer and the element
+/// offset and strides that place each element in it.
+struct GlobalTensor {
+  Value flat;
+  Value offset;
+  SmallVector<Value> strides;
+
+  /// Opens kernel argument `arg` (memref.extract_strided_metadata and a
+  /// rank-1 memref.reinterpret_cast of the base buffer).
+  static GlobalTensor open(OpBuilder &b, Location loc, Value arg);
+  /// The element offset of index (outer..., 0, ..., 0): offset plus each
+  /// given leading index times its stride.
+  Value at(OpBuilder &b, Location loc, ArrayRef<Value> outer) const;
+  /// The stride of the second-to-last axis (the rows of a [.., S, D] view).
+  Value rowStride() const { return strides[strides.size() - 2]; }
+};
+
+/// A row index (below 2^32: Sq and Sk are) as the kernels multiply it by a
+/// row stride: through i32, so that with 64-bit indices the product is one
+/// 32 x 64-bit multiply instead of a 64 x 64-bit one (no-op casts with
+/// 32-bit indices).
+Value narrowRow(OpBuilder &b, Location loc, Value row);
+
+/// The attribute on a gpu.launch_func naming, per kernel operand, the byte
+/// alignment the kernel needs of each row start of that operand (its
+/// address and every stride but the last's); 0 where nothing beyond the
+/// element's own. The launch manifest carries it (`align`).
+inline constexpr const char *kOperandAlignAttrName = "fmha.operand_align";
+
 /// A view of `shape` elements of `elementType` at `byteOffset` into the
 /// kernel's dynamic workgroup memory `raw` (memref<?xi8, workgroup>).
 Value workgroupView(OpBuilder &b, Location loc, Value raw, Value byteOffset,
@@ -117,8 +160,9 @@ Value offsetAddress(OpBuilder &b, Location loc, Value base, int64_t offset,
 Value selectBuffer(OpBuilder &b, Location loc, Value buffers, Value buf);
 
 /// Copies `rows` rows of `width` 16-bit elements, rows row0 .. row0 + rows -
-/// 1 of the global rank-1 memref `global` starting at element `base` (rows
-/// past `rowLast` read row `rowLast` again), into buffer `buf` of `buffers`
+/// 1 of the global rank-1 memref `global` starting at element `base`,
+/// `rowStride` elements apart (rows past `rowLast` read row `rowLast` again),
+/// into buffer `buf` of `buffers`
 /// ([stages][rows][width + pad]), 16 bytes per copy, spread over the
 /// `threads` threads (`tid`). Appends the target's async-copy tokens. With
 /// `swizzled` the buffers are [stages][width / 64][rows][64] instead, in
@@ -126,10 +170,10 @@ Value selectBuffer(OpBuilder &b, Location loc, Value buffers, Value buf);
 /// goes to chunk j ^ (r % 8) (width a multiple of 64, rows of 8; each stage
 /// 1024-aligned in the shared address space).
 void emitCopyRows(OpBuilder &b, Location loc, const GpuTarget &target,
-                  Value global, Value base, int64_t width, int64_t rows,
-                  Value row0, Value rowLast, Value buffers, Value buf,
-                  Value tid, int64_t threads, SmallVectorImpl<Value> &tokens,
-                  bool swizzled = false);
+                  Value global, Value base, Value rowStride, int64_t width,
+                  int64_t rows, Value row0, Value rowLast, Value buffers,
+                  Value buf, Value tid, int64_t threads,
+                  SmallVectorImpl<Value> &tokens, bool swizzled = false);
 
 /// Stores the C elements in row slot `slot` of `tiles` N-wide tiles of a
 /// warp's row block: value(b, j, e), the f32 value of element e of tile j,

@@ -45,6 +45,15 @@ func.func @tensors(%q: tensor<1x4x64x64xf16>, %lse: tensor<1x4x64xf32>) -> (tens
 
 // -----
 
+func.func @strided(%q: memref<1x4x64x64xf16>, %s: memref<1x4x64x64xf16, strided<[16384, 4096, 64, 1]>>, %dk: memref<1x4x64x64xf16, strided<[32768, 64, 512, 2]>>, %lse: memref<1x4x64xf32>) {
+  // expected-error @+1 {{dk needs a contiguous last axis (stride 1), got memref<1x4x64x64xf16, strided<[32768, 64, 512, 2]>>}}
+  fmha.attention_bwd ins(%q, %s, %q, %q, %lse, %q : memref<1x4x64x64xf16>, memref<1x4x64x64xf16, strided<[16384, 4096, 64, 1]>>, memref<1x4x64x64xf16>, memref<1x4x64x64xf16>, memref<1x4x64xf32>, memref<1x4x64x64xf16>)
+      outs(%q, %dk, %q : memref<1x4x64x64xf16>, memref<1x4x64x64xf16, strided<[32768, 64, 512, 2]>>, memref<1x4x64x64xf16>)
+  return
+}
+
+// -----
+
 // Valid with the default options (no diagnostic); too much workgroup memory
 // at block-m=512 (SHARED).
 func.func @valid(%q: memref<1x4x64x128xbf16>, %lse: memref<1x4x64xf32>) {

@@ -9,7 +9,10 @@
 // CHECK-LABEL: func.func @attention(
 // CHECK: gpu.launch_func @fmha_kernels::@attention_kernel blocks in (%{{.+}}, %c8, %{{.+}}) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c132096_i32
 
-// CHECK: gpu.func @attention_kernel(%[[GQ:[^:]+]]: memref<?xbf16>, %[[GK:[^:]+]]: memref<?xbf16>, %[[GV:[^:]+]]: memref<?xbf16>, {{.+}} kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: gpu.func @attention_kernel(%[[AQ:[^:]+]]: memref<?x8x?x128xbf16, strided<[?, ?, 128, 1]>>, %[[AK:[^:]+]]: memref<?x2x?x128xbf16, strided<[?, ?, 128, 1]>>, %[[AV:[^:]+]]: memref<?x2x?x128xbf16, strided<[?, ?, 128, 1]>>, {{.+}} kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: %[[GQ:.+]] = memref.reinterpret_cast %[[AQ]] to offset: [0]
+// CHECK: %[[GK:.+]] = memref.reinterpret_cast %[[AK]] to offset: [0]
+// CHECK: %[[GV:.+]] = memref.reinterpret_cast %[[AV]] to offset: [0]
 // CHECK: %[[SMEM:.+]] = gpu.dynamic_shared_memory
 // CHECK: %[[ADDR:.+]] = memref.extract_aligned_pointer_as_index %[[SMEM]]
 // CHECK: %[[MOD:.+]] = arith.remsi %[[ADDR]], %c1024

@@ -1,15 +1,18 @@
 // RUN: fmha-opt %s --fmha-lower-to-gpu="target=nvvm chip=sm_90 block-m=64 block-n=64" -canonicalize -cse | FileCheck %s
 
 // The host launches one workgroup of 4 warps per (q tile, q head, batch) on
-// flat views of the BHSD buffers.
+// the operands as strided memrefs (the strides and offset the type knows
+// stay static: here the identity layout's row stride 64 and offset 0; the
+// others are run-time values, fmha-lower-to-gpu-strided.mlir); rows of q,
+// k, v and o must be 16-byte aligned (fmha.operand_align).
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func.func @attention(
 // CHECK-DAG: %[[B:.+]] = memref.dim %arg0, %c0
 // CHECK-DAG: %[[SQ:.+]] = memref.dim %arg0, %c2
 // CHECK-DAG: %[[SK:.+]] = memref.dim %arg1, %c2
-// CHECK-DAG: %[[Q:.+]] = memref.collapse_shape %arg0 {{\[\[}}0, 1, 2, 3]] : memref<?x8x?x64xbf16> into memref<?xbf16>
+// CHECK-DAG: %[[Q:.+]] = memref.cast %arg0 : memref<?x8x?x64xbf16> to memref<?x8x?x64xbf16, strided<[?, ?, 64, 1]>>
 // CHECK-DAG: %[[NQ:.+]] = arith.ceildivsi %[[SQ]], %c64
-// CHECK: gpu.launch_func @fmha_kernels::@attention_kernel blocks in (%[[NQ]], %c8, %[[B]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c36864_i32 args(%[[Q]] : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %{{.+}} : memref<?xbf16>, %{{.+}} : memref<?xf32>, %[[B]] : index, %[[SQ]] : index, %[[SK]] : index)
+// CHECK: gpu.launch_func @fmha_kernels::@attention_kernel blocks in (%[[NQ]], %c8, %[[B]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c36864_i32 args(%[[Q]] : memref<?x8x?x64xbf16, strided<[?, ?, 64, 1]>>, %{{.+}} : memref<?x2x?x64xbf16, strided<[?, ?, 64, 1]>>, %{{.+}} : memref<?x2x?x64xbf16, strided<[?, ?, 64, 1]>>, %{{.+}} : memref<?x8x?x64xbf16, strided<[?, ?, 64, 1]>>, %{{.+}} : memref<?x8x?xf32, strided<[?, ?, 1]>>, %[[B]] : index, %[[SQ]] : index, %[[SK]] : index) {fmha.operand_align = array<i64: 16, 16, 16, 16, 0, 0, 0, 0>}
 
 // The kernel: (q tile, head, batch) from the block ids, GQA 8:2 reads kv head
 // h / 4; K and V tiles go through two-stage padded workgroup buffers
@@ -17,17 +20,33 @@
 // tile ahead; the sink loop then the window loop carry m, l (2 row slots)
 // and the O accumulators (8 n-tiles x 4) in registers.
 // CHECK: gpu.module @fmha_kernels
-// CHECK: gpu.func @attention_kernel(%[[GQ:[^:]+]]: memref<?xbf16>, %[[GK:[^:]+]]: memref<?xbf16>, %[[GV:[^:]+]]: memref<?xbf16>, %[[GO:[^:]+]]: memref<?xbf16>, %[[GL:[^:]+]]: memref<?xf32>, %{{[^:]+}}: index, %[[GSQ:[^:]+]]: index, %[[GSK:[^:]+]]: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: gpu.func @attention_kernel(%[[AQ:[^:]+]]: memref<?x8x?x64xbf16, strided<[?, ?, 64, 1]>>, %[[AK:[^:]+]]: memref<?x2x?x64xbf16, strided<[?, ?, 64, 1]>>, %[[AV:[^:]+]]: memref<?x2x?x64xbf16, strided<[?, ?, 64, 1]>>, %[[AO:[^:]+]]: memref<?x8x?x64xbf16, strided<[?, ?, 64, 1]>>, %[[AL:[^:]+]]: memref<?x8x?xf32, strided<[?, ?, 1]>>, %{{[^:]+}}: index, %[[GSQ:[^:]+]]: index, %[[GSK:[^:]+]]: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// Each operand is read through a rank-1 view of its buffer, its offset and
+// strides taken from its descriptor.
+// CHECK: %{{.+}}, %[[QOFF:.+]], %{{.+}}:4, %[[QSTR:.+]]:4 = memref.extract_strided_metadata %[[AQ]]
+// CHECK: %[[GQ:.+]] = memref.reinterpret_cast %[[AQ]] to offset: [0], sizes: [%{{.+}}], strides: [1] : {{.+}} to memref<?xbf16>
+// CHECK: %{{.+}}, %[[KOFF:.+]], %{{.+}}:4, %[[KSTR:.+]]:4 = memref.extract_strided_metadata %[[AK]]
+// CHECK: %[[GK:.+]] = memref.reinterpret_cast %[[AK]] to offset: [0]
+// CHECK: %[[GV:.+]] = memref.reinterpret_cast %[[AV]] to offset: [0]
+// CHECK: %[[GO:.+]] = memref.reinterpret_cast %[[AO]] to offset: [0]
+// CHECK: %[[GL:.+]] = memref.reinterpret_cast %[[AL]] to offset: [0]{{.+}} to memref<?xf32>
 // CHECK: %[[SMEM:.+]] = gpu.dynamic_shared_memory
 // CHECK: %[[KB:.+]] = memref.view %[[SMEM]][%c0][] {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[VB:.+]] = memref.view %[[SMEM]][%c18432][] {{.+}} to memref<2x64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK-DAG: gpu.block_id x
 // CHECK-DAG: %[[H:.+]] = gpu.block_id y
-// CHECK-DAG: gpu.block_id z
-// CHECK-DAG: arith.divsi %[[H]], %c4
+// CHECK-DAG: %[[BZ:.+]] = gpu.block_id z
+// CHECK-DAG: %[[HK:.+]] = arith.divsi %[[H]], %c4
+// K's rows of (batch, kv head): b stride_b + h stride_h (the offset is the
+// type's 0).
+// CHECK-DAG: %[[KB0:.+]] = arith.muli %[[BZ]], %[[KSTR]]#0
+// CHECK-DAG: %[[KH:.+]] = arith.muli %[[HK]], %[[KSTR]]#1
+// CHECK-DAG: arith.addi %[[KB0]], %[[KH]]
 // Q fragments are loaded once, before the kv loops.
 // CHECK: vector.load %[[GQ]]{{.+}} {alignment = 4 : i64} : memref<?xbf16>, vector<2xbf16>
 // Prologue: the loop's first tile into buffer 0.
+// Rows of K are the type's static row stride (64) apart.
+// CHECK: arith.muli %{{.+}}, %c64
 // CHECK: nvgpu.device_async_copy %[[GK]][%{{.+}}], %[[KB]][%c0, %{{.+}}, %{{.+}}], 8 {bypassL1}
 // CHECK: nvgpu.device_async_copy %[[GV]][%{{.+}}], %[[VB]][%c0, %{{.+}}, %{{.+}}], 8 {bypassL1}
 // CHECK: nvgpu.device_async_create_group
