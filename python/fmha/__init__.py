@@ -14,9 +14,11 @@ another machine.
 
     dq, dk, dv = fmha.Kernel("attn-bwd.fmha").backward(q, k, v, o, lse, do)
 
-Tensors are contiguous BHSD: q [B, Hq, Sq, D], k [B, Hk, Sk, D],
-v [B, Hk, Sk, Dv], o [B, Hq, Sq, Dv] in the bundle's dtype, lse [B, Hq, Sq]
-float32 (DESIGN.md section 1). A cuda bundle runs on CUDA tensors of the
+Tensors are BHSD: q [B, Hq, Sq, D], k [B, Hk, Sk, D], v [B, Hk, Sk, Dv],
+o [B, Hq, Sq, Dv] in the bundle's dtype, lse [B, Hq, Sq] float32 (DESIGN.md
+section 1), in any strides with a contiguous last dim where the bundle
+takes strided operands (BSHD memory and transposed views without a copy),
+else contiguous. A cuda bundle runs on CUDA tensors of the
 device the runtime binds to, on torch's current stream; a cpu bundle on CPU
 tensors. fmha.attention is differentiable: when q, k or v requires grad,
 the forward saves o and lse and loss.backward() runs the backward bundle of
@@ -133,12 +135,20 @@ class _Arg(ctypes.Structure):
 
 
 def _launch_args(sizes, tensors):
-    """The fmhaArg array of named sizes (ints) and tensors (addresses)."""
-    items = [(n, _ARG_SIZE, None, int(v)) for n, v in sizes.items()]
-    items += [(n, _ARG_TENSOR, int(ptr), 0) for n, ptr in tensors.items() if ptr]
+    """The fmhaArg array of named sizes (ints) and tensors: an address, or
+    (address, strides in elements) for a strided operand."""
+    items = [(n, _ARG_SIZE, None, int(v), None) for n, v in sizes.items()]
+    for n, t in tensors.items():
+        ptr, strides = t if isinstance(t, tuple) else (t, None)
+        if ptr:
+            items.append((n, _ARG_TENSOR, int(ptr), 0, strides))
     args = (_Arg * max(len(items), 1))()
-    for a, (name, kind, data, value) in zip(args, items):
+    for a, (name, kind, data, value, strides) in zip(args, items):
         a.name, a.kind, a.data, a.value = name.encode(), kind, data, value
+        if strides is not None:
+            # The structure keeps the array alive (ctypes' _objects).
+            a.strides = (ctypes.c_int64 * len(strides))(*[int(x) for x in strides])
+            a.num_strides = len(strides)
     return args, len(items)
 
 
@@ -282,10 +292,12 @@ def _device_name(t):
     return kind if index is None else "%s:%d" % (kind, index)
 
 
-def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None):
+def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None, strided=()):
     """Checks tensors against a kernel's signature (`info`: a dict with
     target, dtype, hq, hk, d, dv). Returns (B, Sq, Sk). Raises ValueError
-    naming the tensor, what was expected and what it got."""
+    naming the tensor, what was expected and what it got. Tensors named in
+    `strided` (the bundle takes them in any strides, Kernel.strided) may be
+    views with a contiguous last dim; the others must be contiguous."""
     want_dtype = _TORCH_DTYPES[info["dtype"]]
     want_device = "cpu" if info["target"] == "cpu" else "cuda"
 
@@ -326,10 +338,14 @@ def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None):
                     "%s is on %s but the FMHA runtime runs on cuda:%d (set "
                     "FMHA_CUDA_DEVICE before the first cuda bundle is loaded)"
                     % (name, _device_name(t), device_index))
-        if not t.is_contiguous():
+        if name in strided:
+            if not _rows_contiguous(t):
+                raise ValueError("%s: expected a contiguous last dim (stride 1), got "
+                                 "strides %s" % (name, tuple(t.stride())))
+        elif not t.is_contiguous():
             raise ValueError("%s: expected a contiguous BHSD tensor (call "
-                             ".contiguous(); for [B, S, H, D] use layout='bshd' "
-                             "in fmha.attention)" % name)
+                             ".contiguous(), or use a bundle compiled with "
+                             "--strides=any)" % name)
     b, hq, sq, d = shapes["q"]
     _, hk, sk, _ = shapes["k"]
 
@@ -356,6 +372,19 @@ def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None):
         if t is not None and _device_name(t) != _device_name(q):
             raise ValueError("%s is on %s, q on %s" % (name, _device_name(t), _device_name(q)))
     return b, sq, sk
+
+
+def _rows_contiguous(t):
+    """Whether `t`'s last dim is contiguous (stride 1, or of size 1)."""
+    return int(t.shape[-1]) <= 1 or int(t.stride()[-1]) == 1
+
+
+def _strided_arg(t, strided):
+    """A launch's tensor argument: the address, with the strides when the
+    bundle takes the operand strided."""
+    if strided:
+        return (t.data_ptr(), tuple(int(x) for x in t.stride()))
+    return t.data_ptr()
 
 
 #
@@ -394,6 +423,39 @@ class Kernel:
             "binary_format": raw.binary_format.decode(),
             "bundle_version": raw.bundle_version, "num_kernels": raw.num_kernels,
         }
+
+    @property
+    def strided(self):
+        """The operands the bundle takes in any strides (the manifest's
+        `strided`), with the byte alignment each needs of its address and
+        strides (`align`, 0: the element's): {name: align}."""
+        found = self.__dict__.get("_strided")
+        if found is None:
+            found = {}
+            for line in self.manifest.splitlines():
+                words = line.split()
+                if len(words) > 1 and words[0] == "operand" and "strided" in words:
+                    align = 0
+                    if "align" in words:
+                        align = int(words[words.index("align") + 1])
+                    found[words[1]] = align
+            self.__dict__["_strided"] = found
+        return found
+
+    def takes_view(self, name, t):
+        """Whether tensor `t` can be passed as operand `name` without a copy:
+        the bundle takes it strided, its last dim is contiguous, and its
+        address and other strides meet the operand's alignment."""
+        if name not in self.strided or not _rows_contiguous(t):
+            return False
+        align = self.strided[name]
+        if not align:
+            return True
+        size = t.element_size()
+        if t.data_ptr() % align:
+            return False
+        return all(int(n) <= 1 or (int(st) * size) % align == 0
+                   for n, st in zip(t.shape[:-1], t.stride()[:-1]))
 
     @property
     def manifest(self):
@@ -470,12 +532,14 @@ class Kernel:
                     {"q": q, "k": k, "v": v, "o": o, "lse": lse}, stream=stream)
 
     def forward(self, q, k, v, o=None, lse=None, stream=None):
-        """o, lse = kernel.forward(q, k, v): attention on contiguous BHSD
-        tensors of the bundle's dtype (CUDA tensors for a cuda bundle, on
+        """o, lse = kernel.forward(q, k, v): attention on BHSD tensors of the
+        bundle's dtype (contiguous, or any views with a contiguous last dim
+        where the bundle takes strides, Kernel.strided) (CUDA tensors for a cuda bundle, on
         torch's current stream unless `stream` (a CUstream int) is given).
         o and lse are allocated when not given. Returns (o, lse)."""
         device_index = self.device_index if self.info["target"] == "cuda" else None
-        b, sq, sk = check_forward_args(self.info, q, k, v, o, lse, device_index)
+        b, sq, sk = check_forward_args(self.info, q, k, v, o, lse, device_index,
+                                       self.strided)
         if o is None or lse is None:
             torch = _torch()
             if o is None:
@@ -484,8 +548,10 @@ class Kernel:
                 lse = torch.empty((b, self.info["hq"], sq), dtype=torch.float32, device=q.device)
         if stream is None:
             stream = _current_stream(q) if self.info["target"] == "cuda" else 0
-        self.forward_ptrs(b, sq, sk, q.data_ptr(), k.data_ptr(), v.data_ptr(),
-                          o.data_ptr(), lse.data_ptr(), stream)
+        st = self.strided
+        self.forward_ptrs(b, sq, sk, _strided_arg(q, "q" in st), _strided_arg(k, "k" in st),
+                          _strided_arg(v, "v" in st), _strided_arg(o, "o" in st),
+                          _strided_arg(lse, "lse" in st), stream)
         return o, lse
 
     def backward_workspace_bytes(self, b, sq, sk):
@@ -512,7 +578,7 @@ class Kernel:
         tensors = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "dO": do, "dq": dq,
                    "dk": dk, "dv": dv}
         for name, ptr in tensors.items():
-            if not ptr:
+            if not (ptr[0] if isinstance(ptr, tuple) else ptr):
                 raise FmhaError(1, "null pointer for %s" % name)
         self.launch({"b": b, "sq": sq, "sk": sk}, tensors, workspace, workspace_bytes,
                     stream)
@@ -531,17 +597,23 @@ class Kernel:
                              % (self.path, self.info["kind"]))
         cuda = self.info["target"] == "cuda"
         device_index = self.device_index if cuda else None
-        b, sq, sk = check_forward_args(self.info, q, k, v, o, lse, device_index)
-        _check_like("do", do, "o", o)
+        st = self.strided
+        b, sq, sk = check_forward_args(self.info, q, k, v, o, lse, device_index, st)
+        _check_like("do", do, "o", o, "dO" in st)
         for name, t, like_name, like in (("dq", dq, "q", q), ("dk", dk, "k", k),
                                          ("dv", dv, "v", v)):
             if t is not None:
-                _check_like(name, t, like_name, like)
+                _check_like(name, t, like_name, like, name in st)
         if dq is None or dk is None or dv is None:
+            # empty_like keeps a dense view's strides (preserve_format): the
+            # gradients come back in the layout of q, k, v.
             torch = _torch()
             dq = torch.empty_like(q) if dq is None else dq
             dk = torch.empty_like(k) if dk is None else dk
             dv = torch.empty_like(v) if dv is None else dv
+            for name, t in (("dq", dq), ("dk", dk), ("dv", dv)):
+                if name not in st and not t.is_contiguous():
+                    raise ValueError("%s: this bundle writes contiguous tensors only" % name)
         if stream is None:
             stream = _current_stream(q) if cuda else 0
         need = self.backward_workspace_bytes(b, sq, sk)
@@ -558,15 +630,17 @@ class Kernel:
             ws_bytes = 1
             for n in workspace.shape:
                 ws_bytes *= int(n)
-        self.backward_ptrs(b, sq, sk, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
-                           lse.data_ptr(), do.data_ptr(), dq.data_ptr(), dk.data_ptr(),
-                           dv.data_ptr(), ws_ptr, ws_bytes, stream)
+        a = {name: _strided_arg(t, name in st) for name, t in
+             (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse), ("dO", do), ("dq", dq),
+              ("dk", dk), ("dv", dv))}
+        self.backward_ptrs(b, sq, sk, a["q"], a["k"], a["v"], a["o"], a["lse"], a["dO"],
+                           a["dq"], a["dk"], a["dv"], ws_ptr, ws_bytes, stream)
         return dq, dk, dv
 
 
-def _check_like(name, t, like_name, like):
+def _check_like(name, t, like_name, like, strided=False):
     """Raises ValueError unless `t` has the shape, dtype and device of
-    `like` and is contiguous."""
+    `like` and is contiguous (`strided`: its last dim is)."""
     shape = tuple(int(x) for x in t.shape)
     want = tuple(int(x) for x in like.shape)
     if shape != want:
@@ -577,7 +651,11 @@ def _check_like(name, t, like_name, like):
     if _device_name(t) != _device_name(like):
         raise ValueError("%s is on %s, %s on %s" % (name, _device_name(t), like_name,
                                                      _device_name(like)))
-    if not t.is_contiguous():
+    if strided:
+        if not _rows_contiguous(t):
+            raise ValueError("%s: expected a contiguous last dim (stride 1), got strides %s"
+                             % (name, tuple(t.stride())))
+    elif not t.is_contiguous():
         raise ValueError("%s: expected a contiguous tensor" % name)
 
 
@@ -785,8 +863,9 @@ def _attention_function():
             dq, dk, dv from q, k, v, o, lse and dO. lse has no gradient."""
 
             @staticmethod
-            def forward(ctx, q, k, v, fwd, bwd):
-                o, lse = fwd.forward(q, k, v)
+            def forward(ctx, q, k, v, fwd, bwd, bshd):
+                o = _output(fwd, q, v, bshd)
+                o, lse = fwd.forward(q, k, v, o)
                 ctx.save_for_backward(q, k, v, o, lse)
                 ctx.bwd = bwd
                 ctx.mark_non_differentiable(lse)
@@ -795,12 +874,31 @@ def _attention_function():
             @staticmethod
             def backward(ctx, do, _dlse):
                 q, k, v, o, lse = ctx.saved_tensors
-                do = torch.zeros_like(o) if do is None else do.contiguous()
-                dq, dk, dv = ctx.bwd.backward(q, k, v, o, lse, do)
-                return dq, dk, dv, None, None
+                do = torch.zeros_like(o) if do is None else do
+                # Views where the backward bundle takes them (it may be an
+                # older, contiguous one), copies otherwise.
+                bwd = ctx.bwd
+                q, k, v, o, lse, do = (t if t.is_contiguous() or bwd.takes_view(n, t)
+                                       else t.contiguous()
+                                       for n, t in (("q", q), ("k", k), ("v", v), ("o", o),
+                                                    ("lse", lse), ("dO", do)))
+                dq, dk, dv = bwd.backward(q, k, v, o, lse, do)
+                return dq, dk, dv, None, None, None
 
         _autograd_function = AttentionFunction
     return _autograd_function
+
+
+def _output(kernel, q, v, bshd):
+    """The o a forward writes: [B, Hq, Sq, Dv] of q's dtype and device, in
+    BSHD memory when `bshd` and the bundle takes o strided (then
+    o.transpose(1, 2) is contiguous), else contiguous; None lets the
+    kernel allocate it."""
+    if not bshd or "o" not in kernel.strided:
+        return None
+    b, hq, sq = (int(x) for x in q.shape[:3])
+    return _torch().empty((b, sq, hq, int(v.shape[3])), dtype=q.dtype,
+                          device=q.device).transpose(1, 2)
 
 
 def _needs_grad(*tensors):
@@ -829,7 +927,11 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
     """Attention of q, k, v (DESIGN.md section 1) through a compiled bundle.
 
     layout 'bhsd': q [B, Hq, Sq, D], k/v [B, Hk, Sk, D/Dv]; 'bshd': q
-    [B, Sq, Hq, D], k/v [B, Sk, Hk, D/Dv] (copied to BHSD and back). mask is
+    [B, Sq, Hq, D], k/v [B, Sk, Hk, D/Dv]. Any strides with a contiguous
+    head dim (BSHD memory, transposed views such as transformers'
+    view(...).transpose(1, 2), packed QKV) run without a copy where the
+    bundle takes strided operands (fmha-compile's default, --strides=any;
+    Kernel.takes_view); otherwise they are copied. mask is
     a spec string (0, t, b, t:L,R[,S], b:L,R[,S], xt:W, xb:W). The bundle is
     looked up by signature in bundle_dir or the cache and compiled when
     missing (needs fmha-compile). Returns o in q's layout, and lse
@@ -844,8 +946,10 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
     then."""
     if layout not in ("bhsd", "bshd"):
         raise ValueError("layout must be 'bhsd' or 'bshd', got %r" % (layout,))
-    if layout == "bshd":
-        q, k, v = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+    bshd = layout == "bshd"
+    if bshd:
+        # BHSD views of the BSHD memory.
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         if out is not None:
             raise ValueError("out= needs layout='bhsd'")
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -860,6 +964,8 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
                      dv=int(v.shape[3]), mask=mask, scale=scale, softcap=softcap,
                      block_m=block_m, block_n=block_n)
     kernel = _kernel_for(find_bundle(signature, bundle_dir))
+    q, k, v = (t if t.is_contiguous() or kernel.takes_view(n, t) else t.contiguous()
+               for n, t in (("q", q), ("k", k), ("v", v)))
     if _needs_grad(q, k, v):
         if out is not None or lse is not None:
             raise ValueError("out= and lse= are not taken when q, k or v requires grad")
@@ -867,9 +973,11 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
             deterministic = default_deterministic(target)
         bwd = _kernel_for(find_bundle(dict(signature, kind="bwd", deterministic=bool(deterministic)),
                                       bundle_dir))
-        o, l = _attention_function().apply(q, k, v, kernel, bwd)
+        o, l = _attention_function().apply(q, k, v, kernel, bwd, bshd)
     else:
+        if out is None:
+            out = _output(kernel, q, v, bshd)
         o, l = kernel.forward(q, k, v, out, lse)
-    if layout == "bshd":
+    if bshd:
         o = o.transpose(1, 2)
     return (o, l) if return_lse else o

@@ -61,6 +61,30 @@ def main():
                         bundle_dir=args.bundles)
     check(tuple(o2.shape) == (b, s, hq, d), "bshd output shape %s" % (tuple(o2.shape),))
     check(torch.equal(o2.transpose(1, 2), o), "bshd equals bhsd bit for bit")
+    check(o2.is_contiguous(), "bshd output in BSHD memory")
+
+    # Strided operands without copies: BSHD memory, packed QKV. The peak
+    # memory of the call is o and lse, not a copy of the inputs.
+    qs, ks, vs = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    o4 = fmha.attention(qs, ks, vs, mask="b", layout="bshd", bundle_dir=args.bundles)
+    torch.cuda.synchronize()
+    extra = torch.cuda.max_memory_allocated() - base
+    limit = o.numel() * 2 + b * hq * s * 4 + (1 << 20)
+    check(extra <= limit, "bshd call allocates %d bytes (o and lse: <= %d; a copy of q "
+          "alone is %d)" % (extra, limit, q.numel() * 2))
+    check(torch.equal(o4, o2), "bshd again: same bits")
+    packed = torch.cat([qs, ks, vs], dim=2)  # [B, S, Hq + 2 Hk, D]
+    pq, pk, pv = packed[:, :, :hq], packed[:, :, hq:hq + hk], packed[:, :, hq + hk:]
+    check(not pq.is_contiguous() and pk.data_ptr() != packed.data_ptr(), "packed views")
+    o5 = fmha.attention(pq, pk, pv, mask="b", layout="bshd", bundle_dir=args.bundles)
+    check(torch.equal(o5, o2), "packed QKV views equal bhsd bit for bit")
+    # transformers' form: BHSD views of [B, S, H, D] projections.
+    o6 = fmha.attention(qs.transpose(1, 2), ks.transpose(1, 2), vs.transpose(1, 2), mask="b",
+                        bundle_dir=args.bundles)
+    check(torch.equal(o6, o), "transposed BHSD views equal contiguous bit for bit")
 
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -88,9 +112,13 @@ def main():
 
     check(error_of(lambda: kernel.forward(q.half(), k, v)) ==
           "q: expected dtype torch.bfloat16 (the bundle's bf16), got torch.float16", "dtype error")
-    check(error_of(lambda: kernel.forward(q.transpose(2, 3), k, v)) is not None and
-          "expected a contiguous" in error_of(lambda: kernel.forward(
-              q.transpose(1, 2).contiguous().transpose(1, 2), k, v)), "contiguity error")
+    check(kernel.strided.get("q") == 16 and "lse" in kernel.strided,
+          "the bundle takes strided operands: %s" % (kernel.strided,))
+    check((error_of(lambda: kernel.forward(q.transpose(2, 3), k, v)) or "").startswith(
+        "q: expected a contiguous last dim (stride 1), got strides"), "head-dim stride error")
+    view_o, _ = kernel.forward(qs.transpose(1, 2), k, v)
+    torch.cuda.synchronize()
+    check(torch.equal(view_o, o), "Kernel.forward on a BSHD view: same bits")
     check(error_of(lambda: kernel.forward(q.cpu(), k, v)) ==
           "q is on cpu; a cuda bundle runs on cuda tensors", "device error")
     check(error_of(lambda: kernel.forward(q, k[:, :2].contiguous(), v)) ==
@@ -130,6 +158,10 @@ def check_gradients(torch, bundles):
         ("GQA 4:1 causal, deterministic", 1, 16, 4, 257, 257, 128, "b", True, "bhsd"),
         ("full, MHA, bshd", 1, 32, 32, 130, 200, 64, "0", False, "bshd"),
         ("full, MHA, deterministic", 2, 32, 32, 64, 190, 64, "0", True, "bhsd"),
+        # Leaves in BSHD memory: strided operands and gradients, no copies.
+        ("GQA 4:1 causal, BSHD memory", 2, 16, 4, 300, 517, 128, "b", False, "bshd-mem"),
+        ("GQA 4:1 causal, BSHD memory, deterministic", 1, 16, 4, 257, 300, 128, "b", True,
+         "bshd-mem"),
     ]
     dev = torch.device("cuda")
     for label, b, hq, hk, sq, sk, d, mask, det, layout in cases_:
@@ -140,6 +172,15 @@ def check_gradients(torch, bundles):
         w = torch.randn(b, hq, sq, d, device=dev, dtype=torch.bfloat16)  # loss = sum(o * w)
 
         def fmha_grads():
+            if layout == "bshd-mem":
+                leaves = [t.transpose(1, 2).contiguous().requires_grad_() for t in (q, k, v)]
+                o = fmha.attention(*leaves, mask=mask, layout="bshd", bundle_dir=bundles,
+                                   deterministic=det).transpose(1, 2)
+                (o.float() * w.float()).sum().backward()
+                torch.cuda.synchronize()
+                check(all(t.grad.is_contiguous() for t in leaves),
+                      "BSHD memory: the gradients come back in BSHD memory")
+                return o.detach(), [t.grad.transpose(1, 2) for t in leaves]
             leaves = [t.clone().requires_grad_() for t in (q, k, v)]
             if layout == "bshd":
                 args = [t.transpose(1, 2) for t in leaves]

@@ -43,15 +43,24 @@ class FakeTensor:
     """What fmha.Kernel.forward reads of a torch tensor."""
 
     def __init__(self, shape, dtype="torch.float32", device=("cuda", 0), ptr=0,
-                 contiguous=True):
+                 contiguous=True, strides=None):
         self.shape = tuple(shape)
         self.dtype = DType(dtype)
         self.device = Device(*device)
         self._ptr = ptr
         self._contiguous = contiguous
+        if strides is None:
+            strides, n = [], 1
+            for size in reversed(self.shape):
+                strides.insert(0, n)
+                n *= size
+        self._strides = tuple(strides)
 
     def is_contiguous(self):
         return self._contiguous
+
+    def stride(self):
+        return self._strides
 
     def data_ptr(self):
         return self._ptr
@@ -159,9 +168,18 @@ class ArgumentChecks(unittest.TestCase):
                           q, k, FakeTensor((2, 2, 300, 32), bf, ("cuda", 1)), device_index=0)
         self.expect_error("v is on cuda:1, q on cuda:0",
                           q, k, FakeTensor((2, 2, 300, 32), bf, ("cuda", 1)))
-        self.expect_error("q: expected a contiguous BHSD tensor (call .contiguous(); for "
-                          "[B, S, H, D] use layout='bshd' in fmha.attention)",
+        self.expect_error("q: expected a contiguous BHSD tensor (call .contiguous(), or use "
+                          "a bundle compiled with --strides=any)",
                           FakeTensor((2, 8, 100, 64), bf, contiguous=False), k, v)
+        # A bundle taking strided q: views pass, a strided last dim does not.
+        view = FakeTensor((2, 8, 100, 64), bf, contiguous=False,
+                          strides=(8 * 100 * 64, 64, 8 * 64, 1))
+        self.assertEqual(self.check(view, k, v, strided={"q": 16}), (2, 100, 300))
+        self.expect_error("q: expected a contiguous last dim (stride 1), got strides "
+                          "(51200, 64, 512, 2)",
+                          FakeTensor((2, 8, 100, 64), bf, contiguous=False,
+                                     strides=(51200, 64, 512, 2)), k, v,
+                          strided={"q": 16})
         self.expect_error("q: Hq (dim 1) is 4, expected 8", FakeTensor((2, 4, 100, 64), bf), k, v)
         self.expect_error("q: D (dim 3) is 128, expected 64", FakeTensor((2, 8, 100, 128), bf), k, v)
         self.expect_error("k: B (dim 0) is 3, expected 2", q, FakeTensor((3, 2, 300, 64), bf), v)
