@@ -23,10 +23,13 @@ device the runtime binds to, on torch's current stream; a cpu bundle on CPU
 tensors. fmha.attention is differentiable: when q, k or v requires grad,
 the forward saves o and lse and loss.backward() runs the backward bundle of
 the same signature (kind=bwd; `deterministic=True` picks the bit-identical
-one, the default on cuda where it is also the faster), with its workspace allocated as a torch tensor on the current stream.
+one; the default is the atomic one, default_deterministic()), with its
+workspace allocated as a torch tensor on the current stream.
 
 Environment: FMHA_RUNTIME_LIB (the library), FMHA_CACHE (bundle cache,
-default ~/.cache/fmha), FMHA_COMPILE (the fmha-compile binary, default from
+default ~/.cache/fmha; bundles this machine compiles go to a folder of it
+named after the fmha-compile build, so that an upgrade recompiles),
+FMHA_COMPILE (the fmha-compile binary, default from
 PATH), FMHA_CHIP (the chip to compile for, default from the device),
 FMHA_CUDA_LIBRARY and FMHA_CUDA_DEVICE (read by the runtime).
 
@@ -35,6 +38,7 @@ checks, bundle names and the library loader work without it.
 """
 
 import ctypes
+import hashlib
 import os
 import re
 import shutil
@@ -804,19 +808,50 @@ def compile_bundle(path, compiler=None, **signature):
     return path
 
 
+_compiler_ids = {}
+_compiler_ids_lock = threading.Lock()
+
+
+def compiler_id(path):
+    """A short hash of the fmha-compile binary at `path` (its bytes): the
+    cache folder of the bundles that build compiles (another build, other
+    defaults or kernels, compiles its own)."""
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    with _compiler_ids_lock:
+        found = _compiler_ids.get(key)
+        if found is None:
+            h = hashlib.sha1()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            found = _compiler_ids[key] = "fmha-compile-" + h.hexdigest()[:16]
+        return found
+
+
 def find_bundle(signature, bundle_dir=None, compile_missing=True):
     """The path of the bundle for `signature` (bundle_name's arguments): in
-    `bundle_dir` if given, else in the cache (FMHA_CACHE, ~/.cache/fmha).
+    `bundle_dir` if given; else in the cache (FMHA_CACHE, ~/.cache/fmha): in
+    its folder of the fmha-compile found here (compiler_id), or, with none
+    found, in the cache itself (bundles carried from a machine with LLVM).
     When it is missing and compile_missing, fmha-compile makes it there."""
-    folder = bundle_dir or cache_dir()
+    compiler, missing = None, None
+    try:
+        compiler = _compiler()
+    except FileNotFoundError as e:
+        missing = e
+    folder = bundle_dir
+    if not folder:
+        folder = cache_dir()
+        if compiler:
+            folder = os.path.join(folder, compiler_id(compiler))
     path = os.path.join(folder, bundle_name(**signature))
     if os.path.exists(path):
         return path
     if not compile_missing:
         raise FileNotFoundError("no bundle %s" % path)
-    try:
-        compiler = _compiler()
-    except FileNotFoundError as e:
+    if missing is not None:
+        e = missing
         raise FileNotFoundError(
             "no bundle %s, and it cannot be compiled here: %s. Compile it "
             "where LLVM is: fmha-compile %s -o %s"

@@ -563,6 +563,25 @@ class FakeDevice(unittest.TestCase):
             fmha.attention(q, k, v, mask=mask, bundle_dir=bundles, out=o, lse=lse)
             with open(log) as f:
                 self.assertEqual(len(f.read().splitlines()), 1)
+            # Without bundle_dir, the cache: what this fmha-compile makes goes
+            # to its own folder (compiler_id); another build of it compiles
+            # again instead of reusing the first build's bundle.
+            cache = os.path.join(self.tmp.name, "cache")
+            os.environ["FMHA_CACHE"] = cache
+            try:
+                fmha.attention(q, k, v, mask=mask, out=o, lse=lse)
+                first = os.path.join(cache, fmha.compiler_id(compiler), name)
+                self.assertTrue(os.path.exists(first), first)
+                with open(compiler, "a") as f:
+                    f.write("# another build\n")
+                fmha.attention(q, k, v, mask=mask, out=o, lse=lse)
+                second = os.path.join(cache, fmha.compiler_id(compiler), name)
+                self.assertNotEqual(first, second)
+                self.assertTrue(os.path.exists(second), second)
+                with open(log) as f:
+                    self.assertEqual(len(f.read().splitlines()), 3)
+            finally:
+                del os.environ["FMHA_CACHE"]
             # A failing compiler: its message comes through.
             with open(compiler, "w") as f:
                 f.write("#!/bin/sh\necho 'fmha-compile: error: no such luck' >&2\nexit 2\n")
