@@ -49,13 +49,19 @@ static std::string checkStrides(const ManifestOperand &o,
     return "needs a contiguous last axis (stride " + std::to_string(rank - 1) +
            " is " + std::to_string(strides[rank - 1]) + ", expected 1)";
   const int64_t element = static_cast<int64_t>(scalarSize(o.type));
-  for (size_t a = 0; o.align && a + 1 < rank; ++a)
-    if (sizes[a] > 1 && (strides[a] * element) % o.align != 0)
+  for (size_t a = 0; o.align && a + 1 < rank; ++a) {
+    if (sizes[a] <= 1)
+      continue;
+    int64_t bytes;
+    if (__builtin_mul_overflow(strides[a], element, &bytes))
+      return "has stride " + std::to_string(a) + " of " +
+             std::to_string(strides[a]) + " elements, past 64 bits in bytes";
+    if (bytes % o.align != 0)
       return "has stride " + std::to_string(a) + " of " +
              std::to_string(strides[a]) + " elements (" +
-             std::to_string(strides[a] * element) +
-             " bytes); the kernels need multiples of " +
+             std::to_string(bytes) + " bytes); the kernels need multiples of " +
              std::to_string(o.align) + " bytes";
+  }
   if (o.role == ManifestOperand::Role::In)
     return {};
   // Distinct elements: ordered by stride, each axis steps past the whole
@@ -73,7 +79,8 @@ static std::string checkStrides(const ManifestOperand &o,
              std::to_string(a) + " is " + std::to_string(strides[a]) +
              ", inside an extent of " + std::to_string(extent) +
              " elements); give it memory of its own";
-    extent = strides[a] * sizes[a];
+    if (__builtin_mul_overflow(strides[a], sizes[a], &extent))
+      return {}; // past 64 bits: the span check refuses it
   }
   return {};
 }

@@ -507,6 +507,9 @@ TEST(Launch, StridedOperands) {
   EXPECT_EQ(bindError(args({51200, 60, 512, 1}, bshd)),
             "operand x has stride 1 of 60 elements (120 bytes); the kernels "
             "need multiples of 16 bytes");
+  EXPECT_EQ(bindError(args({int64_t(1) << 62, 64, 512, 1}, bshd)),
+            "operand x has stride 0 of 4611686018427387904 elements, past 64 "
+            "bits in bytes");
   EXPECT_EQ(bindError(args(bshd, {51200, 0, 512, 1})),
             "operand y is an output whose elements overlap (stride 1 is 0, "
             "inside an extent of 1 elements); give it memory of its own");
