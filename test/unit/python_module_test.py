@@ -12,6 +12,7 @@ import ctypes
 import math
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -264,6 +265,33 @@ class Loader(unittest.TestCase):
     def test_version(self):
         import fmha
         self.assertEqual(fmha.runtime_version(), "0.1.0")
+
+    def test_constants_match_the_header(self):
+        """Every value the package mirrors from fmha_runtime.h: statuses,
+        targets, kinds, dtypes, argument kinds and the API version."""
+        from fmha import _capi
+        header = os.path.join(ROOT, "runtime", "include", "fmha", "Runtime", "fmha_runtime.h")
+        defines = {}
+        with open(header) as f:
+            for line in f:
+                m = re.match(r"#define (FMHA_\w+) (\d+)\s*$", line)
+                if m:
+                    defines[m.group(1)] = int(m.group(2))
+        def family(prefix):
+            return {v: k[len(prefix):].lower() for k, v in defines.items()
+                    if k.startswith(prefix)}
+        self.assertEqual({v: k for k, v in defines.items()
+                          if k == "FMHA_SUCCESS" or k.startswith("FMHA_ERROR_")},
+                         _capi._STATUS_NAMES)
+        self.assertEqual(family("FMHA_TARGET_"), _capi._TARGET_NAMES)
+        self.assertEqual(family("FMHA_KIND_"), _capi._KIND_NAMES)
+        self.assertEqual(family("FMHA_DTYPE_"), _capi._DTYPE_NAMES)
+        self.assertEqual((defines["FMHA_ARG_SIZE"], defines["FMHA_ARG_TENSOR"]),
+                         (_capi._ARG_SIZE, _capi._ARG_TENSOR))
+        self.assertEqual(defines["FMHA_API_VERSION"], _capi.API_VERSION)
+        self.assertEqual((defines["FMHA_TARGET_CPU"], defines["FMHA_TARGET_CUDA"],
+                          defines["FMHA_TARGET_HIP"]),
+                         (_capi.TARGET_CPU, _capi.TARGET_CUDA, _capi.TARGET_HIP))
 
     def test_missing_driver_and_no_device(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,156 @@
+"""fmha.attention: the bundle of a signature found or compiled, autograd
+through the backward bundle."""
+
+import sys
+import threading
+
+from ._capi import _BUNDLE_DTYPES, _target_value
+from ._checks import _dtype_name
+from ._kernel import Kernel, _torch
+from ._bundles import _chip_for, find_bundle
+
+_kernels = {}
+_kernels_lock = threading.Lock()
+
+
+def _kernel_for(path):
+    with _kernels_lock:
+        k = _kernels.get(path)
+        if k is None:
+            k = _kernels[path] = Kernel(path)
+        return k
+
+
+_autograd_function = None
+
+
+def _attention_function():
+    """The torch.autograd.Function of fmha.attention (made on first use, so
+    that this module imports without torch)."""
+    global _autograd_function
+    if _autograd_function is None:
+        torch = _torch()
+
+        class AttentionFunction(torch.autograd.Function):
+            """o, lse = forward bundle(q, k, v); the backward bundle gives
+            dq, dk, dv from q, k, v, o, lse and dO. lse has no gradient."""
+
+            @staticmethod
+            def forward(ctx, q, k, v, fwd, bwd, bshd):
+                o = _output(fwd, q, v, bshd)
+                o, lse = fwd.forward(q, k, v, o)
+                ctx.save_for_backward(q, k, v, o, lse)
+                ctx.bwd = bwd
+                ctx.mark_non_differentiable(lse)
+                return o, lse
+
+            @staticmethod
+            def backward(ctx, do, _dlse):
+                q, k, v, o, lse = ctx.saved_tensors
+                do = torch.zeros_like(o) if do is None else do
+                # Views where the backward bundle takes them (it may be an
+                # older, contiguous one), copies otherwise.
+                bwd = ctx.bwd
+                q, k, v, o, lse, do = (t if t.is_contiguous() or bwd.takes_view(n, t)
+                                       else t.contiguous()
+                                       for n, t in (("q", q), ("k", k), ("v", v), ("o", o),
+                                                    ("lse", lse), ("dO", do)))
+                dq, dk, dv = bwd.backward(q, k, v, o, lse, do)
+                return dq, dk, dv, None, None, None
+
+        _autograd_function = AttentionFunction
+    return _autograd_function
+
+
+def _output(kernel, q, v, bshd):
+    """The o a forward writes: [B, Hq, Sq, Dv] of q's dtype and device, in
+    BSHD memory when `bshd` and the bundle takes o strided (then
+    o.transpose(1, 2) is contiguous), else contiguous; None lets the
+    kernel allocate it."""
+    if not bshd or "o" not in kernel.strided:
+        return None
+    b, hq, sq = (int(x) for x in q.shape[:3])
+    return _torch().empty((b, sq, hq, int(v.shape[3])), dtype=q.dtype,
+                          device=q.device).transpose(1, 2)
+
+
+def _needs_grad(*tensors):
+    if not any(getattr(t, "requires_grad", False) for t in tensors):
+        return False
+    torch = sys.modules.get("torch")
+    return torch is None or torch.is_grad_enabled()
+
+
+def default_deterministic(target):
+    """The backward mode attention() picks when deterministic=None: the one
+    measured faster on the target. Atomic everywhere: on the H200 the
+    deterministic backward takes 1.21-1.46x the atomic one's time since the
+    warpgroup dkdv kernel (docs/PERFORMANCE.md, "Backward wgmma"; session 12's
+    same-run bench.py --bwd: atomic 192.8-439.2 TFLOP/s, deterministic
+    168.0-301.8 on the 18 rows, docs/data/manifest-step1/compare-bwd.csv);
+    cpu and hip measured no faster deterministic. deterministic=True still
+    gives bit-identical gradients."""
+    _target_value(target)  # raises on an unknown target
+    return False
+
+
+def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
+              bundle_dir=None, block_m=None, block_n=None, out=None, lse=None,
+              return_lse=False, deterministic=None):
+    """Attention of q, k, v (DESIGN.md section 1) through a compiled bundle.
+
+    layout 'bhsd': q [B, Hq, Sq, D], k/v [B, Hk, Sk, D/Dv]; 'bshd': q
+    [B, Sq, Hq, D], k/v [B, Sk, Hk, D/Dv]. Any strides with a contiguous
+    head dim (BSHD memory, transposed views such as transformers'
+    view(...).transpose(1, 2), packed QKV) run without a copy where the
+    bundle takes strided operands (fmha-compile's default, --strides=any;
+    Kernel.takes_view); otherwise they are copied. mask is
+    a spec string (0, t, b, t:L,R[,S], b:L,R[,S], xt:W, xb:W). The bundle is
+    looked up by signature in bundle_dir or the cache and compiled when
+    missing (needs fmha-compile). Returns o in q's layout, and lse
+    [B, Hq, Sq] too when return_lse.
+
+    Differentiable: when q, k or v requires grad (and grad mode is on), the
+    backward bundle of the same signature is looked up (or compiled) too,
+    and loss.backward() runs it (`deterministic` picks the bit-identical
+    one; None, the default, picks the mode measured faster on the target,
+    default_deterministic(): atomic, which takes 0.68-0.83 of the
+    deterministic mode's time on the H200); out= and lse= are not taken
+    then."""
+    if layout not in ("bhsd", "bshd"):
+        raise ValueError("layout must be 'bhsd' or 'bshd', got %r" % (layout,))
+    bshd = layout == "bshd"
+    if bshd:
+        # BHSD views of the BSHD memory.
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        if out is not None:
+            raise ValueError("out= needs layout='bhsd'")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if len(tuple(t.shape)) != 4:
+            raise ValueError("%s: expected a 4-d tensor, got shape %s" % (name, tuple(t.shape)))
+    dtype = _BUNDLE_DTYPES.get(_dtype_name(q))
+    if dtype is None:
+        raise ValueError("q: dtype %s is not supported (float16, bfloat16, float32)" % _dtype_name(q))
+    target = "cpu" if getattr(q.device, "type", "cpu") == "cpu" else "cuda"
+    signature = dict(target=target, chip=_chip_for(q), dtype=dtype,
+                     hq=int(q.shape[1]), hk=int(k.shape[1]), d=int(q.shape[3]),
+                     dv=int(v.shape[3]), mask=mask, scale=scale, softcap=softcap,
+                     block_m=block_m, block_n=block_n)
+    kernel = _kernel_for(find_bundle(signature, bundle_dir))
+    q, k, v = (t if t.is_contiguous() or kernel.takes_view(n, t) else t.contiguous()
+               for n, t in (("q", q), ("k", k), ("v", v)))
+    if _needs_grad(q, k, v):
+        if out is not None or lse is not None:
+            raise ValueError("out= and lse= are not taken when q, k or v requires grad")
+        if deterministic is None:
+            deterministic = default_deterministic(target)
+        bwd = _kernel_for(find_bundle(dict(signature, kind="bwd", deterministic=bool(deterministic)),
+                                      bundle_dir))
+        o, l = _attention_function().apply(q, k, v, kernel, bwd, bshd)
+    else:
+        if out is None:
+            out = _output(kernel, q, v, bshd)
+        o, l = kernel.forward(q, k, v, out, lse)
+    if bshd:
+        o = o.transpose(1, 2)
+    return (o, l) if return_lse else o

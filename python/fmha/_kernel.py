@@ -1,0 +1,285 @@
+"""fmha.Kernel: one loaded bundle, run on tensors or raw pointers through
+the generic launch (fmhaKernelLaunch)."""
+
+import ctypes
+import os
+import sys
+
+from ._capi import (
+    _bind_torch_device,
+    FmhaError,
+    _DTYPE_NAMES,
+    _KIND_NAMES,
+    _KernelInfo,
+    _Problem,
+    _TARGET_NAMES,
+    _check,
+    _launch_args,
+    load_library,
+)
+from ._checks import _check_like, _dtype_name, _rows_contiguous, _strided_arg, check_forward_args
+
+#
+# Kernels
+#
+
+
+class Kernel:
+    """One loaded bundle. `forward` runs it on tensors; `forward_ptrs` on raw
+    pointers (device addresses for cuda bundles)."""
+
+    def __init__(self, bundle_path):
+        self._lib = load_library()
+        self._handle = None
+        self.path = os.fspath(bundle_path)
+        _bind_torch_device()
+        handle = ctypes.c_void_p()
+        _check(self._lib.fmhaKernelLoadFile(self.path.encode(), ctypes.byref(handle)))
+        self._handle = handle
+        raw = _KernelInfo()
+        _check(self._lib.fmhaKernelGetInfo(handle, ctypes.byref(raw)))
+        device = ctypes.c_int(-1)
+        _check(self._lib.fmhaKernelGetDevice(handle, ctypes.byref(device)))
+        self.device_index = device.value
+        self.info = {
+            "target": _TARGET_NAMES.get(raw.target, str(raw.target)),
+            "kind": _KIND_NAMES.get(raw.kind, str(raw.kind)),
+            "deterministic": bool(raw.deterministic),
+            "dtype": _DTYPE_NAMES.get(raw.dtype, str(raw.dtype)),
+            "hq": raw.hq, "hk": raw.hk, "d": raw.d, "dv": raw.dv,
+            "block_m": raw.block_m, "block_n": raw.block_n,
+            "block_threads": raw.block_threads, "shared_bytes": raw.shared_bytes,
+            "scale": raw.effective_scale, "softcap": raw.softcap,
+            "mask": raw.mask.decode(), "kernel": raw.kernel.decode(),
+            "chip": raw.chip.decode(), "abi": raw.abi.decode(),
+            "binary_format": raw.binary_format.decode(),
+            "bundle_version": raw.bundle_version, "num_kernels": raw.num_kernels,
+        }
+
+    @property
+    def strided(self):
+        """The operands the bundle takes in any strides (the manifest's
+        `strided`), with the byte alignment each needs of its address and
+        strides (`align`, 0: the element's): {name: align}."""
+        found = self.__dict__.get("_strided")
+        if found is None:
+            found = {}
+            for line in self.manifest.splitlines():
+                words = line.split()
+                if len(words) > 1 and words[0] == "operand" and "strided" in words:
+                    align = 0
+                    if "align" in words:
+                        align = int(words[words.index("align") + 1])
+                    found[words[1]] = align
+            self.__dict__["_strided"] = found
+        return found
+
+    def takes_view(self, name, t):
+        """Whether tensor `t` can be passed as operand `name` without a copy:
+        the bundle takes it strided, its last dim is contiguous, and its
+        address and other strides meet the operand's alignment."""
+        if name not in self.strided or not _rows_contiguous(t):
+            return False
+        align = self.strided[name]
+        if not align:
+            return True
+        size = t.element_size()
+        if t.data_ptr() % align:
+            return False
+        return all(int(n) <= 1 or (int(st) * size) % align == 0
+                   for n, st in zip(t.shape[:-1], t.stride()[:-1]))
+
+    @property
+    def manifest(self):
+        """The bundle's launch manifest, as text (fmha/Runtime/Manifest.h)."""
+        text = ctypes.c_char_p()
+        _check(self._lib.fmhaKernelGetManifest(self._handle, ctypes.byref(text)))
+        return text.value.decode()
+
+    def launch(self, sizes, tensors, workspace=0, workspace_bytes=0, stream=0):
+        """The generic launch: `sizes` and `tensors` map the manifest's names
+        to ints and to addresses (device pointers for a GPU bundle, host ones
+        for cpu; a 0 address leaves an optional operand out). Queued on
+        `stream` (a CUstream int) without waiting, unless an optional operand
+        is left out. `workspace` 0: the kernel object's own."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        args, n = _launch_args(sizes, tensors)
+        _check(self._lib.fmhaKernelLaunch(
+            self._handle, args, n, workspace or None,
+            workspace_bytes if workspace else 0, stream or None))
+
+    def workspace_bytes(self, sizes):
+        """Bytes of workspace a launch with these sizes needs."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        args, n = _launch_args(sizes, {})
+        out = ctypes.c_size_t()
+        _check(self._lib.fmhaKernelWorkspaceBytes(self._handle, args, n, ctypes.byref(out)))
+        return out.value
+
+    def __getattr__(self, name):
+        info = self.__dict__.get("info")
+        if info is not None and name in info:
+            return info[name]
+        raise AttributeError(name)
+
+    def __repr__(self):
+        i = self.info
+        return ("fmha.Kernel(%r: %s %s %s hq=%d hk=%d d=%d dv=%d mask=%s%s)"
+                % (self.path, i["kind"], i["target"], i["dtype"], i["hq"], i["hk"], i["d"],
+                   i["dv"], i["mask"], " deterministic" if i["deterministic"] else ""))
+
+    def close(self):
+        if self._handle is not None:
+            self._lib.fmhaKernelDestroy(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _problem(self, b, sq, sk):
+        i = self.info
+        return _Problem(b, i["hq"], i["hk"], sq, sk, i["d"], i["dv"])
+
+    def check_problem(self, b, sq, sk):
+        """Raises FmhaError when (b, sq, sk) is not a problem this kernel
+        runs."""
+        _check(self._lib.fmhaKernelCheckProblem(self._handle, ctypes.byref(self._problem(b, sq, sk))))
+
+    def forward_ptrs(self, b, sq, sk, q, k, v, o, lse, stream=0):
+        """Launches on raw addresses (ints): device pointers for a cuda
+        bundle, host pointers for a cpu bundle; `stream` a CUstream (int).
+        lse may be 0: scratch, and the call waits for the kernel."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        if self.info["kind"] != "fwd":
+            raise FmhaError(3, "bundle '%s' is a %s kernel (kind=%s), not a forward one"
+                            % (self.path, self.info["kind"], self.info["kind"]))
+        self.check_problem(b, sq, sk)
+        self.launch({"b": b, "sq": sq, "sk": sk},
+                    {"q": q, "k": k, "v": v, "o": o, "lse": lse}, stream=stream)
+
+    def forward(self, q, k, v, o=None, lse=None, stream=None):
+        """o, lse = kernel.forward(q, k, v): attention on BHSD tensors of the
+        bundle's dtype (contiguous, or any views with a contiguous last dim
+        where the bundle takes strides, Kernel.strided) (CUDA tensors for a cuda bundle, on
+        torch's current stream unless `stream` (a CUstream int) is given).
+        o and lse are allocated when not given. Returns (o, lse)."""
+        device_index = self.device_index if self.info["target"] == "cuda" else None
+        b, sq, sk = check_forward_args(self.info, q, k, v, o, lse, device_index,
+                                       self.strided)
+        if o is None or lse is None:
+            torch = _torch()
+            if o is None:
+                o = torch.empty((b, self.info["hq"], sq, self.info["dv"]), dtype=q.dtype, device=q.device)
+            if lse is None:
+                lse = torch.empty((b, self.info["hq"], sq), dtype=torch.float32, device=q.device)
+        if stream is None:
+            stream = _current_stream(q) if self.info["target"] == "cuda" else 0
+        st = self.strided
+        self.forward_ptrs(b, sq, sk, _strided_arg(q, "q" in st), _strided_arg(k, "k" in st),
+                          _strided_arg(v, "v" in st), _strided_arg(o, "o" in st),
+                          _strided_arg(lse, "lse" in st), stream)
+        return o, lse
+
+    def backward_workspace_bytes(self, b, sq, sk):
+        """Bytes of device workspace a backward of (b, sq, sk) needs (0 for
+        a cpu bundle): fmhaKernelBackwardWorkspaceBytes."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        out = ctypes.c_size_t()
+        _check(self._lib.fmhaKernelBackwardWorkspaceBytes(
+            self._handle, ctypes.byref(self._problem(b, sq, sk)), ctypes.byref(out)))
+        return out.value
+
+    def backward_ptrs(self, b, sq, sk, q, k, v, o, lse, do, dq, dk, dv, workspace=0,
+                      workspace_bytes=0, stream=0):
+        """Launches a backward bundle on raw addresses (ints), on `stream`
+        (a CUstream int), without waiting. `workspace` 0: the kernel
+        object's own (Runtime.h, BackwardArgs)."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        if self.info["kind"] != "bwd":
+            raise FmhaError(3, "bundle '%s' is a %s kernel (kind=%s), not a backward one"
+                            % (self.path, self.info["kind"], self.info["kind"]))
+        self.check_problem(b, sq, sk)
+        tensors = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "dO": do, "dq": dq,
+                   "dk": dk, "dv": dv}
+        for name, ptr in tensors.items():
+            if not (ptr[0] if isinstance(ptr, tuple) else ptr):
+                raise FmhaError(1, "null pointer for %s" % name)
+        self.launch({"b": b, "sq": sq, "sk": sk}, tensors, workspace, workspace_bytes,
+                    stream)
+
+    def backward(self, q, k, v, o, lse, do, dq=None, dk=None, dv=None, workspace=None,
+                 stream=None):
+        """dq, dk, dv = kernel.backward(q, k, v, o, lse, do) for a kind=bwd
+        bundle: o and lse are the forward's, do the gradient of o (shaped
+        and typed like o); all contiguous. dq, dk, dv (shaped like q, k, v)
+        are allocated when not given. A cuda bundle runs on torch's current
+        stream (or `stream`, a CUstream int) with `workspace`, a uint8 tensor
+        of at least backward_workspace_bytes(B, Sq, Sk) bytes, allocated on
+        that stream when not given. Returns (dq, dk, dv)."""
+        if self.info["kind"] != "bwd":
+            raise ValueError("%s is a %s bundle; backward needs a kind=bwd one"
+                             % (self.path, self.info["kind"]))
+        cuda = self.info["target"] == "cuda"
+        device_index = self.device_index if cuda else None
+        st = self.strided
+        b, sq, sk = check_forward_args(self.info, q, k, v, o, lse, device_index, st)
+        _check_like("do", do, "o", o, "dO" in st)
+        for name, t, like_name, like in (("dq", dq, "q", q), ("dk", dk, "k", k),
+                                         ("dv", dv, "v", v)):
+            if t is not None:
+                _check_like(name, t, like_name, like, name in st)
+        if dq is None or dk is None or dv is None:
+            # empty_like keeps a dense view's strides (preserve_format): the
+            # gradients come back in the layout of q, k, v.
+            torch = _torch()
+            dq = torch.empty_like(q) if dq is None else dq
+            dk = torch.empty_like(k) if dk is None else dk
+            dv = torch.empty_like(v) if dv is None else dv
+            for name, t in (("dq", dq), ("dk", dk), ("dv", dv)):
+                if name not in st and not t.is_contiguous():
+                    raise ValueError("%s: this bundle writes contiguous tensors only" % name)
+        if stream is None:
+            stream = _current_stream(q) if cuda else 0
+        need = self.backward_workspace_bytes(b, sq, sk)
+        if workspace is None and need:
+            # On the current stream: torch's allocator keeps it until the
+            # launches on that stream are done.
+            workspace = _torch().empty(need, dtype=_torch().uint8, device=q.device)
+        ws_ptr, ws_bytes = 0, 0
+        if workspace is not None and need:
+            if _dtype_name(workspace) != "torch.uint8":
+                raise ValueError("workspace: expected a torch.uint8 tensor, got %s"
+                                 % _dtype_name(workspace))
+            ws_ptr = workspace.data_ptr()
+            ws_bytes = 1
+            for n in workspace.shape:
+                ws_bytes *= int(n)
+        a = {name: _strided_arg(t, name in st) for name, t in
+             (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse), ("dO", do), ("dq", dq),
+              ("dk", dk), ("dv", dv))}
+        self.backward_ptrs(b, sq, sk, a["q"], a["k"], a["v"], a["o"], a["lse"], a["dO"],
+                           a["dq"], a["dk"], a["dv"], ws_ptr, ws_bytes, stream)
+        return dq, dk, dv
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError("this needs PyTorch (%s)" % e)
+    return torch
+
+
+def _current_stream(t):
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0
+    return torch.cuda.current_stream(t.device).cuda_stream
