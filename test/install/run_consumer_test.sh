@@ -17,7 +17,7 @@ test -f "$work/prefix/lib/libfmha_runtime.so"
 test -f "$work/prefix/lib/libFMHARuntime.a"
 test -f "$work/prefix/lib/python3/site-packages/fmha/__init__.py"
 cmake -G Ninja -S "$src/consumer" -B "$work/build" \
-  -DCMAKE_CXX_COMPILER=clang++-22 -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
 ninja -C "$work/build" > "$work/build.log" || { cat "$work/build.log"; exit 1; }
 # The ROCDL pipeline links the ROCm device libraries found under ROCM_PATH.
 ROCM_PATH=${ROCM_PATH:-$build/rocm} "$work/build/fmha-consumer"
@@ -29,7 +29,13 @@ ROCM_PATH=${ROCM_PATH:-$build/rocm} "$work/build/fmha-consumer"
 "$work/prefix/bin/fmha-run" "$work/attn.fmha" -b 2 --sq 9 --sk 6 --layout bshd --validate
 "$work/build/fmha-runtime-c" "$work/attn.fmha"
 "$work/build/fmha-runtime-cpp" "$work/attn.fmha"
-env -u FMHA_RUNTIME_LIB PYTHONPATH="$work/prefix/lib/python3/site-packages" python3 - "$work/attn.fmha" <<'PY'
+# (A sanitizer build's library needs the ASan runtime preloaded into the
+# uninstrumented interpreter: FMHA_ASAN_PRELOAD, set by the test.)
+python_env=(env -u FMHA_RUNTIME_LIB PYTHONPATH="$work/prefix/lib/python3/site-packages")
+if [ -n "${FMHA_ASAN_PRELOAD:-}" ]; then
+  python_env+=(LD_PRELOAD="$FMHA_ASAN_PRELOAD" ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1)
+fi
+"${python_env[@]}" python3 - "$work/attn.fmha" <<'PY'
 import array, math, os, sys
 import fmha
 k = fmha.Kernel(sys.argv[1])
