@@ -150,16 +150,20 @@ class Kernel:
         runs."""
         _check(self._lib.fmhaKernelCheckProblem(self._handle, ctypes.byref(self._problem(b, sq, sk))))
 
+    def _check_launch(self, kind, what, b, sq, sk):
+        """Raises unless the kernel is open, of `kind`, and runs (b, sq, sk)."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        if self.info["kind"] != kind:
+            raise FmhaError(3, "bundle '%s' is a %s kernel (kind=%s), not a %s one"
+                            % (self.path, self.info["kind"], self.info["kind"], what))
+        self.check_problem(b, sq, sk)
+
     def forward_ptrs(self, b, sq, sk, q, k, v, o, lse, stream=0):
         """Launches on raw addresses (ints): device pointers for a cuda
         bundle, host pointers for a cpu bundle; `stream` a CUstream (int).
         lse may be 0: scratch, and the call waits for the kernel."""
-        if self._handle is None:
-            raise ValueError("the kernel is closed")
-        if self.info["kind"] != "fwd":
-            raise FmhaError(3, "bundle '%s' is a %s kernel (kind=%s), not a forward one"
-                            % (self.path, self.info["kind"], self.info["kind"]))
-        self.check_problem(b, sq, sk)
+        self._check_launch("fwd", "forward", b, sq, sk)
         self.launch({"b": b, "sq": sq, "sk": sk},
                     {"q": q, "k": k, "v": v, "o": o, "lse": lse}, stream=stream)
 
@@ -201,12 +205,7 @@ class Kernel:
         """Launches a backward bundle on raw addresses (ints), on `stream`
         (a CUstream int), without waiting. `workspace` 0: the kernel
         object's own (Runtime.h, BackwardArgs)."""
-        if self._handle is None:
-            raise ValueError("the kernel is closed")
-        if self.info["kind"] != "bwd":
-            raise FmhaError(3, "bundle '%s' is a %s kernel (kind=%s), not a backward one"
-                            % (self.path, self.info["kind"], self.info["kind"]))
-        self.check_problem(b, sq, sk)
+        self._check_launch("bwd", "backward", b, sq, sk)
         tensors = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "dO": do, "dq": dq,
                    "dk": dk, "dv": dv}
         for name, ptr in tensors.items():
@@ -243,9 +242,6 @@ class Kernel:
             dq = torch.empty_like(q) if dq is None else dq
             dk = torch.empty_like(k) if dk is None else dk
             dv = torch.empty_like(v) if dv is None else dv
-            for name, t in (("dq", dq), ("dk", dk), ("dv", dv)):
-                if name not in st and not t.is_contiguous():
-                    raise ValueError("%s: this bundle writes contiguous tensors only" % name)
         if stream is None:
             stream = _current_stream(q) if cuda else 0
         need = self.backward_workspace_bytes(b, sq, sk)

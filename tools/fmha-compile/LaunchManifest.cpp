@@ -38,6 +38,15 @@ std::optional<rt::ScalarType> scalarType(Type t) {
   return std::nullopt;
 }
 
+/// Whether a memref's layout is strided with a contiguous last axis (what
+/// the kernels and the host functions take).
+bool hasContiguousLastAxis(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(type.getStridesAndOffset(strides, offset)) &&
+         !strides.empty() && strides.back() == 1;
+}
+
 std::string describe(Operation *op) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -176,13 +185,8 @@ bool hostManifest(func::FuncOp func, const std::vector<OperandSpec> &specs,
     // memref).
     auto type = dyn_cast<ShapedType>(arg.getType());
     auto memref = dyn_cast<MemRefType>(arg.getType());
-    bool strided = false;
-    if (memref && !memref.getLayout().isIdentity()) {
-      SmallVector<int64_t> strides;
-      int64_t offset;
-      strided = succeeded(memref.getStridesAndOffset(strides, offset)) &&
-                !strides.empty() && strides.back() == 1;
-    }
+    const bool strided = memref && !memref.getLayout().isIdentity() &&
+                         hasContiguousLastAxis(memref);
     if (!type || !(isa<RankedTensorType>(type) ||
                    (memref && (memref.getLayout().isIdentity() || strided)))) {
       *err = "argument " + spec.name +
@@ -286,10 +290,7 @@ bool gpuManifest(func::FuncOp hostFunc, int64_t indexBits, rt::Manifest *m,
       if (auto type = dyn_cast<MemRefType>(operand.getType())) {
         // A tensor operand (a memref of its rank, any strides but the
         // last, stridedKernelType) or a flat workspace (memref<?xT>).
-        SmallVector<int64_t> layoutStrides;
-        int64_t layoutOffset;
-        if (failed(type.getStridesAndOffset(layoutStrides, layoutOffset)) ||
-            layoutStrides.empty() || layoutStrides.back() != 1)
+        if (!hasContiguousLastAxis(type))
           return fail(launch, "kernel operand " + std::to_string(position) +
                                   " is not a memref of a contiguous last "
                                   "axis");

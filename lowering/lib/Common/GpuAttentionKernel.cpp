@@ -1509,8 +1509,7 @@ void mlir::fmha::emitCopyRows(OpBuilder &b, Location loc,
     Value chunkCol = im.rem(c, im.c(chunksPerRow));
     Value col = im.mul(chunkCol, im.c(chunk));
     Value src = im.min(im.add(row0, row), rowLast);
-    Value idx =
-        im.add(im.add(base, im.mul(narrowRow(b, loc, src), rowStride)), col);
+    Value idx = im.add(im.add(base, im.mul(src, rowStride)), col);
     SmallVector<Value> dst = {buf, row, col};
     if (swizzled) {
       Value swizzledChunk = arith::XOrIOp::create(

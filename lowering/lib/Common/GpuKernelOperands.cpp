@@ -15,7 +15,6 @@
 #include "GpuKernelUtils.h"
 #include "fmha/Transforms/MaskUtils.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
@@ -85,10 +84,4 @@ Value GlobalTensor::at(OpBuilder &b, Location loc,
   for (auto [i, v] : llvm::enumerate(outer))
     index = im.add(index, im.mul(v, strides[i]));
   return index;
-}
-
-Value mlir::fmha::narrowRow(OpBuilder &b, Location loc, Value row) {
-  Value narrow =
-      arith::IndexCastUIOp::create(b, loc, b.getI32Type(), row).getResult();
-  return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), narrow);
 }

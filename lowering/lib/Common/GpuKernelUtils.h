@@ -116,12 +116,6 @@ struct GlobalTensor {
   Value rowStride() const { return strides[strides.size() - 2]; }
 };
 
-/// A row index (below 2^32: Sq and Sk are) as the kernels multiply it by a
-/// row stride: through i32, so that with 64-bit indices the product is one
-/// 32 x 64-bit multiply instead of a 64 x 64-bit one (no-op casts with
-/// 32-bit indices).
-Value narrowRow(OpBuilder &b, Location loc, Value row);
-
 /// The attribute on a gpu.launch_func naming, per kernel operand, the byte
 /// alignment the kernel needs of each row start of that operand (its
 /// address and every stride but the last's); 0 where nothing beyond the
