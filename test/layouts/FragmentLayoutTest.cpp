@@ -4,7 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The ROCDL target states, as index IR of the lane id, which matrix element
+// The ROCDL target states (and the NVVM target, against the PTX ISA at the
+// end), as index IR of the lane id, which matrix element
 // each fragment element holds. With a constant lane that IR folds to
 // constants; every row of AMD's matrix instruction calculator output must
 // agree with it, and every element must be covered once (A and B elements
@@ -31,6 +32,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include "LayoutTable.h"
+
 #include "gtest/gtest.h"
 
 #include <fstream>
@@ -42,30 +45,8 @@ using namespace mlir;
 
 namespace {
 
-struct Entry {
-  char matrix;
-  int64_t lane, element, row, col;
-};
-
-std::vector<Entry> readTable(const std::string &name) {
-  std::ifstream in(std::string(FMHA_LAYOUT_DATA_DIR) + "/" + name);
-  EXPECT_TRUE(in.good()) << "cannot open " << name;
-  std::vector<Entry> entries;
-  std::string line;
-  std::getline(in, line); // header
-  while (std::getline(in, line)) {
-    std::stringstream ss(line);
-    std::string field;
-    std::vector<std::string> f;
-    while (std::getline(ss, field, ','))
-      f.push_back(field);
-    if (f.size() < 6)
-      continue;
-    entries.push_back({f[0][0], std::stoll(f[1]), std::stoll(f[3]),
-                       std::stoll(f[4]), std::stoll(f[5])});
-  }
-  return entries;
-}
+using layout_table::Entry;
+using layout_table::readTable;
 
 struct LayoutCase {
   const char *table;
@@ -85,14 +66,14 @@ protected:
     context.loadDialect<arith::ArithDialect>();
     module = ModuleOp::create(UnknownLoc::get(&context));
     builder.setInsertionPointToEnd(module->getBody());
-    target = fmha::createROCDLTarget();
+    target = mlir::fmha::createROCDLTarget();
     configureError = target->configure(GetParam().chip, GetParam().mfma);
   }
   /// The target's (row, col) of fragment element `e` of `matrix` in `lane`.
   std::pair<int64_t, int64_t> coord(char matrix, int64_t lane, int64_t e) {
     Location loc = builder.getUnknownLoc();
     Value laneValue = arith::ConstantIndexOp::create(builder, loc, lane);
-    fmha::FragmentCoord c =
+    mlir::fmha::FragmentCoord c =
         matrix == 'A'   ? target->getACoord(builder, loc, laneValue, e)
         : matrix == 'B' ? target->getBCoord(builder, loc, laneValue, e)
                         : target->getCCoord(builder, loc, laneValue, e);
@@ -105,7 +86,7 @@ protected:
   MLIRContext context;
   OpBuilder builder;
   OwningOpRef<ModuleOp> module;
-  std::unique_ptr<fmha::GpuTarget> target;
+  std::unique_ptr<mlir::fmha::GpuTarget> target;
   std::string configureError;
 };
 
@@ -218,10 +199,83 @@ INSTANTIATE_TEST_SUITE_P(
         LayoutCase{"rdna4-v_wmma_f32_16x16x16_f16.csv", "gfx1201", 16, 16, 16,
                    16, 32}));
 
+/// The NVVM target's fragment coordinates, as index IR folded for each
+/// lane, against the PTX ISA (LayoutTable.h).
+TEST(NvvmLayout, MatchesPtx) {
+  MLIRContext context;
+  context.loadDialect<arith::ArithDialect>();
+  OpBuilder builder(&context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
+  builder.setInsertionPointToEnd(module->getBody());
+  std::unique_ptr<mlir::fmha::GpuTarget> target =
+      mlir::fmha::createNVVMTarget();
+  ASSERT_EQ(target->configure("sm_90a", 0), "");
+  Location loc = builder.getUnknownLoc();
+  auto fold = [&](mlir::fmha::FragmentCoord c) {
+    std::optional<int64_t> row = getConstantIntValue(c.row);
+    std::optional<int64_t> col = getConstantIntValue(c.col);
+    EXPECT_TRUE(row && col) << "the layout does not fold for a constant lane";
+    return std::make_pair(row.value_or(-1), col.value_or(-1));
+  };
+  auto at = [](::fmha::TileCoord c) { return std::make_pair(c.row, c.col); };
+  for (int64_t lane = 0; lane < 32; ++lane) {
+    Value l = arith::ConstantIndexOp::create(builder, loc, lane);
+    for (int64_t e = 0; e < 8; ++e)
+      EXPECT_EQ(fold(target->getACoord(builder, loc, l, e)),
+                at(layout_table::ptxA(lane, e)))
+          << "A lane " << lane << " element " << e;
+    for (int64_t e = 0; e < 4; ++e) {
+      EXPECT_EQ(fold(target->getBCoord(builder, loc, l, e)),
+                at(layout_table::ptxB(lane, e)))
+          << "B lane " << lane << " element " << e;
+      EXPECT_EQ(fold(target->getCCoord(builder, loc, l, e)),
+                at(layout_table::ptxC(lane, e)))
+          << "C lane " << lane << " element " << e;
+    }
+  }
+}
+
+/// emitLayoutCoord on layouts no instruction has: bases that share bits
+/// (xor), a basis of both axes, bits that are not runs, a lane bit of no
+/// basis; folded for each constant lane, against LinearLayout::apply.
+TEST(EmitLayoutCoord, GeneralLayouts) {
+  MLIRContext context;
+  context.loadDialect<arith::ArithDialect>();
+  OpBuilder builder(&context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
+  builder.setInsertionPointToEnd(module->getBody());
+  Location loc = builder.getUnknownLoc();
+  const ::fmha::LinearLayout layouts[] = {
+      // The 128-byte swizzle: chunk ^ row.
+      ::fmha::LinearLayout(8, 8, {{0, 1}, {0, 2}, {0, 4}},
+                           {{1, 1}, {2, 2}, {4, 4}}),
+      // Lane bits out of order, one of them of no basis, registers that
+      // overlap the lanes' bits.
+      ::fmha::LinearLayout(16, 8, {{0, 4}, {8, 0}},
+                           {{0, 2}, {0, 0}, {2, 0}, {1, 0}, {0, 1}, {4, 4}}),
+  };
+  for (const ::fmha::LinearLayout &layout : layouts) {
+    ASSERT_EQ(layout.validate(), "") << layout.str();
+    for (int64_t lane = 0; lane < layout.getNumLanes(); ++lane) {
+      Value l = arith::ConstantIndexOp::create(builder, loc, lane);
+      for (int64_t reg = 0; reg < layout.getNumRegisters(); ++reg) {
+        mlir::fmha::FragmentCoord c =
+            mlir::fmha::emitLayoutCoord(builder, loc, layout, l, reg);
+        ::fmha::TileCoord expected = layout.apply(reg, lane);
+        EXPECT_EQ(getConstantIntValue(c.row), expected.row)
+            << layout.str() << " lane " << lane << " register " << reg;
+        EXPECT_EQ(getConstantIntValue(c.col), expected.col)
+            << layout.str() << " lane " << lane << " register " << reg;
+      }
+    }
+  }
+}
+
 /// The chip and shape combinations the target refuses, with a message.
 TEST(RocdlConfigure, RejectsUnsupportedCombinations) {
   auto check = [](StringRef chip, int64_t mfma, StringRef expected) {
-    std::unique_ptr<fmha::GpuTarget> target = fmha::createROCDLTarget();
+    std::unique_ptr<mlir::fmha::GpuTarget> target =
+        mlir::fmha::createROCDLTarget();
     std::string error = target->configure(chip, mfma);
     EXPECT_NE(error.find(expected.str()), std::string::npos)
         << chip.str() << " mfma=" << mfma << ": " << error;
@@ -229,7 +283,8 @@ TEST(RocdlConfigure, RejectsUnsupportedCombinations) {
   check("gfx906", 0, "unknown or unsupported AMD chip 'gfx906'");
   check("gfx1100", 32, "RDNA chips have only the WMMA 16x16x16");
   check("gfx942", 8, "expected 16 (v_mfma_f32_16x16x16) or 32");
-  std::unique_ptr<fmha::GpuTarget> rdna3 = fmha::createROCDLTarget();
+  std::unique_ptr<mlir::fmha::GpuTarget> rdna3 =
+      mlir::fmha::createROCDLTarget();
   ASSERT_EQ(rdna3->configure("gfx1100", 0), "");
   EXPECT_EQ(rdna3->getMaxHeadDim(), 64);
   EXPECT_EQ(rdna3->getABLaneCopies(), 2);

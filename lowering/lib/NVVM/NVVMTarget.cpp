@@ -4,11 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// mma.sync.aligned.m16n8k16.row.col (f16/bf16 -> f32), PTX ISA section
-// "Matrix Fragments for mma.m16n8k16". With g = lane / 4, t = lane % 4:
-//   A (16x16): a_e, e = 0..7: row g + 8 * ((e / 2) % 2), col 2t + (e % 2) + 8 *
-//   (e / 4) B (16x8):  b_e, e = 0..3: row (k) 2t + (e % 2) + 8 * (e / 2), col
-//   (n) g C (16x8):  c_e, e = 0..3: row g + 8 * (e / 2), col 2t + (e % 2)
+// mma.sync.aligned.m16n8k16.row.col (f16/bf16 -> f32); its fragment layouts
+// (PTX ISA, "Matrix Fragments for mma.m16n8k16") are data in
+// support/MmaInstruction.h. C fragments of two adjacent n8 tiles are, lane by
+// lane, the A fragment of k16 (getAFromC): P stays in registers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,50 +27,12 @@ using namespace mlir::fmha;
 namespace {
 
 class NVVMTarget : public GpuTarget {
+  const ::fmha::MmaInstruction mma =
+      ::fmha::MmaInstruction::nvidiaMmaSyncM16N8K16();
+
 public:
   StringRef getName() const override { return "nvvm"; }
-  int64_t getWarpSize() const override { return 32; }
-  int64_t getMmaM() const override { return 16; }
-  int64_t getMmaN() const override { return 8; }
-  int64_t getMmaK() const override { return 16; }
-  int64_t getNumAElements() const override { return 8; }
-  int64_t getNumBElements() const override { return 4; }
-  int64_t getNumCElements() const override { return 4; }
-
-  FragmentCoord getACoord(OpBuilder &b, Location loc, Value lane,
-                          int64_t e) const override {
-    IndexMath im{b, loc};
-    Value g = im.div(lane, im.c(4)), t = im.rem(lane, im.c(4));
-    return {im.add(g, im.c(8 * ((e / 2) % 2))),
-            im.add(im.mul(t, im.c(2)), im.c(e % 2 + 8 * (e / 4)))};
-  }
-  FragmentCoord getBCoord(OpBuilder &b, Location loc, Value lane,
-                          int64_t e) const override {
-    IndexMath im{b, loc};
-    Value g = im.div(lane, im.c(4)), t = im.rem(lane, im.c(4));
-    return {im.add(im.mul(t, im.c(2)), im.c(e % 2 + 8 * (e / 2))), g};
-  }
-  FragmentCoord getCCoord(OpBuilder &b, Location loc, Value lane,
-                          int64_t e) const override {
-    IndexMath im{b, loc};
-    Value g = im.div(lane, im.c(4)), t = im.rem(lane, im.c(4));
-    return {im.add(g, im.c(8 * (e / 2))),
-            im.add(im.mul(t, im.c(2)), im.c(e % 2))};
-  }
-  bool pairsAreAdjacent() const override { return true; }
-  // c0, c1 (and c2, c3) of m16n8k16: columns 2 (lane % 4) and + 1 of a row.
-  bool cPairsAreAdjacent() const override { return true; }
-  int64_t getNumCRowSlots() const override { return 2; }
-  int64_t getCRowSlot(int64_t e) const override { return e / 2; }
-  SmallVector<int64_t> getRowReduceXorMasks() const override { return {1, 2}; }
-
-  std::optional<std::pair<int64_t, int64_t>>
-  getAFromC(int64_t e) const override {
-    // A element e: row g + 8 * ((e / 2) % 2), col 2t + (e % 2) + 8 * (e / 4).
-    // C tile e / 4 holds cols [8 (e / 4), 8 (e / 4) + 8) at c_(2 * row-half +
-    // (e % 2)).
-    return std::make_pair(e / 4, 2 * ((e / 2) % 2) + e % 2);
-  }
+  const ::fmha::MmaInstruction &getMma() const override { return mma; }
 
   SmallVector<Value> emitMma(OpBuilder &b, Location loc, Type elementType,
                              ArrayRef<Value> aRegs, ArrayRef<Value> bRegs,

@@ -4,22 +4,14 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Four matrix instructions, chosen by chip and the `mfma` option. Layouts as
-// AMD's matrix instruction calculator prints them (test/layouts checks them
-// against its tables); l is the lane, e the element of a lane's fragment:
-//
-// MFMA 16x16x16 (CDNA, wave64; gfx90a `v_mfma_f32_16x16x16f16`/`bf16_1k`,
-//   gfx94x and gfx950 `v_mfma_f32_16x16x16_f16`/`_bf16`), the default:
-//   A[l%16][4(l/16) + e], B[4(l/16) + e][l%16], C[4(l/16) + e][l%16], e < 4.
-// MFMA 32x32x8 (CDNA, wave64, mfma=32; gfx90a `32x32x8f16`/`bf16_1k`,
-//   gfx94x/gfx950 `32x32x8_f16`/`_bf16`):
-//   A[l%32][4(l/32) + e], B[4(l/32) + e][l%32], e < 4;
-//   C[8(e/4) + 4(l/32) + e%4][l%32], e < 16.
-// WMMA 16x16x16 on RDNA3 (gfx1100/1101/1102, wave32): every lane holds a
-// whole row of A (column of B), lanes l and l + 16 the same one:
-//   A[l%16][e], B[e][l%16], e < 16; C[2e + l/16][l%16], e < 8.
-// WMMA 16x16x16 on RDNA4 (gfx1200/1201, wave32):
-//   A[l%16][8(e/4) + 4(l/16) + e%4], B likewise, e < 8; C[8(l/16) + e][l%16].
+// Four matrix instructions, chosen by chip and the `mfma` option: MFMA
+// 16x16x16 (CDNA, wave64; gfx90a `v_mfma_f32_16x16x16f16`/`bf16_1k`, gfx94x
+// and gfx950 `v_mfma_f32_16x16x16_f16`/`_bf16`), the default; MFMA 32x32x8
+// (CDNA, wave64, mfma=32); WMMA 16x16x16 on RDNA3 (gfx1100/1101/1102, wave32;
+// lanes l and l + 16 hold the same row of A) and on RDNA4 (gfx1200/1201,
+// wave32). Their fragment layouts, as AMD's matrix instruction calculator
+// prints them, are data in support/MmaInstruction.h (test/layouts checks
+// them against its tables).
 //
 // CDNA4 (gfx950) keeps the CDNA3 16x16x16 and 32x32x8 instructions with these
 // layouts (AMD CDNA4 ISA, "Matrix fused multiply add" table); the calculator
@@ -58,20 +50,7 @@ public:
   enum class Shape { Mfma16, Mfma32, WmmaRdna3, WmmaRdna4 };
 
   StringRef getName() const override { return "rocdl"; }
-  int64_t getWarpSize() const override { return isWmma() ? 32 : 64; }
-  int64_t getMmaM() const override { return shape == Shape::Mfma32 ? 32 : 16; }
-  int64_t getMmaN() const override { return getMmaM(); }
-  int64_t getMmaK() const override { return shape == Shape::Mfma32 ? 8 : 16; }
-  int64_t getNumAElements() const override {
-    return shape == Shape::WmmaRdna3 ? 16 : shape == Shape::WmmaRdna4 ? 8 : 4;
-  }
-  int64_t getNumBElements() const override { return getNumAElements(); }
-  int64_t getNumCElements() const override {
-    return shape == Shape::Mfma16 ? 4 : shape == Shape::Mfma32 ? 16 : 8;
-  }
-  int64_t getABLaneCopies() const override {
-    return shape == Shape::WmmaRdna3 ? 2 : 1;
-  }
+  const ::fmha::MmaInstruction &getMma() const override { return mma; }
 
   // RDNA3 WMMA holds Q twice over (16 VGPRs per 16 head-dim columns): at
   // D = 128 the kernel needs more than the 256 VGPRs of a wave32 lane and
@@ -80,69 +59,15 @@ public:
     return shape == Shape::WmmaRdna3 ? 64 : 128;
   }
 
-  /// The row of A (column of B) a lane holds: lane % M.
-  Value line(IndexMath &im, Value lane) const {
-    return im.rem(lane, im.c(getMmaM()));
+  /// The column of B (row of A) a lane holds, and the k of its element e.
+  Value line(OpBuilder &b, Location loc, Value lane) const {
+    return emitLayoutAxis(b, loc, mma.b, lane, 0, /*row=*/false);
   }
-  /// The k of element e of a lane's A (and B) fragment.
-  Value kIndex(IndexMath &im, Value lane, int64_t e) const {
-    switch (shape) {
-    case Shape::Mfma16:
-    case Shape::Mfma32:
-      return im.add(im.mul(im.div(lane, im.c(getMmaM())), im.c(4)), im.c(e));
-    case Shape::WmmaRdna3:
-      return im.c(e);
-    case Shape::WmmaRdna4:
-      return im.add(im.mul(im.div(lane, im.c(16)), im.c(4)),
-                    im.c(8 * (e / 4) + e % 4));
-    }
-    llvm_unreachable("unknown shape");
+  Value kIndex(OpBuilder &b, Location loc, Value lane, int64_t e) const {
+    return emitLayoutAxis(b, loc, mma.b, lane, e, /*row=*/true);
   }
   /// Consecutive elements of a fragment that are consecutive k (one load).
   int64_t kRun() const { return shape == Shape::WmmaRdna3 ? 16 : 4; }
-
-  FragmentCoord getACoord(OpBuilder &b, Location loc, Value lane,
-                          int64_t e) const override {
-    IndexMath im{b, loc};
-    return {line(im, lane), kIndex(im, lane, e)};
-  }
-  FragmentCoord getBCoord(OpBuilder &b, Location loc, Value lane,
-                          int64_t e) const override {
-    IndexMath im{b, loc};
-    return {kIndex(im, lane, e), line(im, lane)};
-  }
-  FragmentCoord getCCoord(OpBuilder &b, Location loc, Value lane,
-                          int64_t e) const override {
-    IndexMath im{b, loc};
-    Value col = line(im, lane);
-    switch (shape) {
-    case Shape::Mfma16:
-      return {im.add(im.mul(im.div(lane, im.c(16)), im.c(4)), im.c(e)), col};
-    case Shape::Mfma32:
-      return {im.add(im.mul(im.div(lane, im.c(32)), im.c(4)),
-                     im.c(8 * (e / 4) + e % 4)),
-              col};
-    case Shape::WmmaRdna3:
-      return {im.add(im.div(lane, im.c(16)), im.c(2 * e)), col};
-    case Shape::WmmaRdna4:
-      return {im.add(im.mul(im.div(lane, im.c(16)), im.c(8)), im.c(e)), col};
-    }
-    llvm_unreachable("unknown shape");
-  }
-  bool pairsAreAdjacent() const override { return true; }
-  // Every C element of a lane lies in its own row; the row is shared by the
-  // M lanes of the lane's column group (l / M), which xor masks below M reach.
-  int64_t getNumCRowSlots() const override { return getNumCElements(); }
-  int64_t getCRowSlot(int64_t e) const override { return e; }
-  SmallVector<int64_t> getRowReduceXorMasks() const override {
-    SmallVector<int64_t> masks;
-    for (int64_t m = 1; m < getMmaN(); m *= 2)
-      masks.push_back(m);
-    return masks;
-  }
-  std::optional<std::pair<int64_t, int64_t>> getAFromC(int64_t) const override {
-    return std::nullopt;
-  }
 
   SmallVector<Value> emitMma(OpBuilder &b, Location loc, Type elementType,
                              ArrayRef<Value> aRegs, ArrayRef<Value> bRegs,
@@ -191,13 +116,13 @@ public:
     Type elt = cast<MemRefType>(tile.getType()).getElementType();
     const int64_t run = kRun();
     auto runType = VectorType::get({run}, elt);
-    Value row = im.add(key0, line(im, lane));
+    Value row = im.add(key0, line(b, loc, lane));
     SmallVector<SmallVector<Value>> frags;
     for (int64_t step = 0; step < 2; ++step) {
       SmallVector<Value> regs;
       for (int64_t e = 0; e < getNumBElements(); e += run) {
-        Value col =
-            im.add(im.add(col0, kIndex(im, lane, e)), im.c(getMmaK() * step));
+        Value col = im.add(im.add(col0, kIndex(b, loc, lane, e)),
+                           im.c(getMmaK() * step));
         Value v = vector::LoadOp::create(
             b, loc, runType, tile, ValueRange{row, col},
             /*nontemporal=*/false,
@@ -217,14 +142,15 @@ public:
     IndexMath im{b, loc};
     Type elt = cast<MemRefType>(tile.getType()).getElementType();
     auto fragType = VectorType::get({getNumBElements()}, elt);
-    Value colBase = im.add(col0, line(im, lane));
+    Value colBase = im.add(col0, line(b, loc, lane));
     SmallVector<SmallVector<Value>> frags;
     for (int64_t block = 0; block < 2; ++block) {
       Value col = im.add(colBase, im.c(getMmaN() * block));
       SmallVector<Value> elems;
       for (int64_t e = 0; e < getNumBElements(); ++e)
         elems.push_back(memref::LoadOp::create(
-            b, loc, tile, ValueRange{im.add(key0, kIndex(im, lane, e)), col}));
+            b, loc, tile,
+            ValueRange{im.add(key0, kIndex(b, loc, lane, e)), col}));
       frags.push_back(split(
           b, loc, vector::FromElementsOp::create(b, loc, fragType, elems)));
     }
@@ -337,12 +263,16 @@ public:
                ": expected 16 (v_mfma_f32_16x16x16) or 32 "
                "(v_mfma_f32_32x32x8)";
       shape = matrixSize == 32 ? Shape::Mfma32 : Shape::Mfma16;
+      mma = matrixSize == 32 ? ::fmha::MmaInstruction::amdMfma32x32x8()
+                             : ::fmha::MmaInstruction::amdMfma16x16x16();
       return {};
     }
     if (matrixSize != 0 && matrixSize != 16)
       return "mfma=" + std::to_string(matrixSize) + " on " + chip.str() +
              ": RDNA chips have only the WMMA 16x16x16 instructions (mfma=16)";
     shape = isRdna3(chip) ? Shape::WmmaRdna3 : Shape::WmmaRdna4;
+    mma = isRdna3(chip) ? ::fmha::MmaInstruction::amdWmmaRdna3()
+                        : ::fmha::MmaInstruction::amdWmmaRdna4();
     return {};
   }
 
@@ -352,6 +282,7 @@ private:
   }
 
   Shape shape = Shape::Mfma16;
+  ::fmha::MmaInstruction mma = ::fmha::MmaInstruction::amdMfma16x16x16();
 };
 
 } // namespace

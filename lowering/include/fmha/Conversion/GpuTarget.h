@@ -7,13 +7,17 @@
 // The flash-attention kernel structure (workgroup per (b, hq, q-tile), warps
 // owning row blocks, online softmax in registers, mask-derived kv loops) is
 // written once in GpuAttentionKernel.cpp. A target answers only this
-// interface: the warp size, the matrix instruction and its fragment layouts,
-// and cross-lane shuffles (compare Triton's TargetInfoBase).
+// interface: its matrix instruction as data (shape, warp size and fragment
+// layouts, support/MmaInstruction.h, from which every fragment fact below is
+// derived), how to issue it and the loads that feed it, and cross-lane
+// shuffles, barriers and copies (compare Triton's TargetInfoBase).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FMHA_CONVERSION_GPUTARGET_H
 #define FMHA_CONVERSION_GPUTARGET_H
+
+#include "fmha/Support/MmaInstruction.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SmallVector.h"
@@ -36,33 +40,36 @@ public:
 
   /// `nvvm` or `rocdl`.
   virtual StringRef getName() const = 0;
+  /// The warp-level matrix instruction D[M x N] = A[M x K] * B[K x N] + C,
+  /// with 16-bit float A/B (f16 or bf16) and f32 C/D, as data: its shape,
+  /// warp size and fragment layouts (support/MmaInstruction.h). Everything
+  /// below about fragments is derived from it. Valid after configure().
+  virtual const ::fmha::MmaInstruction &getMma() const = 0;
+
   /// Lanes of a warp (wavefront): 32, or 64 on AMD CDNA. The pipeline's
   /// target attachment and the launch's block size follow it.
-  virtual int64_t getWarpSize() const = 0;
-
-  /// The warp-level matrix instruction: D[M x N] = A[M x K] * B[K x N] + C,
-  /// with 16-bit float A/B (f16 or bf16) and f32 C/D.
-  virtual int64_t getMmaM() const = 0;
-  virtual int64_t getMmaN() const = 0;
-  virtual int64_t getMmaK() const = 0;
+  int64_t getWarpSize() const { return getMma().warpSize; }
+  int64_t getMmaM() const { return getMma().m; }
+  int64_t getMmaN() const { return getMma().n; }
+  int64_t getMmaK() const { return getMma().k; }
   /// Elements of A, B and C/D each lane holds.
-  virtual int64_t getNumAElements() const = 0;
-  virtual int64_t getNumBElements() const = 0;
-  virtual int64_t getNumCElements() const = 0;
+  int64_t getNumAElements() const { return getMma().a.getNumRegisters(); }
+  int64_t getNumBElements() const { return getMma().b.getNumRegisters(); }
+  int64_t getNumCElements() const { return getMma().c.getNumRegisters(); }
 
   /// The (row, col) of element `e` of a lane's fragment, as index IR of the
-  /// lane id. A is M x K, B is K x N (row = k), C is M x N.
-  virtual FragmentCoord getACoord(OpBuilder &b, Location loc, Value lane,
-                                  int64_t e) const = 0;
-  virtual FragmentCoord getBCoord(OpBuilder &b, Location loc, Value lane,
-                                  int64_t e) const = 0;
-  virtual FragmentCoord getCCoord(OpBuilder &b, Location loc, Value lane,
-                                  int64_t e) const = 0;
+  /// lane id (emitLayoutCoord). A is M x K, B is K x N (row = k), C is M x N.
+  FragmentCoord getACoord(OpBuilder &b, Location loc, Value lane,
+                          int64_t e) const;
+  FragmentCoord getBCoord(OpBuilder &b, Location loc, Value lane,
+                          int64_t e) const;
+  FragmentCoord getCCoord(OpBuilder &b, Location loc, Value lane,
+                          int64_t e) const;
 
   /// How many lanes hold each element of A (and of B): 1, or 2 where the
   /// instruction reads a row of A from two lanes (RDNA3 WMMA in wave32:
   /// lanes l and l + 16). The C layout always holds each element once.
-  virtual int64_t getABLaneCopies() const { return 1; }
+  int64_t getABLaneCopies() const { return getMma().getABLaneCopies(); }
 
   /// The largest head dim (D and Dv) whose kernel fits the registers of a
   /// lane (Q fragments, O accumulators and the row state live there).
@@ -77,25 +84,29 @@ public:
 
   /// Elements (e, e+1) of A and of B are adjacent columns (A) or rows (B)
   /// of the same row (A) / column (B): they can be loaded as one pair.
-  virtual bool pairsAreAdjacent() const = 0;
+  bool pairsAreAdjacent() const { return getMma().pairsAreAdjacent(); }
 
   /// Elements (e, e+1) of C, e even, are adjacent columns of one row: the
   /// kernels store them as one pair.
-  virtual bool cPairsAreAdjacent() const { return false; }
+  bool cPairsAreAdjacent() const { return getMma().cPairsAreAdjacent(); }
 
   /// A lane's C elements cover this many distinct rows ("row slots"); element
   /// e lies in slot getCRowSlot(e).
-  virtual int64_t getNumCRowSlots() const = 0;
-  virtual int64_t getCRowSlot(int64_t e) const = 0;
+  int64_t getNumCRowSlots() const { return getMma().getNumCRowSlots(); }
+  int64_t getCRowSlot(int64_t e) const { return getMma().getCRowSlot(e); }
   /// The xor masks that combine the lanes sharing a C row.
-  virtual SmallVector<int64_t> getRowReduceXorMasks() const = 0;
+  SmallVector<int64_t> getRowReduceXorMasks() const {
+    std::vector<int64_t> masks = getMma().getRowReduceXorMasks();
+    return SmallVector<int64_t>(masks.begin(), masks.end());
+  }
 
   /// When the C fragments of N-adjacent tiles hold, in the same lane, the
   /// elements of an A fragment of K = mmaK columns: element e of that A
   /// fragment is element `second` of C tile `first` (0 .. K/N - 1). The
   /// kernel then feeds P = softmax(S) to the second product from registers.
-  virtual std::optional<std::pair<int64_t, int64_t>>
-  getAFromC(int64_t e) const = 0;
+  std::optional<std::pair<int64_t, int64_t>> getAFromC(int64_t e) const {
+    return getMma().getAFromC(e);
+  }
 
   /// Fragments travel as registers of two 16-bit elements (vector<2xT>):
   /// numA / 2 registers for A, numB / 2 for B, in element-pair order.
@@ -239,6 +250,19 @@ public:
   /// the target's own M and checks the chip.
   virtual std::string configure(StringRef chip, int64_t matrixSize);
 };
+
+/// The (row, col) that register `reg` of lane `lane` holds in `layout`, as
+/// index IR of `lane` (a value below the layout's lane count): the lane bits
+/// as divisions, remainders and products (runs of bits that map to runs of
+/// one axis as one of each), the register's part a constant. The layout has
+/// no warp bits.
+FragmentCoord emitLayoutCoord(OpBuilder &b, Location loc,
+                              const ::fmha::LinearLayout &layout, Value lane,
+                              int64_t reg);
+/// One axis of it: the row (`row`) or the column.
+Value emitLayoutAxis(OpBuilder &b, Location loc,
+                     const ::fmha::LinearLayout &layout, Value lane,
+                     int64_t reg, bool row);
 
 /// The NVVM target (mma.sync m16n8k16, sm_80 and newer).
 std::unique_ptr<GpuTarget> createNVVMTarget();

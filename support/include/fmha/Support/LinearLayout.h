@@ -1,0 +1,99 @@
+//===- LinearLayout.h - Where each register of each lane lives --*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A fragment layout: which (row, col) of a rows x cols tile register r of
+// lane l (of warp w) holds. Every layout of a matrix instruction here is
+// linear over GF(2) in the bits of (r, l, w), as Triton's LinearLayout
+// describes them: each input bit has a basis (row, col), and the coordinate
+// of (r, l, w) is the xor of the bases of its set bits. A zero basis
+// replicates (RDNA3 WMMA holds each row of A in lanes l and l + 16). Plain
+// C++, no MLIR: the targets' instructions are data (MmaInstruction.h), the
+// lowering emits index IR from them, and the tests check them against AMD's
+// and NVIDIA's published tables.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_SUPPORT_LINEARLAYOUT_H
+#define FMHA_SUPPORT_LINEARLAYOUT_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fmha {
+
+struct TileCoord {
+  int64_t row = 0;
+  int64_t col = 0;
+
+  friend bool operator==(TileCoord a, TileCoord b) {
+    return a.row == b.row && a.col == b.col;
+  }
+  friend bool operator!=(TileCoord a, TileCoord b) { return !(a == b); }
+  TileCoord operator^(TileCoord o) const { return {row ^ o.row, col ^ o.col}; }
+  bool isZero() const { return row == 0 && col == 0; }
+};
+
+/// The inputs of a layout, lowest bits first.
+enum class LayoutInput { Register, Lane, Warp };
+
+class LinearLayout {
+public:
+  LinearLayout() = default;
+  LinearLayout(int64_t rows, int64_t cols, std::vector<TileCoord> registers,
+               std::vector<TileCoord> lanes, std::vector<TileCoord> warps = {})
+      : rows(rows), cols(cols), registerBases(std::move(registers)),
+        laneBases(std::move(lanes)), warpBases(std::move(warps)) {}
+
+  int64_t getRows() const { return rows; }
+  int64_t getCols() const { return cols; }
+  const std::vector<TileCoord> &getBases(LayoutInput in) const;
+  int64_t getNumRegisters() const { return int64_t(1) << registerBases.size(); }
+  int64_t getNumLanes() const { return int64_t(1) << laneBases.size(); }
+  int64_t getNumWarps() const { return int64_t(1) << warpBases.size(); }
+
+  /// The element register `reg` of lane `lane` (of warp `warp`) holds.
+  TileCoord apply(int64_t reg, int64_t lane, int64_t warp = 0) const;
+
+  /// Empty when the layout is well formed: rows and cols powers of two, each
+  /// basis inside the tile, and every element of the tile held by some
+  /// (register, lane, warp) (the bases span the tile). Else what is wrong.
+  std::string validate() const;
+
+  /// How many (register, lane, warp) hold each element: 2^(number of bases
+  /// beyond the tile's rank); 1 for a layout without replication.
+  int64_t getCopies() const;
+  /// How many lanes hold each element of one register: 2^(zero lane bases).
+  int64_t getLaneCopies() const;
+
+  /// The same layout with rows and cols swapped (B of an instruction whose A
+  /// it describes, or an operand read transposed).
+  LinearLayout transposed() const;
+
+  /// `rows x cols, register [(r, c), ...], lane [...], warp [...]`.
+  std::string str() const;
+
+  friend bool operator==(const LinearLayout &a, const LinearLayout &b);
+
+private:
+  int64_t rows = 1;
+  int64_t cols = 1;
+  std::vector<TileCoord> registerBases;
+  std::vector<TileCoord> laneBases;
+  std::vector<TileCoord> warpBases;
+};
+
+/// `count` bases that count along one axis from `first`: first, 2 first,
+/// 4 first, ... E.g. rowRun(4) = rows 1, 2, 4, 8; colRun(2, 4) = cols 4, 8.
+std::vector<TileCoord> rowRun(int64_t count, int64_t first = 1);
+std::vector<TileCoord> colRun(int64_t count, int64_t first = 1);
+/// `a` followed by `b`.
+std::vector<TileCoord> concat(std::vector<TileCoord> a,
+                              const std::vector<TileCoord> &b);
+
+} // namespace fmha
+
+#endif // FMHA_SUPPORT_LINEARLAYOUT_H

@@ -1,0 +1,198 @@
+//===- LinearLayout.cpp - Where each register of each lane lives ----------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Support/LinearLayout.h"
+
+#include <sstream>
+
+namespace fmha {
+
+namespace {
+
+bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+int64_t log2Of(int64_t x) {
+  int64_t bits = 0;
+  while ((int64_t(1) << bits) < x)
+    ++bits;
+  return bits;
+}
+
+const char *inputName(LayoutInput in) {
+  switch (in) {
+  case LayoutInput::Register:
+    return "register";
+  case LayoutInput::Lane:
+    return "lane";
+  case LayoutInput::Warp:
+    return "warp";
+  }
+  return "?";
+}
+
+constexpr LayoutInput kInputs[] = {LayoutInput::Register, LayoutInput::Lane,
+                                   LayoutInput::Warp};
+
+} // namespace
+
+const std::vector<TileCoord> &LinearLayout::getBases(LayoutInput in) const {
+  switch (in) {
+  case LayoutInput::Register:
+    return registerBases;
+  case LayoutInput::Lane:
+    return laneBases;
+  case LayoutInput::Warp:
+    break;
+  }
+  return warpBases;
+}
+
+TileCoord LinearLayout::apply(int64_t reg, int64_t lane, int64_t warp) const {
+  TileCoord at;
+  const int64_t values[] = {reg, lane, warp};
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<TileCoord> &bases = getBases(kInputs[i]);
+    for (size_t bit = 0; bit < bases.size(); ++bit)
+      if ((values[i] >> bit) & 1)
+        at = at ^ bases[bit];
+  }
+  return at;
+}
+
+namespace {
+
+/// The GF(2) rank of the bases as bit vectors (row bits above col bits).
+int64_t rankOf(const LinearLayout &layout) {
+  const int64_t colBits = log2Of(layout.getCols());
+  std::vector<uint64_t> pivots(64, 0);
+  int64_t rank = 0;
+  for (LayoutInput in : kInputs)
+    for (TileCoord basis : layout.getBases(in)) {
+      uint64_t v = (uint64_t(basis.row) << colBits) | uint64_t(basis.col);
+      for (int bit = 63; bit >= 0 && v; --bit) {
+        if (!((v >> bit) & 1))
+          continue;
+        if (!pivots[bit]) {
+          pivots[bit] = v;
+          ++rank;
+          break;
+        }
+        v ^= pivots[bit];
+      }
+    }
+  return rank;
+}
+
+} // namespace
+
+std::string LinearLayout::validate() const {
+  std::ostringstream os;
+  if (!isPowerOfTwo(rows) || !isPowerOfTwo(cols) || rows * cols > (1 << 30)) {
+    os << "the tile (" << rows << " x " << cols
+       << ") must have power-of-two sides of at most 2^30 elements";
+    return os.str();
+  }
+  for (LayoutInput in : kInputs) {
+    const std::vector<TileCoord> &bases = getBases(in);
+    if (bases.size() > 16) {
+      os << "the " << inputName(in) << " has " << bases.size()
+         << " bits (at most 16)";
+      return os.str();
+    }
+    for (size_t bit = 0; bit < bases.size(); ++bit) {
+      TileCoord basis = bases[bit];
+      if (basis.row < 0 || basis.row >= rows || basis.col < 0 ||
+          basis.col >= cols) {
+        os << "the basis (" << basis.row << ", " << basis.col << ") of "
+           << inputName(in) << " bit " << bit << " lies outside the " << rows
+           << " x " << cols << " tile";
+        return os.str();
+      }
+    }
+  }
+  if (rankOf(*this) != log2Of(rows) + log2Of(cols)) {
+    os << "the bases do not reach every element of the " << rows << " x "
+       << cols << " tile";
+    return os.str();
+  }
+  return "";
+}
+
+int64_t LinearLayout::getCopies() const {
+  int64_t bits = registerBases.size() + laneBases.size() + warpBases.size();
+  return int64_t(1) << (bits - rankOf(*this));
+}
+
+int64_t LinearLayout::getLaneCopies() const {
+  int64_t copies = 1;
+  for (TileCoord basis : laneBases)
+    if (basis.isZero())
+      copies *= 2;
+  return copies;
+}
+
+LinearLayout LinearLayout::transposed() const {
+  auto swap = [](std::vector<TileCoord> bases) {
+    for (TileCoord &basis : bases)
+      basis = {basis.col, basis.row};
+    return bases;
+  };
+  return LinearLayout(cols, rows, swap(registerBases), swap(laneBases),
+                      swap(warpBases));
+}
+
+std::string LinearLayout::str() const {
+  std::ostringstream os;
+  os << rows << " x " << cols;
+  for (LayoutInput in : kInputs) {
+    const std::vector<TileCoord> &bases = getBases(in);
+    if (in == LayoutInput::Warp && bases.empty())
+      continue;
+    os << ", " << inputName(in) << " [";
+    for (size_t bit = 0; bit < bases.size(); ++bit)
+      os << (bit ? ", " : "") << "(" << bases[bit].row << ", " << bases[bit].col
+         << ")";
+    os << "]";
+  }
+  return os.str();
+}
+
+bool operator==(const LinearLayout &a, const LinearLayout &b) {
+  auto same = [](const std::vector<TileCoord> &x,
+                 const std::vector<TileCoord> &y) {
+    if (x.size() != y.size())
+      return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i] != y[i])
+        return false;
+    return true;
+  };
+  return a.rows == b.rows && a.cols == b.cols &&
+         same(a.registerBases, b.registerBases) &&
+         same(a.laneBases, b.laneBases) && same(a.warpBases, b.warpBases);
+}
+
+std::vector<TileCoord> rowRun(int64_t count, int64_t first) {
+  std::vector<TileCoord> bases;
+  for (int64_t i = 0; i < count; ++i)
+    bases.push_back({first << i, 0});
+  return bases;
+}
+
+std::vector<TileCoord> colRun(int64_t count, int64_t first) {
+  std::vector<TileCoord> bases;
+  for (int64_t i = 0; i < count; ++i)
+    bases.push_back({0, first << i});
+  return bases;
+}
+
+std::vector<TileCoord> concat(std::vector<TileCoord> a,
+                              const std::vector<TileCoord> &b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+} // namespace fmha
