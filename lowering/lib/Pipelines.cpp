@@ -52,6 +52,10 @@ void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createLoopInvariantCodeMotionPass());
+  // After the invariant code left the loops: the parallel bodies read it
+  // from the context.
+  pm.addPass(createFmhaCpuParallelForPass());
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

@@ -47,8 +47,10 @@ from ._capi import (  # noqa: F401
     TARGET_HIP,
     FmhaError,
     backend_description,
+    get_num_threads,
     load_library,
     runtime_version,
+    set_num_threads,
 )
 from ._checks import check_forward_args  # noqa: F401
 from ._kernel import Kernel  # noqa: F401
@@ -69,6 +71,8 @@ __all__ = [
     "bundle_name",
     "compile_bundle",
     "find_bundle",
+    "get_num_threads",
     "load_library",
     "runtime_version",
+    "set_num_threads",
 ]

@@ -138,6 +138,8 @@ def _declare(lib):
         "fmhaStatusString": (c.c_char_p, [i]),
         "fmhaGetVersion": (c.c_char_p, []),
         "fmhaGetApiVersion": (i, []),
+        "fmhaSetHostThreads": (i, [i]),
+        "fmhaGetHostThreads": (i, []),
         "fmhaKernelGetManifest": (i, [vp, c.POINTER(c.c_char_p)]),
         "fmhaKernelLaunch": (i, [vp, c.POINTER(_Arg), c.c_size_t, vp, c.c_size_t, vp]),
         "fmhaKernelWorkspaceBytes": (i, [vp, c.POINTER(_Arg), c.c_size_t,
@@ -208,6 +210,21 @@ def _check(status):
 
 def runtime_version():
     return load_library().fmhaGetVersion().decode()
+
+
+def set_num_threads(threads):
+    """Sets the threads that cpu bundles run their parallel loops on, for the
+    process: 1 to 1024, or 0 for the default ($FMHA_NUM_THREADS, else every
+    hardware thread)."""
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise TypeError("fmha.set_num_threads takes an int, not %s"
+                        % type(threads).__name__)
+    _check(load_library().fmhaSetHostThreads(threads))
+
+
+def get_num_threads():
+    """The threads cpu bundles run their parallel loops on now."""
+    return load_library().fmhaGetHostThreads()
 
 
 def backend_description(target="cuda"):

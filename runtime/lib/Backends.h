@@ -21,8 +21,15 @@
 namespace fmha::rt::detail {
 
 /// The host backend: kernels are ELF shared objects run on the calling
-/// thread; memory is host memory.
+/// thread and, for their parallel loops, the thread pool below; memory is
+/// host memory.
 Expected<std::unique_ptr<Backend>> createHostBackend();
+
+/// The parallel-for a cpu kernel's `fmha_parallel_for` hook is set to: runs
+/// body(ctx, i, i + 1) for every i in [0, n) on up to hostThreads() threads
+/// and returns when all have run (HostThreads.cpp).
+void hostParallelFor(int64_t n, void (*body)(void *, int64_t, int64_t),
+                     void *ctx);
 
 /// The CUDA backend over the driver API, dlopen'ed at run time (libcuda.so.1,
 /// or $FMHA_CUDA_LIBRARY). Fails with BackendUnavailable when the library,

@@ -274,6 +274,12 @@ int fmhaKernelGetInfo(fmhaKernel kernel, fmhaKernelInfo *info) {
 
 int fmhaGetApiVersion(void) { return FMHA_API_VERSION; }
 
+int fmhaSetHostThreads(int threads) {
+  return guarded([&] { return report(setHostThreads(threads)); });
+}
+
+int fmhaGetHostThreads(void) { return hostThreads(); }
+
 int fmhaKernelGetManifest(fmhaKernel kernel, const char **manifest) {
   return guarded([&] {
     if (!kernel || !manifest)

@@ -95,6 +95,16 @@ int main(int argc, char **argv) {
   }
 
   CHECK(strcmp(fmhaGetVersion(), "") != 0);
+  /* The host threads: a count in [1, 1024] holds, 0 is the default, anything
+   * else is refused with a message naming the range. */
+  CHECK(fmhaSetHostThreads(3) == FMHA_SUCCESS);
+  CHECK(fmhaGetHostThreads() == 3);
+  CHECK(fmhaSetHostThreads(-1) == FMHA_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(fmhaGetLastError(), "is not in [0, 1024]") != NULL);
+  CHECK(fmhaSetHostThreads(1025) == FMHA_ERROR_INVALID_ARGUMENT);
+  CHECK(fmhaGetHostThreads() == 3);
+  CHECK(fmhaSetHostThreads(0) == FMHA_SUCCESS);
+  CHECK(fmhaGetHostThreads() >= 1);
   CHECK(strcmp(fmhaStatusString(FMHA_ERROR_BAD_BUNDLE),
                "FMHA_ERROR_BAD_BUNDLE") == 0);
 

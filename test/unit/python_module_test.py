@@ -266,6 +266,20 @@ class Loader(unittest.TestCase):
         import fmha
         self.assertEqual(fmha.runtime_version(), "0.1.0")
 
+    def test_host_threads(self):
+        import fmha
+        fmha.set_num_threads(2)
+        self.assertEqual(fmha.get_num_threads(), 2)
+        with self.assertRaises(fmha.FmhaError) as e:
+            fmha.set_num_threads(-3)
+        self.assertIn("is not in [0, 1024]", str(e.exception))
+        with self.assertRaises(TypeError):
+            fmha.set_num_threads(2.0)
+        fmha.set_num_threads(0)
+        self.assertGreaterEqual(fmha.get_num_threads(), 1)
+        r = run_python("import fmha; print(fmha.get_num_threads())", FMHA_NUM_THREADS="5")
+        self.assertEqual(r.stdout.strip(), "5", r.stdout)
+
     def test_constants_match_the_header(self):
         """Every value the package mirrors from fmha_runtime.h: statuses,
         targets, kinds, dtypes, argument kinds and the API version."""

@@ -76,6 +76,10 @@ inline constexpr OptionDef kOptions[] = {
      "the median ms, GFLOP/s and TFLOP/s"},
     {"iters", true, "N", "timed runs for --bench (default 20)"},
     {"warmup", true, "N", "untimed runs before --bench (default 3)"},
+    {"threads", true, "N",
+     "cpu bundles: threads that run the kernel's parallel loops (default "
+     "$FMHA_NUM_THREADS, else every hardware thread; 1: the calling thread "
+     "alone)"},
     {"fwd", true, "FILE",
      "backward: o and lse from this forward bundle (same target, dtype, "
      "heads, dims, mask, scale, softcap) run on the inputs, instead of the "

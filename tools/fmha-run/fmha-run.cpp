@@ -1205,6 +1205,14 @@ int run(int argc, char **argv) {
   int64_t iters = cl.integer("iters", 1).value_or(20);
   int64_t warmup = cl.integer("warmup", 0).value_or(3);
   uint64_t seed = cl.unsignedInteger("seed").value_or(0);
+  if (std::optional<int64_t> threads = cl.integer("threads", 1)) {
+    if (*threads > kMaxHostThreads)
+      fail("--threads takes 1 to " + std::to_string(kMaxHostThreads) +
+           ", not " + std::to_string(*threads));
+    Status set = setHostThreads(static_cast<int>(*threads));
+    if (!set.ok())
+      fail(set.message());
+  }
   const std::string inputKind = cl.str("inputs").value_or("normal");
   if (inputKind != "normal" && inputKind != "stress")
     fail("--inputs takes normal or stress, not '" + inputKind + "'");

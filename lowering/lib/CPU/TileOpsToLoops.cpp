@@ -430,7 +430,8 @@ struct FmhaLowerToCpuPass
     hoistScratchAllocas();
   }
 
-  /// The host runs scf.parallel sequentially (scf-to-cf), and its lowering
+  /// scf.parallel runs sequentially (scf-to-cf) or on the runtime's threads
+  /// (fmha-cpu-parallel-for), and its lowering
   /// does not bound the lifetime of allocas in a loop body: each iteration
   /// would grow the stack. The tile scratch has a static shape and is fully
   /// rewritten by every iteration, so one allocation at function entry
@@ -445,8 +446,12 @@ struct FmhaLowerToCpuPass
         if (alloca->getBlock() != &entry && alloca.getOperands().empty())
           allocas.push_back(alloca);
       });
-      for (memref::AllocaOp alloca : allocas)
+      for (memref::AllocaOp alloca : allocas) {
         alloca->moveBefore(&entry, entry.begin());
+        // Per-iteration scratch: a pass that runs the iterations on several
+        // threads gives each thread its own (fmha-cpu-parallel-for).
+        alloca->setAttr(kScratchAttrName, UnitAttr::get(alloca.getContext()));
+      }
     });
   }
 };

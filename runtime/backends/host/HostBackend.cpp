@@ -8,7 +8,9 @@
 // private temporary file (mkstemp), dlopen'ed with RTLD_NOW | RTLD_LOCAL and
 // unlinked at once; `_mlir_ciface_<symbol>` of the manifest's one kernel
 // is called with pointers to the memref descriptors the plan holds, one a
-// parameter, in order.
+// parameter, in order. Its parallel loops run on the thread pool of
+// HostThreads.cpp, which the loader sets the kernel's `fmha_parallel_for`
+// hook to.
 //
 //===----------------------------------------------------------------------===//
 
@@ -137,6 +139,14 @@ public:
     if (!handle)
       return fail(ErrorCode::LoadFailed, "dlopen failed: " + openError);
 
+    // A kernel with parallel loops exports the hook its loops call through
+    // (fmha-cpu-parallel-for); one without runs on the calling thread.
+    dlerror();
+    if (void *hook = dlsym(handle, "fmha_parallel_for")) {
+      void (*parallelFor)(int64_t, void (*)(void *, int64_t, int64_t),
+                          void *) = &hostParallelFor;
+      std::memcpy(hook, &parallelFor, sizeof(parallelFor));
+    }
     std::string symbol = "_mlir_ciface_" + meta.manifest.kernels[0].symbol;
     dlerror();
     void *sym = dlsym(handle, symbol.c_str());

@@ -104,10 +104,11 @@ func.func @finalize(%m: memref<?xf32>, %l: memref<?xf32>, %acc: memref<?x32xf32>
 
 // -----
 
-// Per-iteration tile scratch moves to the function entry (the host runs the
-// parallel loop sequentially; allocas in a loop body would grow the stack).
+// Per-iteration tile scratch moves to the function entry (allocas in a loop
+// body would grow the stack), marked as scratch: fmha-cpu-parallel-for gives
+// each thread its own.
 // CHECK-LABEL: func @scratch
-// CHECK-NEXT: memref.alloca() : memref<64x64xf32>
+// CHECK-NEXT: memref.alloca() {fmha.scratch} : memref<64x64xf32>
 // CHECK: scf.parallel
 // CHECK-NOT: memref.alloca
 func.func @scratch(%n: index, %acc: memref<?x64xf32>) {

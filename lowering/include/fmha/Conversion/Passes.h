@@ -31,6 +31,14 @@ namespace fmha {
 #define GEN_PASS_REGISTRATION
 #include "fmha/Conversion/Passes.h.inc"
 
+/// The unit attribute `--fmha-lower-to-cpu` puts on the per-iteration scratch
+/// allocas it hoists out of a parallel loop.
+constexpr const char *kScratchAttrName = "fmha.scratch";
+
+/// The exported global of a cpu bundle through which the loader gives the
+/// kernel its parallel-for (fmha-cpu-parallel-for).
+constexpr const char *kParallelForHookName = "fmha_parallel_for";
+
 /// Patterns that rewrite the fmha tile ops into scalar loops (host CPU).
 void populateFmhaTileOpsToLoopsPatterns(RewritePatternSet &patterns);
 

@@ -28,6 +28,30 @@ def FmhaLowerToCpuPass : Pass<"fmha-lower-to-cpu"> {
   ];
 }
 
+def FmhaCpuParallelForPass
+    : Pass<"fmha-cpu-parallel-for", "::mlir::ModuleOp"> {
+  let summary = "Run the outermost scf.parallel loops on the runtime's threads";
+  let description = [{
+    Each outermost `scf.parallel` without results (the (batch, head, tile)
+    loops of `--fmha-tile-attention`) becomes a function `@<func>_parallel_<n>(ctx: !llvm.ptr,
+    lo: i64, hi: i64)` that runs the iterations [lo, hi) of the loop
+    flattened (the last dimension fastest), and a call in its place:
+    through the module's hook `@fmha_parallel_for` (an exported
+    `!llvm.ptr` global, `void (*)(int64_t n, void (*body)(void *, int64_t,
+    int64_t), void *ctx)`) when the loader has set it, else directly with
+    [0, n) on the calling thread. The values the loop reads from above are
+    passed in a stack struct (memrefs as their LLVM descriptors, index as
+    i64); constants are cloned, and the scratch allocas of
+    `--fmha-lower-to-cpu` (`fmha.scratch`) are allocated in the function,
+    one set per thread. The runtime's host backend sets the hook to its
+    thread pool (`FMHA_NUM_THREADS`, `fmhaSetHostThreads`).
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::func::FuncDialect",
+    "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"
+  ];
+}
+
 def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower fmha.attention to a GPU flash-attention kernel";
   let description = [{

@@ -394,6 +394,16 @@ public:
   virtual int64_t multiprocessors() const;
 };
 
+/// The most threads the host backend runs a cpu kernel on.
+constexpr int kMaxHostThreads = 1024;
+/// The threads the host backend runs a cpu kernel's parallel loops on:
+/// setHostThreads' value, else $FMHA_NUM_THREADS (1 to kMaxHostThreads),
+/// else the machine's hardware threads.
+int hostThreads();
+/// Sets it for the process; 0 returns to the default. Fails outside
+/// [0, kMaxHostThreads].
+Status setHostThreads(int threads);
+
 /// The backend for `target`, created on first use and kept for the life of
 /// the process. Fails with BackendUnavailable when it cannot be loaded.
 Expected<Backend *> getBackend(Target target);

@@ -162,6 +162,13 @@ FMHA_API const char *fmhaGetVersion(void);
 /* FMHA_API_VERSION of the library. */
 FMHA_API int fmhaGetApiVersion(void);
 
+/* The threads cpu kernels run their parallel loops on, for the process:
+ * 1 to 1024, or 0 for the default ($FMHA_NUM_THREADS, else every hardware
+ * thread). FMHA_ERROR_INVALID_ARGUMENT outside [0, 1024]. */
+FMHA_API int fmhaSetHostThreads(int threads);
+/* The threads cpu kernels run on now. */
+FMHA_API int fmhaGetHostThreads(void);
+
 /* Loads a bundle file for the backend its target names. On success stores
  * the handle in *kernel. */
 FMHA_API int fmhaKernelLoadFile(const char *path, fmhaKernel *kernel);
