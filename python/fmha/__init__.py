@@ -33,13 +33,16 @@ FMHA_COMPILE (the fmha-compile binary, default from
 PATH), FMHA_CHIP (the chip to compile for, default from the device),
 FMHA_CUDA_LIBRARY and FMHA_CUDA_DEVICE (read by the runtime).
 
-torch is imported only when a function needs it, so that the argument
-checks, bundle names and the library loader work without it.
+Where torch (2.4 or newer) is installed, importing fmha registers the
+torch.library ops fmha::attention and fmha::attention_backward (fmha/_ops.py),
+which torch.compile traces; the argument checks, bundle names and the
+library loader work without torch.
 """
 
 # The package is split by concern: _capi (the C API), _checks (argument
 # checks), _kernel (fmha.Kernel), _bundles (names, cache, compile), _attention
-# (fmha.attention and its autograd). Every name is re-exported here.
+# (fmha.attention and its autograd), _ops (its torch.library ops). Every name
+# is re-exported here.
 from ._capi import (  # noqa: F401
     API_VERSION,
     TARGET_CPU,
@@ -62,7 +65,7 @@ from ._bundles import (  # noqa: F401
     compiler_id,
     find_bundle,
 )
-from ._attention import attention, default_deterministic  # noqa: F401
+from ._attention import attention, default_deterministic, flash_attn_func  # noqa: F401
 
 __all__ = [
     "FmhaError",
@@ -71,6 +74,7 @@ __all__ = [
     "bundle_name",
     "compile_bundle",
     "find_bundle",
+    "flash_attn_func",
     "get_num_threads",
     "load_library",
     "runtime_version",

@@ -68,13 +68,20 @@ def cache_dir():
     return os.environ.get("FMHA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "fmha")
 
 
+_which = {}  # PATH -> fmha-compile found on it, or None
+
+
 def _compiler():
     env = os.environ.get("FMHA_COMPILE")
     if env:
         if not (os.path.isfile(env) and os.access(env, os.X_OK)):
             raise FileNotFoundError("FMHA_COMPILE=%s is not an executable file" % env)
         return env
-    path = shutil.which("fmha-compile")
+    # The PATH search, once per PATH value (it costs more than a launch).
+    key = os.environ.get("PATH")
+    if key not in _which:
+        _which[key] = shutil.which("fmha-compile")
+    path = _which[key]
     if not path:
         raise FileNotFoundError(
             "fmha-compile not found (set FMHA_COMPILE or put it on PATH)")
@@ -186,6 +193,16 @@ def _chip_for(t):
     kind = getattr(t.device, "type", "cpu")
     if kind != "cuda":
         return ""
-    major, minor = _torch().cuda.get_device_capability(t.device)
+    index = getattr(t.device, "index", None)
+    if index is None:
+        index = _torch().cuda.current_device()
+    chip = _chips.get(index)
+    if chip is not None:
+        return chip
+    major, minor = _torch().cuda.get_device_capability(index)
     # Hopper's wgmma/TMA need the arch-specific target.
-    return "sm_%d%d%s" % (major, minor, "a" if (major, minor) == (9, 0) else "")
+    chip = _chips[index] = "sm_%d%d%s" % (major, minor, "a" if (major, minor) == (9, 0) else "")
+    return chip
+
+
+_chips = {}  # CUDA device index -> chip

@@ -83,6 +83,10 @@ struct AmdCase {
   MmaInstruction (*make)();
 };
 
+std::ostream &operator<<(std::ostream &os, const AmdCase &c) {
+  return os << c.table;
+}
+
 class AmdInstruction : public ::testing::TestWithParam<AmdCase> {};
 
 TEST_P(AmdInstruction, MatchesAmdTable) {

@@ -266,6 +266,23 @@ class Loader(unittest.TestCase):
         import fmha
         self.assertEqual(fmha.runtime_version(), "0.1.0")
 
+    def test_flash_attn_func_arguments(self):
+        import fmha
+        from fmha._attention import _flash_mask
+        self.assertEqual(_flash_mask(False, (-1, -1)), "0")
+        self.assertEqual(_flash_mask(True, (-1, -1)), "b")
+        self.assertEqual(_flash_mask(True, (128, -1)), "b:128,0")
+        self.assertEqual(_flash_mask(False, (128, 0)), "b:128,0")
+        self.assertEqual(_flash_mask(False, (-1, 5)), "b:-1,5")
+        self.assertEqual(_flash_mask(False, (3, 7)), "b:3,7")
+        for kwargs, message in (({"dropout_p": 0.1}, "dropout_p=0.1 is not supported"),
+                                ({"alibi_slopes": object()}, "alibi_slopes is not supported"),
+                                ({"return_attn_probs": True}, "return_attn_probs is not"),
+                                ({"window_size": 4}, "window_size must be a pair of ints")):
+            with self.assertRaises(ValueError) as e:
+                fmha.flash_attn_func(None, None, None, **kwargs)
+            self.assertIn(message, str(e.exception))
+
     def test_host_threads(self):
         import fmha
         fmha.set_num_threads(2)
