@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build python3 libgtest-dev
+  python3-venv python3-setuptools python3-wheel  # pip install ./python (test)
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
   libclang-rt-22-dev  # ASan/UBSan runtimes and libFuzzer (sanitizer build)
   rocm-device-libs
