@@ -283,6 +283,21 @@ class Loader(unittest.TestCase):
                 fmha.flash_attn_func(None, None, None, **kwargs)
             self.assertIn(message, str(e.exception))
 
+    def test_transformers_integration_masks(self):
+        # Without transformers: the module imports; its masks are the
+        # bottom-right causal spec and transformers' sliding window
+        # (keys i - W < j <= i); a non-causal module is refused.
+        from fmha.integrations import transformers as hf
+
+        class Module:
+            is_causal = True
+        self.assertEqual(hf._mask_spec(Module(), None, None, None), "b")
+        self.assertEqual(hf._mask_spec(Module(), None, None, 4096), "b:4095,0")
+        Module.is_causal = False
+        with self.assertRaises(ValueError) as e:
+            hf._mask_spec(Module(), None, None, None)
+        self.assertIn("only causal attention is supported", str(e.exception))
+
     def test_host_threads(self):
         import fmha
         fmha.set_num_threads(2)

@@ -1,0 +1,1 @@
+"""Integrations of fmha with other libraries: fmha.integrations.transformers."""
