@@ -22,13 +22,13 @@ the ratio; the check asks >= 0.97), and the host's time per call of each.
 Exit 1 on any failure.
 """
 
-import argparse
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import fmha  # noqa: E402
+from checks import Checks, main  # noqa: E402
 
 CHIP = "sm_90a"
 # (hq, hk, d, mask, kinds)
@@ -60,13 +60,7 @@ def make_bundles(out, bin_dir):
             print("compiled", os.path.basename(path))
 
 
-failures = []
-
-
-def check(ok, what):
-    print("%s  %s" % ("ok  " if ok else "FAIL", what))
-    if not ok:
-        failures.append(what)
+check = Checks()
 
 
 def reference(q, k, v, mask, sq, sk):
@@ -252,23 +246,8 @@ def run(bundles):
         check(ratio >= 0.97, "speed mask=%s B=%d H=%d S=%d D=%d: BHSD %.3f ms, BSHD %.3f ms, "
               "BSHD speed %.3fx BHSD's" % (mask, b, h, s, d, m["bhsd"], m["bshd"], ratio))
 
-    print("%d failure(s)" % len(failures))
-    return 1 if failures else 0
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--make-bundles", metavar="DIR")
-    ap.add_argument("--bin", default="build/bin")
-    ap.add_argument("--bundles", metavar="DIR")
-    args = ap.parse_args()
-    if args.make_bundles:
-        make_bundles(args.make_bundles, args.bin)
-        return 0
-    if not args.bundles:
-        ap.error("give --make-bundles DIR or --bundles DIR")
-    return run(os.path.abspath(args.bundles))
+    return check.summary()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__, make_bundles, run))

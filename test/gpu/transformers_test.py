@@ -9,12 +9,12 @@ Here (LLVM): test/gpu/transformers_test.py --make-bundles DIR --bin build/bin
 There (torch, transformers): test/gpu/transformers_test.py --bundles DIR
 """
 
-import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import fmha  # noqa: E402
+from checks import Checks, main  # noqa: E402
 
 LLAMA = dict(vocab_size=256, hidden_size=512, intermediate_size=1024, num_hidden_layers=2,
              num_attention_heads=4, num_key_value_heads=2, head_dim=128,
@@ -47,13 +47,7 @@ def make_bundles(out, bin_dir):
             print("compiled", os.path.basename(path))
 
 
-failures = []
-
-
-def check(ok, what):
-    print("%s  %s" % ("ok  " if ok else "FAIL", what))
-    if not ok:
-        failures.append(what)
+check = Checks()
 
 
 def rel(a, b):
@@ -130,23 +124,8 @@ def run(bundles):
         check(False, "a padding mask is refused")
     except ValueError as e:
         check("padding masks are not supported" in str(e), "a padding mask is refused: %s" % e)
-    print("%d failure(s)" % len(failures))
-    return 1 if failures else 0
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--make-bundles", metavar="DIR")
-    ap.add_argument("--bin", default="build/bin")
-    ap.add_argument("--bundles", metavar="DIR")
-    args = ap.parse_args()
-    if args.make_bundles:
-        make_bundles(args.make_bundles, args.bin)
-        return 0
-    if not args.bundles:
-        ap.error("give --make-bundles DIR or --bundles DIR")
-    return run(os.path.abspath(args.bundles))
+    return check.summary()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__, make_bundles, run))

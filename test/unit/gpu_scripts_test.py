@@ -80,10 +80,25 @@ def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     bin_dir, fake_cuda = sys.argv[1], sys.argv[2]
-    for script in ("bench.py", "python_test.py"):  # syntax only: they need torch
+    for script in ("bench.py", "python_test.py", "torch_test.py",
+                   "transformers_test.py"):  # syntax only: they need torch
         path = os.path.join(GPU, script)
         with open(path) as f:
             compile(f.read(), path, "exec")
+    # The torch and transformers tests' bundles, made here by the real
+    # fmha-compile: every signature compiles, and each is where
+    # fmha.bundle_name says the GPU machine will look.
+    for script, count in (("torch_test.py", 9), ("transformers_test.py", 6)):
+        with tempfile.TemporaryDirectory() as out:
+            rc, text = run([sys.executable, os.path.join(GPU, script), "--make-bundles", out,
+                            "--bin", bin_dir])
+            made = sorted(f for f in os.listdir(out) if f.endswith(".fmha"))
+            if rc != 0 or len(made) != count:
+                sys.exit("%s --make-bundles: exit %d, %d bundles (expected %d):\n%s"
+                         % (script, rc, len(made), count, text))
+        rc, text = run([sys.executable, os.path.join(GPU, script)])
+        if rc != 2 or "give --make-bundles DIR or --bundles DIR" not in text:
+            sys.exit("%s without arguments: exit %d:\n%s" % (script, rc, text))
     with tempfile.TemporaryDirectory() as tmp:
         fake_bin = os.path.join(tmp, "bin")
         os.makedirs(fake_bin)
