@@ -75,3 +75,22 @@ func.func @vector_capture(%n: index, %m: memref<?xvector<4xf32>>) {
   }
   return
 }
+
+// -----
+
+// A loop outside a func.func stays as it is (it runs on the calling thread).
+// CHECK-NOT: fmha_parallel_for
+// CHECK-LABEL: gpu.func @not_a_func
+// CHECK: scf.parallel
+gpu.module @m {
+  gpu.func @not_a_func(%m: memref<?xf32>, %n: index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %f = arith.constant 1.0 : f32
+    scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+      memref.store %f, %m[%i] : memref<?xf32>
+      scf.reduce
+    }
+    gpu.return
+  }
+}
