@@ -2,41 +2,11 @@
 through the backward bundle."""
 
 import sys
-import threading
 
-from ._capi import _BUNDLE_DTYPES, _target_value
-from ._checks import _dtype_name
-from ._kernel import Kernel, _torch
-from ._bundles import _chip_for, find_bundle
+from ._capi import _target_value
+from ._kernel import _torch
+from ._lookup import _find, _kernel_for, _output, _signature, _views
 from . import _ops
-
-_kernels = {}
-_kernels_lock = threading.Lock()
-
-
-def _kernel_for(path):
-    with _kernels_lock:
-        k = _kernels.get(path)
-        if k is None:
-            k = _kernels[path] = Kernel(path)
-        return k
-
-
-_found = {}
-
-
-def _find(signature, bundle_dir):
-    """find_bundle, remembered per (signature, bundle_dir) once found in a
-    given bundle_dir (the cache's folder depends on the fmha-compile build,
-    which find_bundle checks each time)."""
-    if bundle_dir is None:
-        return find_bundle(signature, None)
-    key = (tuple(sorted(signature.items())), bundle_dir)
-    path = _found.get(key)
-    if path is None:
-        path = _found[key] = find_bundle(signature, bundle_dir)
-    return path
-
 
 _autograd_function = None
 
@@ -68,27 +38,13 @@ def _attention_function():
                 # Views where the backward bundle takes them (it may be an
                 # older, contiguous one), copies otherwise.
                 bwd = ctx.bwd
-                q, k, v, o, lse, do = (t if t.is_contiguous() or bwd.takes_view(n, t)
-                                       else t.contiguous()
-                                       for n, t in (("q", q), ("k", k), ("v", v), ("o", o),
-                                                    ("lse", lse), ("dO", do)))
+                q, k, v, o, lse, do = _views(bwd, (("q", q), ("k", k), ("v", v), ("o", o),
+                                                   ("lse", lse), ("dO", do)))
                 dq, dk, dv = bwd.backward(q, k, v, o, lse, do)
                 return dq, dk, dv, None, None, None
 
         _autograd_function = AttentionFunction
     return _autograd_function
-
-
-def _output(kernel, q, v, bshd):
-    """The o a forward writes: [B, Hq, Sq, Dv] of q's dtype and device, in
-    BSHD memory when `bshd` and the bundle takes o strided (then
-    o.transpose(1, 2) is contiguous), else contiguous; None lets the
-    kernel allocate it."""
-    if not bshd or "o" not in kernel.strided:
-        return None
-    b, hq, sq = (int(x) for x in q.shape[:3])
-    return _torch().empty((b, sq, hq, int(v.shape[3])), dtype=q.dtype,
-                          device=q.device).transpose(1, 2)
 
 
 def _compiling():
@@ -152,10 +108,8 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
     for name, t in (("q", q), ("k", k), ("v", v)):
         if len(tuple(t.shape)) != 4:
             raise ValueError("%s: expected a 4-d tensor, got shape %s" % (name, tuple(t.shape)))
-    dtype = _BUNDLE_DTYPES.get(_dtype_name(q))
-    if dtype is None:
-        raise ValueError("q: dtype %s is not supported (float16, bfloat16, float32)" % _dtype_name(q))
-    target = "cpu" if getattr(q.device, "type", "cpu") == "cpu" else "cuda"
+    signature = _signature(q, k, v, mask, scale, softcap, block_m, block_n)
+    target = signature["target"]
     if _ops.available and out is None and lse is None and _compiling():
         # The torch.library ops (fmha/_ops.py): what torch.compile traces.
         # Eager calls take the path below: the op's dispatch costs about
@@ -171,13 +125,8 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
         if bshd:
             o = o.transpose(1, 2)
         return (o, l) if return_lse else o
-    signature = dict(target=target, chip=_chip_for(q), dtype=dtype,
-                     hq=int(q.shape[1]), hk=int(k.shape[1]), d=int(q.shape[3]),
-                     dv=int(v.shape[3]), mask=mask, scale=scale, softcap=softcap,
-                     block_m=block_m, block_n=block_n)
     kernel = _kernel_for(_find(signature, bundle_dir))
-    q, k, v = (t if t.is_contiguous() or kernel.takes_view(n, t) else t.contiguous()
-               for n, t in (("q", q), ("k", k), ("v", v)))
+    q, k, v = _views(kernel, (("q", q), ("k", k), ("v", v)))
     if _needs_grad(q, k, v):
         if out is not None or lse is not None:
             raise ValueError("out= and lse= are not taken when q, k or v requires grad")

@@ -18,22 +18,9 @@ contiguous operands), the op copies into those.
 
 from typing import Optional, Tuple
 
-from ._capi import _BUNDLE_DTYPES
-from ._checks import _dtype_name
-from ._bundles import _chip_for
+from ._lookup import _find, _kernel_for, _output, _signature, _views
 
 available = False
-
-
-def _signature(q, k, v, mask, scale, softcap, block_m, block_n):
-    dtype = _BUNDLE_DTYPES.get(_dtype_name(q))
-    if dtype is None:
-        raise ValueError("q: dtype %s is not supported (float16, bfloat16, float32)"
-                         % _dtype_name(q))
-    target = "cpu" if q.device.type == "cpu" else "cuda"
-    return dict(target=target, chip=_chip_for(q), dtype=dtype, hq=int(q.shape[1]),
-                hk=int(k.shape[1]), d=int(q.shape[3]), dv=int(v.shape[3]), mask=mask,
-                scale=scale, softcap=softcap, block_m=block_m, block_n=block_n)
 
 
 def _register():
@@ -44,22 +31,6 @@ def _register():
         return
     if not hasattr(torch, "library") or not hasattr(torch.library, "custom_op"):
         return
-
-    def _kernel_for(path):
-        from ._attention import _kernel_for as kernel_for
-        return kernel_for(path)
-
-    def _find(signature, bundle_dir):
-        from ._attention import _find as find
-        return find(signature, bundle_dir)
-
-    def _output(kernel, q, v, bshd):
-        from ._attention import _output as output
-        return output(kernel, q, v, bshd)
-
-    def views(kernel, tensors):
-        return [t if t.is_contiguous() or kernel.takes_view(n, t) else t.contiguous()
-                for n, t in tensors]
 
     def o_like(q, v, bshd):
         b, hq, sq = q.shape[0], q.shape[1], q.shape[2]
@@ -76,7 +47,7 @@ def _register():
         """o, lse of BHSD views q, k, v (o in BSHD memory when bshd)."""
         sig = _signature(q, k, v, mask, scale, softcap, block_m, block_n)
         kernel = _kernel_for(_find(sig, bundle_dir))
-        q, k, v = views(kernel, (("q", q), ("k", k), ("v", v)))
+        q, k, v = _views(kernel, (("q", q), ("k", k), ("v", v)))
         o = _output(kernel, q, v, bshd)
         o, lse = kernel.forward(q, k, v, o)
         want = o_like(q, v, bshd)
@@ -101,7 +72,7 @@ def _register():
         sig = _signature(q, k, v, mask, scale, softcap, block_m, block_n)
         bwd = _kernel_for(_find(dict(sig, kind="bwd", deterministic=deterministic),
                                 bundle_dir))
-        grads = bwd.backward(*views(bwd, (("q", q), ("k", k), ("v", v), ("o", o),
+        grads = bwd.backward(*_views(bwd, (("q", q), ("k", k), ("v", v), ("o", o),
                                           ("lse", lse), ("dO", do))))
         out = []
         for like, g in zip((q, k, v), grads):

@@ -22,6 +22,16 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$py" -m venv --system-site-packages "$tmp/venv"
+# A FMHA_RUNTIME_LIB that is not a file: the install stops, naming it.
+cp -r "$src/python" "$tmp/bad"
+if (cd "$tmp" && FMHA_RUNTIME_LIB=/nonexistent/libfmha_runtime.so \
+    "$tmp/venv/bin/python" -m pip install --no-build-isolation --no-deps --no-index \
+    "$tmp/bad" > "$tmp/bad.log" 2>&1); then
+  echo "pip_install_test: an install with a missing FMHA_RUNTIME_LIB succeeded" >&2
+  exit 1
+fi
+grep -q "FMHA_RUNTIME_LIB=/nonexistent/libfmha_runtime.so is not a file" "$tmp/bad.log" ||
+  { cat "$tmp/bad.log" >&2; exit 1; }
 # A copy: the in-tree build leaves nothing in the source tree.
 cp -r "$src/python" "$tmp/pkg"
 rm -rf "$tmp/pkg/build" "$tmp/pkg"/*.egg-info

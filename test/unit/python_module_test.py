@@ -297,6 +297,11 @@ class Loader(unittest.TestCase):
         with self.assertRaises(ValueError) as e:
             hf._mask_spec(Module(), None, None, None)
         self.assertIn("only causal attention is supported", str(e.exception))
+        # Attention dropout while training is refused before anything runs.
+        Module.is_causal, Module.training = True, True
+        with self.assertRaises(ValueError) as e:
+            hf.attention(Module(), None, None, None, None, dropout=0.1)
+        self.assertIn("attention dropout (0.1) is not supported", str(e.exception))
 
     def test_host_threads(self):
         import fmha

@@ -16,13 +16,12 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::fmha;
 
 namespace {
-
-bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
 /// One axis (row or col) of the lane part of a layout's coordinate.
 Value emitLaneAxis(IndexMath &im, const std::vector<::fmha::TileCoord> &lanes,
@@ -49,7 +48,7 @@ Value emitLaneAxis(IndexMath &im, const std::vector<::fmha::TileCoord> &lanes,
     // A run: lane bits bit .. bit + len - 1 set axis bits value .. value <<
     // (len - 1), i.e. ((lane >> bit) % 2^len) * value.
     int64_t len = 1;
-    if (isPowerOfTwo(value))
+    if (llvm::isPowerOf2_64(value))
       while (bit + len < laneBits && part(lanes[bit + len]) == value << len)
         ++len;
     Value term = lane;
@@ -60,7 +59,7 @@ Value emitLaneAxis(IndexMath &im, const std::vector<::fmha::TileCoord> &lanes,
     if (value != 1)
       term = im.mul(term, im.c(value));
     combine(term,
-            isPowerOfTwo(value) ? ((int64_t(1) << len) - 1) * value : value);
+            llvm::isPowerOf2_64(value) ? ((int64_t(1) << len) - 1) * value : value);
     bit += len;
   }
   if (!sum)
