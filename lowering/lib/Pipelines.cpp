@@ -46,6 +46,7 @@ void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
   tile.blockM = options.blockM;
   tile.blockN = options.blockN;
   pm.addPass(createFmhaTileAttentionPass(tile));
+  pm.addPass(createFmhaTileElementwisePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createFmhaLowerToCpuPass());
@@ -79,6 +80,15 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
                         int64_t mfma = 0, StringRef mma = "",
                         bool mmaGiven = false) {
   addBufferization(pm);
+  // The elementwise ops (merge, accumulate): their loops, mapped to a grid.
+  // CSE only: the canonicalizer would inline a loop of one iteration
+  // (a rank-0 accumulate) into the host function.
+  pm.addPass(mlir::fmha::createFmhaTileElementwisePass());
+  pm.addPass(createCSEPass());
+  pm.addPass(mlir::fmha::createFmhaVectorizeElementsPass());
+  mlir::fmha::FmhaMapParallelToGpuPassOptions map;
+  map.kernelName = options.kernelName;
+  pm.addPass(mlir::fmha::createFmhaMapParallelToGpuPass(map));
   mlir::fmha::FmhaLowerToGpuPassOptions gpu;
   // Each chip's fastest kernel (KernelDefaults.h, what fmha-compile gives)
   // for every tile option not given.
@@ -109,10 +119,13 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
 
 /// The kernel module's lowering to the target's LLVM dialect: `toTarget`
 /// adds the target's conversions between the common passes.
-void addKernelLowering(OpPassManager &pm,
+void addKernelLowering(OpPassManager &pm, StringRef target,
                        function_ref<void(OpPassManager &)> toTarget,
                        StringRef format) {
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  mlir::fmha::FmhaGpuMathToTargetPassOptions math;
+  math.target = target.str();
+  kernels.addPass(mlir::fmha::createFmhaGpuMathToTargetPass(math));
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(memref::createExpandStridedMetadataPass());
   kernels.addPass(createLowerAffinePass());
@@ -141,7 +154,7 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
   attach.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(attach));
   addKernelLowering(
-      pm,
+      pm, "nvvm",
       [&](OpPassManager &kernels) {
         // One index bitwidth for every conversion of the kernel: upstream's
         // nvgpu lowering only knows 64.
@@ -176,7 +189,7 @@ void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
   std::string chip = options.chip;
   const unsigned indexBitwidth = options.indexBitwidth;
   addKernelLowering(
-      pm,
+      pm, "rocdl",
       [&](OpPassManager &kernels) {
         ConvertAMDGPUToROCDLPassOptions amdgpu;
         amdgpu.chipset = chip;

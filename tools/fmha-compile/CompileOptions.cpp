@@ -360,6 +360,12 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                  "'");
   const bool attention = meta.kind == rt::KernelKind::Forward ||
                          meta.kind == rt::KernelKind::Backward;
+  if (bundleVersion == 1 && !attention && meta.target != rt::Target::Cpu)
+    return error("--bundle-version=1 holds the GPU merge and accumulate "
+                 "kernels of fixed parameters (gpu-merge-v1, gpu-acc-v1) that "
+                 "this fmha-compile no longer builds (its kernels come from "
+                 "the staged pipeline, their parameters named in the "
+                 "manifest); write version 2");
   if (bundleVersion == 1 && attention) {
     if (meta.target != rt::Target::Cpu)
       return error("--bundle-version=1 holds the flat-operand GPU kernels "

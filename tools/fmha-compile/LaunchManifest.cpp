@@ -106,6 +106,31 @@ private:
     return v;
   }
 
+  /// Dimension `index` of a memref that views an operand through casts and
+  /// collapse_shape (a collapsed dimension: the product of its group).
+  std::optional<rt::Expr> dimension(Value v, int64_t index) {
+    while (auto cast = v.getDefiningOp<memref::CastOp>())
+      v = cast.getSource();
+    if (auto collapse = v.getDefiningOp<memref::CollapseShapeOp>()) {
+      auto groups = collapse.getReassociationIndices();
+      if (index < 0 || index >= static_cast<int64_t>(groups.size()))
+        return std::nullopt;
+      std::optional<rt::Expr> product;
+      for (int64_t source : groups[index]) {
+        std::optional<rt::Expr> d = dimension(collapse.getSrc(), source);
+        if (!d)
+          return std::nullopt;
+        product = product ? *product * *d : *d;
+      }
+      return product;
+    }
+    std::optional<size_t> operand = operandOf(v);
+    if (!operand || index < 0 ||
+        index >= static_cast<int64_t>(m_.operands[*operand].shape.size()))
+      return std::nullopt;
+    return m_.operands[*operand].shape[index];
+  }
+
   std::optional<rt::Expr> compute(Value v, std::string *err) {
     APInt constant;
     if (matchPattern(v, m_ConstantInt(&constant)))
@@ -116,15 +141,14 @@ private:
       return std::nullopt;
     }
     if (auto dim = dyn_cast<memref::DimOp>(op)) {
-      std::optional<size_t> operand = operandOf(dim.getSource());
       std::optional<int64_t> index = dim.getConstantIndex();
-      if (!operand || !index ||
-          *index >= static_cast<int64_t>(m_.operands[*operand].shape.size())) {
+      std::optional<rt::Expr> size;
+      if (index)
+        size = dimension(dim.getSource(), *index);
+      if (!size)
         *err = "a memref.dim that is not of an operand's dimension: " +
                describe(op);
-        return std::nullopt;
-      }
-      return m_.operands[*operand].shape[*index];
+      return size;
     }
     if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
             arith::ExtUIOp, arith::TruncIOp>(op))

@@ -5,13 +5,15 @@
 //===----------------------------------------------------------------------===//
 //
 // Private to lowering/lib/CPU: the scalar code generation helpers the CPU
-// patterns share (TileOpsToLoops.cpp, MergeToLoops.cpp). Arithmetic is f32;
+// patterns share (TileOpsToLoops.cpp). Arithmetic is f32;
 // loads widen and stores round to the memref's element type.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FMHA_LOWERING_LIB_CPU_LOOPBUILDER_H
 #define FMHA_LOWERING_LIB_CPU_LOOPBUILDER_H
+
+#include "fmha/Transforms/ScalarUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -45,17 +47,11 @@ struct LoopBuilder {
   }
   /// Loads an element as f32.
   Value load(Value memref, ValueRange indices) {
-    Value v = memref::LoadOp::create(b, loc, memref, indices);
-    if (!v.getType().isF32())
-      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
-    return v;
+    return loadAsF32(b, loc, memref, indices);
   }
   /// Stores an f32 value, rounding it to the memref's element type.
   void store(Value value, Value memref, ValueRange indices) {
-    Type elt = cast<MemRefType>(memref.getType()).getElementType();
-    if (elt != value.getType())
-      value = arith::TruncFOp::create(b, loc, elt, value);
-    memref::StoreOp::create(b, loc, value, memref, indices);
+    storeRounded(b, loc, value, memref, indices);
   }
   Value add(Value x, Value y) {
     return arith::AddFOp::create(b, loc, x, y, fastMath());

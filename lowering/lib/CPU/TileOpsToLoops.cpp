@@ -413,16 +413,15 @@ struct FmhaLowerToCpuPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateFmhaTileOpsToLoopsPatterns(patterns);
-    populateFmhaMergeToLoopsPatterns(patterns);
-    populateFmhaAccumulateToLoopsPatterns(patterns);
     populateMathPolynomialApproximationPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     WalkResult left = getOperation()->walk([](Operation *op) {
       if (!isa<MergeOp, AccumulateOp>(op))
         return WalkResult::advance();
-      op->emitOpError() << "on tensors is not lowered for the CPU; bufferize "
-                           "it to memrefs first";
+      op->emitOpError() << "is lowered through its loops: run "
+                           "--fmha-tile-elementwise first (fmha-to-cpu-"
+                           "pipeline does)";
       return WalkResult::interrupt();
     });
     if (left.wasInterrupted())

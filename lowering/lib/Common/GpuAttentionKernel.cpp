@@ -1149,11 +1149,12 @@ struct FmhaLowerToGpuPass
                                               k.blockM, k.blockN, k.warpRows,
                                               k.mma == "wgmma");
               })
-              .Case([&](MergeOp m) {
-                return lowerMergeToGpu(m, *gpuTarget, chip, kernelName);
-              })
-              .Case([&](AccumulateOp a) {
-                return lowerAccumulateToGpu(a, *gpuTarget, chip, kernelName);
+              .Case<MergeOp, AccumulateOp>([&](Operation *e) {
+                return e->emitOpError()
+                       << "is lowered through its loops: run "
+                          "--fmha-tile-elementwise and "
+                          "--fmha-map-parallel-to-gpu first (the "
+                          "fmha-to-nvvm and fmha-to-rocdl pipelines do)";
               });
       if (failed(result))
         return signalPassFailure();

@@ -204,16 +204,6 @@ LogicalResult lowerAttentionBwdToGpu(AttentionBwdOp op, const GpuTarget &target,
                                      int64_t blockM, int64_t blockN,
                                      int64_t warpRows, bool wgmma);
 
-/// Lowers one fmha.merge on memrefs to its kernel and launch
-/// (GpuMergeKernel.cpp); emits the diagnostic on failure.
-LogicalResult lowerMergeToGpu(MergeOp op, const GpuTarget &target,
-                              StringRef chip, StringRef kernelName);
-
-/// Lowers one fmha.accumulate on memrefs to its kernel and launch
-/// (GpuAccumulateKernel.cpp); emits the diagnostic on failure.
-LogicalResult lowerAccumulateToGpu(AccumulateOp op, const GpuTarget &target,
-                                   StringRef chip, StringRef kernelName);
-
 } // namespace mlir::fmha
 
 #endif // FMHA_LOWERING_COMMON_GPUKERNELUTILS_H

@@ -42,14 +42,6 @@ constexpr const char *kParallelForHookName = "fmha_parallel_for";
 /// Patterns that rewrite the fmha tile ops into scalar loops (host CPU).
 void populateFmhaTileOpsToLoopsPatterns(RewritePatternSet &patterns);
 
-/// Patterns that rewrite `fmha.merge` on memrefs into scalar loops (host
-/// CPU), with the empty-partial rule of DESIGN.md section 1.
-void populateFmhaMergeToLoopsPatterns(RewritePatternSet &patterns);
-
-/// Patterns that rewrite `fmha.accumulate` on memrefs (acc += x in f32) into
-/// scalar loops (host CPU).
-void populateFmhaAccumulateToLoopsPatterns(RewritePatternSet &patterns);
-
 /// Options of `fmha-to-cpu-pipeline`.
 struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
   Option<int64_t> blockM{*this, "block-m",

@@ -13,9 +13,7 @@ def FmhaLowerToCpuPass : Pass<"fmha-lower-to-cpu"> {
   let summary = "Lower the fmha tile ops to loops for the host CPU";
   let description = [{
     Rewrites `fmha.tile_init`, `tile_qk`, `tile_softmax`, `tile_pv` and
-    `tile_finalize` (and the backward tile ops), and `fmha.merge` on memrefs
-    (the empty-partial rule: lse = -inf weighs 0, two empty partials give
-    o = 0, lse = -inf) and `fmha.accumulate` on memrefs, into scf loops of
+    `tile_finalize` (and the backward tile ops) into scf loops of
     arith/math/memref ops written so that
     LLVM vectorizes the inner loops (reductions carry `reassoc`), and replaces
     exp/log/tanh by polynomial approximations that vectorize too. The result
@@ -118,6 +116,69 @@ def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
     ListOption<"fixed", "fixed", "std::string",
                "With tuned: the options given explicitly (block-m, block-n, "
                "warp-rows, q-in-shared, mma)">
+  ];
+}
+
+def FmhaMapParallelToGpuPass
+    : Pass<"fmha-map-parallel-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Map the outermost scf.parallel loops of the host functions "
+                "to GPU kernels";
+  let description = [{
+    Each outermost `scf.parallel` without results in a `func.func` (the
+    loops of `--fmha-tile-elementwise`) becomes a `gpu.func` in
+    `gpu.module @fmha_kernels` and a `gpu.launch_func` in its place: the
+    values the loop reads from above are the kernel's operands (constants
+    are cloned in), the grid is computed from the loop's trip counts.
+    Two forms, each a mapping of the iterations to threads:
+
+    * Element: a body without an inner `scf.parallel`; each thread of a
+      workgroup of `block-threads` runs `thread-elements` iterations of the
+      flattened loop (the last dimension fastest), `block-threads` apart.
+    * Row: a body with one inner 1-D `scf.parallel`; each iteration of the
+      outer loop (a row) belongs to `row-threads` consecutive threads, which
+      run the ops before the inner loop redundantly (they may read memory,
+      not write it), the inner loop's iterations `row-threads` apart (lane l
+      takes l, l + row-threads, ...), then, after a workgroup barrier that
+      follows every thread's reads, the ops after it on the row's first
+      thread alone (their writes may then alias what the row read: the
+      merge in place). Threads past the last row read row 0 and write
+      nothing.
+
+    A loop it cannot map gets a diagnostic naming what is supported.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"
+  ];
+  let options = [
+    Option<"kernelName", "kernel-name", "std::string", "\"\"",
+           "Name of the kernel (default: <function>_kernel)">,
+    Option<"blockThreads", "block-threads", "int64_t", "256",
+           "Threads of a workgroup">,
+    Option<"rowThreads", "row-threads", "int64_t", "32",
+           "Row form: threads of a row (divides block-threads)">,
+    Option<"threadElements", "thread-elements", "int64_t", "1",
+           "Element form: iterations of a thread">
+  ];
+}
+
+def FmhaGpuMathToTargetPass : Pass<"fmha-gpu-math-to-target"> {
+  let summary = "Lower f32 exp and log in GPU kernels to the target's "
+                "instructions";
+  let description = [{
+    In each `gpu.func`, `math.exp(x)` on f32 becomes the target's 2^x of
+    x log2(e) and `math.log(x)` the target's log2(x) times ln(2)
+    (`GpuTarget::emitExp2`/`emitLog2`: `ex2.approx.ftz.f32` and
+    `lg2.approx.f32` on nvvm, `math.exp2`/`math.log2` and so `v_exp_f32`,
+    `v_log_f32` on rocdl): no math library in the kernels.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect"
+  ];
+  let options = [
+    Option<"target", "target", "std::string", "\"nvvm\"",
+           "GPU target: nvvm or rocdl">
   ];
 }
 

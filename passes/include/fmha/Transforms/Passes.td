@@ -34,6 +34,58 @@ def FmhaTileAttentionPass : Pass<"fmha-tile-attention"> {
   ];
 }
 
+def FmhaTileElementwisePass : Pass<"fmha-tile-elementwise"> {
+  let summary = "Rewrite fmha.merge and fmha.accumulate into parallel loops";
+  let description = [{
+    The loop form of the elementwise ops, shared by every target (the CPU
+    runs the loops on its threads, `--fmha-map-parallel-to-gpu` maps them to
+    a grid). `fmha.merge` on memrefs becomes an `scf.parallel` over the
+    (batch, head, query) rows that reads both lse, computes the weights
+    (DESIGN.md section 1, merge: an empty partial, lse = -inf, weighs 0; two
+    empty ones give o = 0 and lse = -inf), runs an inner `scf.parallel` over
+    the Dv columns of o and then writes the row's lse. `fmha.accumulate`
+    becomes one `scf.parallel` over the elements (acc += x, in f32, not
+    reassociated). With every operand contiguous (identity layout) the loops
+    run over flat views (`memref.collapse_shape`), rows times Dv; otherwise
+    over the operands' own indices. Arithmetic is f32: loads widen, stores
+    round to the element type. Each row or element reads its inputs before
+    it writes the same indices, so the outputs may be the inputs (the ring
+    driver merges in place). The ops on tensors get a diagnostic (bufferize
+    them first; the named pipelines do).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def FmhaVectorizeElementsPass : Pass<"fmha-vectorize-elements"> {
+  let summary = "Give each iteration of an elementwise parallel loop a "
+                "vector of elements";
+  let description = [{
+    Each outermost 1-D `scf.parallel` from 0 with step 1 whose body is
+    straight-line elementwise code on its induction variable (loads and
+    stores of rank-1 identity-layout memrefs at exactly that index, ops
+    `Elementwise` on scalars, values from above) becomes a loop over
+    ceil(n / width) iterations of `width` consecutive elements: where all of
+    them are in range and every memref it reads or writes is aligned to a
+    vector of `width` elements (checked at run time: one answer for a whole
+    launch), one `vector.load` per load, the ops on vectors, one
+    `vector.store` per store (each with that alignment); otherwise the
+    elements one by one. Loops of any other form are left as they are. The
+    GPU pipelines run it between `--fmha-tile-elementwise` and
+    `--fmha-map-parallel-to-gpu` (the accumulate: 16-byte accesses per
+    thread).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect"
+  ];
+  let options = [
+    Option<"width", "width", "int64_t", "4", "Elements of an iteration">
+  ];
+}
+
 def FmhaDropOutResultsPass
     : Pass<"fmha-drop-out-results", "::mlir::ModuleOp"> {
   let summary = "Drop function results that are an argument's buffer";

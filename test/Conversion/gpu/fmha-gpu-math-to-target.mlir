@@ -1,0 +1,36 @@
+// RUN: fmha-opt %s --fmha-gpu-math-to-target=target=nvvm | FileCheck %s --check-prefixes=CHECK,NVVM
+// RUN: fmha-opt %s --fmha-gpu-math-to-target=target=rocdl | FileCheck %s --check-prefixes=CHECK,ROCDL
+// RUN: not fmha-opt %s --fmha-gpu-math-to-target=target=spirv 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: unknown GPU target 'spirv' (expected nvvm or rocdl)
+
+// In the kernels: exp(x) = 2^(x log2 e), log(x) = log2(x) ln 2 on the
+// target's instructions; f64 and the host are left alone.
+// CHECK-LABEL: func.func @host
+// CHECK: math.exp
+// CHECK: gpu.func @k(%[[X:[^:]+]]: f32, %[[Y:[^:]+]]: f64,
+// CHECK-DAG: %[[LOG2E:.+]] = arith.constant 1.44269502 : f32
+// CHECK-DAG: %[[LN2:.+]] = arith.constant 0.693147182 : f32
+// CHECK: %[[S:.+]] = arith.mulf %[[X]], %[[LOG2E]] : f32
+// NVVM: %[[E:.+]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"(%[[S]]) : (f32) -> f32
+// ROCDL: %[[E:.+]] = math.exp2 %[[S]] : f32
+// NVVM: %[[L2:.+]] = llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%[[E]]) : (f32) -> f32
+// ROCDL: %[[L2:.+]] = math.log2 %[[E]] : f32
+// CHECK: %[[L:.+]] = arith.mulf %[[L2]], %[[LN2]] : f32
+// CHECK: math.exp %[[Y]] : f64
+// CHECK: math.log %{{.+}} : f64
+func.func @host(%x: f32) -> f32 {
+  %e = math.exp %x : f32
+  return %e : f32
+}
+gpu.module @kernels {
+  gpu.func @k(%x: f32, %y: f64, %out: memref<2xf32>, %out64: memref<f64>) kernel {
+    %c0 = arith.constant 0 : index
+    %e = math.exp %x : f32
+    %l = math.log %e : f32
+    memref.store %l, %out[%c0] : memref<2xf32>
+    %e64 = math.exp %y : f64
+    %l64 = math.log %e64 : f64
+    memref.store %l64, %out64[] : memref<f64>
+    gpu.return
+  }
+}
