@@ -19,6 +19,7 @@
 
 #include "Backends.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -91,37 +92,42 @@ public:
       body_ = body;
       ctx_ = ctx;
       count_ = n;
+      // Chunks of iterations, about 32 a thread: one atomic per chunk, not
+      // per iteration (an elementwise loop has millions of cheap ones),
+      // still enough chunks to balance uneven ones (attention's tiles).
+      grain_ = std::max<int64_t>(1, n / (32 * int64_t(helpers + 1)));
       next_.store(0);
       helpers_ = helpers;
       active_ = helpers;
       ++generation_;
     }
     wake_.notify_all();
-    iterate(body, ctx, n);
+    iterate(body, ctx, n, grain_);
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, [&] { return active_ == 0; });
   }
 
 private:
-  void iterate(Body body, void *ctx, int64_t n) {
-    for (int64_t i = next_.fetch_add(1); i < n; i = next_.fetch_add(1))
-      callBody(body, ctx, i, i + 1);
+  void iterate(Body body, void *ctx, int64_t n, int64_t grain) {
+    for (int64_t i = next_.fetch_add(grain); i < n;
+         i = next_.fetch_add(grain))
+      callBody(body, ctx, i, std::min(i + grain, n));
   }
 
   void work(int index, uint64_t seen) {
     for (;;) {
       Body body;
       void *ctx;
-      int64_t n;
+      int64_t n, grain;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return generation_ != seen; });
         seen = generation_;
         if (index >= helpers_)
           continue; // not needed for this one
-        body = body_, ctx = ctx_, n = count_;
+        body = body_, ctx = ctx_, n = count_, grain = grain_;
       }
-      iterate(body, ctx, n);
+      iterate(body, ctx, n, grain);
       {
         std::lock_guard<std::mutex> lock(mutex_);
         if (--active_ == 0)
@@ -138,6 +144,7 @@ private:
   Body body_ = nullptr;
   void *ctx_ = nullptr;
   int64_t count_ = 0;
+  int64_t grain_ = 1;
   int helpers_ = 0, active_ = 0;
   std::atomic<int64_t> next_{0};
 };
