@@ -7,7 +7,7 @@ Each DIR holds the bundles of one build, named as fmha-compile's --merge and
 --accumulate bundles of make_bundles' sets: merge-<dtype>-h<H>-dv<Dv>.fmha and
 acc-<dtype>.fmha. Every bundle is validated first (fmha-run --validate against
 the float64 merge or sums; exit 1 on a FAIL); then each problem is timed with
-`fmha-run --bench` in `--rounds` interleaved rounds (set after set within a
+`fmha-run --bench --iters 200` in `--rounds` interleaved rounds (set after set within a
 round), and the CSV has one row per problem and set: the median over rounds of
 the per-run medians, the bytes moved and GB/s, and the ratio to the first set.
 """
@@ -61,7 +61,7 @@ def main():
                     help="NAME=DIR of one build's bundles")
     ap.add_argument("--out", required=True)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--iters", type=int, default=200)
     args = ap.parse_args()
     sets = [tuple(s.split("=", 1)) for s in args.set]
 

@@ -81,7 +81,8 @@ def main():
         sys.exit(__doc__)
     bin_dir, fake_cuda = sys.argv[1], sys.argv[2]
     for script in ("bench.py", "python_test.py", "torch_test.py",
-                   "transformers_test.py"):  # syntax only: they need torch
+                   "transformers_test.py",  # syntax only: they need torch
+                   "elementwise_bench.py"):  # or real kernels' timings
         path = os.path.join(GPU, script)
         with open(path) as f:
             compile(f.read(), path, "exec")
