@@ -27,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fmha/Transforms/MaskUtils.h"
 #include "fmha/Transforms/Passes.h"
 #include "fmha/Transforms/ScalarUtils.h"
 
@@ -77,14 +78,12 @@ struct Scalar {
   OpBuilder &b;
   Location loc;
 
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value idx(int64_t v) { return IndexMath{b, loc}.c(v); }
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
-  Value dim(Value memref, int64_t i) {
-    return b.createOrFold<memref::DimOp>(loc, memref, i);
-  }
-  Value mul(Value x, Value y) { return b.createOrFold<arith::MulIOp>(loc, x, y); }
+  Value dim(Value memref, int64_t i) { return IndexMath{b, loc}.dim(memref, i); }
+  Value mul(Value x, Value y) { return IndexMath{b, loc}.mul(x, y); }
   Value load(Value memref, ValueRange indices) {
     return loadAsF32(b, loc, memref, indices);
   }

@@ -23,6 +23,7 @@
 
 #include "GpuKernelUtils.h"
 #include "fmha/Conversion/Passes.h"
+#include "fmha/Transforms/MaskUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -43,32 +44,18 @@ using namespace mlir::fmha;
 
 namespace {
 
-/// Index arithmetic that folds constants.
-struct Index {
-  OpBuilder &b;
-  Location loc;
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) {
-    return b.createOrFold<arith::AddIOp>(loc, x, y);
-  }
-  Value sub(Value x, Value y) {
-    return b.createOrFold<arith::SubIOp>(loc, x, y);
-  }
-  Value mul(Value x, Value y) {
-    return b.createOrFold<arith::MulIOp>(loc, x, y);
-  }
+/// Index arithmetic of the mapping: IndexMath (folding constants) with the
+/// unsigned division, remainder and comparison the thread and row indices
+/// take (they are never negative).
+struct Index : IndexMath {
+  Index(OpBuilder &b, Location loc) : IndexMath{b, loc} {}
   Value div(Value x, Value y) {
     return b.createOrFold<arith::DivUIOp>(loc, x, y);
   }
   Value rem(Value x, Value y) {
     return b.createOrFold<arith::RemUIOp>(loc, x, y);
   }
-  Value ceilDiv(Value x, Value y) {
-    return b.createOrFold<arith::CeilDivSIOp>(loc, x, y);
-  }
-  Value lt(Value x, Value y) {
-    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, x, y);
-  }
+  Value lt(Value x, Value y) { return cmp(arith::CmpIPredicate::ult, x, y); }
 };
 
 /// Whether `op` or an op nested in it may write memory.
@@ -128,7 +115,7 @@ public:
       }
     Location loc = loop.getLoc();
     OpBuilder host(loop);
-    Index h{host, loc};
+    Index h(host, loc);
     // Trip counts and the flattened count, on the host.
     SmallVector<Value> trips;
     Value total = h.c(1);
@@ -186,7 +173,7 @@ private:
   /// flattened loop (the last dimension fastest).
   void mapIvs(OpBuilder &b, Location loc, scf::ParallelOp loop, Value flat,
               ArrayRef<Value> trips, IRMapping &map) {
-    Index im{b, loc};
+    Index im(b, loc);
     const size_t n = trips.size();
     SmallVector<Value> index(n);
     for (size_t d = n; d-- > 0;) {
@@ -213,7 +200,7 @@ private:
 
   void buildElements(OpBuilder &k, Location loc, scf::ParallelOp loop,
                      IRMapping &map, ArrayRef<Value> trips) {
-    Index im{k, loc};
+    Index im(k, loc);
     Value tid = gpu::ThreadIdOp::create(k, loc, gpu::Dimension::x);
     Value bid = gpu::BlockIdOp::create(k, loc, gpu::Dimension::x);
     Value n = totalInKernel(k, loc, trips);
@@ -232,7 +219,7 @@ private:
   void buildRows(OpBuilder &k, Location loc, scf::ParallelOp loop,
                  scf::ParallelOp inner, IRMapping &map,
                  ArrayRef<Value> trips) {
-    Index im{k, loc};
+    Index im(k, loc);
     Value tid = gpu::ThreadIdOp::create(k, loc, gpu::Dimension::x);
     Value bid = gpu::BlockIdOp::create(k, loc, gpu::Dimension::x);
     Value rows = totalInKernel(k, loc, trips);
@@ -253,7 +240,7 @@ private:
     Value ub = map.lookupOrDefault(inner.getUpperBound()[0]);
     Value step = map.lookupOrDefault(inner.getStep()[0]);
     scf::IfOp::create(k, loc, inRange, [&](OpBuilder &tb, Location) {
-      Index ti{tb, loc};
+      Index ti(tb, loc);
       scf::ForOp::create(
           tb, loc, ti.add(lb, ti.mul(lane, step)), ub, ti.mul(lanes, step),
           ValueRange{}, [&](OpBuilder &lb2, Location, Value c, ValueRange) {
@@ -275,8 +262,7 @@ private:
     gpu::BarrierOp::create(k, loc);
     Value first = arith::AndIOp::create(
         k, loc, inRange,
-        k.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, lane,
-                                      im.c(0)));
+        im.cmp(arith::CmpIPredicate::eq, lane, im.c(0)));
     scf::IfOp::create(k, loc, first, [&](OpBuilder &tb, Location) {
       cloneOps(tb, post, map);
       scf::YieldOp::create(tb, loc);
@@ -286,7 +272,7 @@ private:
   /// The flattened trip count inside the kernel.
   static Value totalInKernel(OpBuilder &k, Location loc,
                              ArrayRef<Value> trips) {
-    Index im{k, loc};
+    Index im(k, loc);
     Value n = trips.front();
     for (Value t : trips.drop_front())
       n = im.mul(n, t);
