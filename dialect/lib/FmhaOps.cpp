@@ -207,21 +207,37 @@ LogicalResult verifyAttentionSignature(Operation *op, Value q, Value k, Value v,
 }
 
 /// Memory effects of a destination-style fmha op on memrefs: inputs are read,
-/// inits are written.
+/// inits are written (and read too with `readsInits`).
 void addDpsEffects(
     DestinationStyleOpInterface op,
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
+        &effects,
+    bool readsInits = false) {
   for (OpOperand &operand : op->getOpOperands()) {
     if (!isa<MemRefType>(operand.get().getType()))
       continue;
-    if (op.isDpsInit(&operand))
+    bool init = op.isDpsInit(&operand);
+    if (init)
       effects.emplace_back(MemoryEffects::Write::get(), &operand,
                            SideEffects::DefaultResource::get());
-    else
+    if (!init || readsInits)
       effects.emplace_back(MemoryEffects::Read::get(), &operand,
                            SideEffects::DefaultResource::get());
   }
+}
+
+/// A tile op takes all tensors (values) or all memrefs (buffers).
+LogicalResult verifyTileOperandKinds(Operation *op) {
+  std::optional<bool> tensors;
+  for (Value operand : op->getOperands()) {
+    if (!isa<ShapedType>(operand.getType()))
+      continue;
+    bool isTensor = isa<TensorType>(operand.getType());
+    if (tensors && *tensors != isTensor)
+      return op->emitOpError() << "takes all tensors or all memrefs, not both";
+    tensors = isTensor;
+  }
+  return success();
 }
 
 ::fmha::MaskSpec maskSpecOf(std::optional<MaskAttr> mask) {
@@ -510,7 +526,29 @@ void AccumulateOp::getEffects(
 // Tile ops
 //===----------------------------------------------------------------------===//
 
+#define FMHA_TILE_DPS_EFFECTS(OpTy, ReadsInits)                                \
+  void OpTy::getEffects(                                                       \
+      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>      \
+          &effects) {                                                          \
+    addDpsEffects(*this, effects, ReadsInits);                                 \
+  }
+FMHA_TILE_DPS_EFFECTS(TileInitOp, false)
+FMHA_TILE_DPS_EFFECTS(TileQKOp, false)
+FMHA_TILE_DPS_EFFECTS(TileSoftmaxOp, true)
+FMHA_TILE_DPS_EFFECTS(TilePVOp, true)
+FMHA_TILE_DPS_EFFECTS(TileFinalizeOp, false)
+#undef FMHA_TILE_DPS_EFFECTS
+
+LogicalResult TileInitOp::verify() { return verifyTileOperandKinds(*this); }
+LogicalResult TileSoftmaxOp::verify() { return verifyTileOperandKinds(*this); }
+LogicalResult TilePVOp::verify() { return verifyTileOperandKinds(*this); }
+LogicalResult TileFinalizeOp::verify() {
+  return verifyTileOperandKinds(*this);
+}
+
 LogicalResult TileQKOp::verify() {
+  if (failed(verifyTileOperandKinds(*this)))
+    return failure();
   if (!getMaskCoords().empty() && getMaskCoords().size() != 4)
     return emitOpError() << "expects 4 mask coordinates [row0, col0, Sq, Sk], "
                             "got "

@@ -38,9 +38,11 @@
 #include "mlir/Dialect/Linalg/TransformOps/DialectExtension.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -73,6 +75,12 @@ void mlir::fmha::registerAllFmhaDialects(DialectRegistry &registry) {
       registry);
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  // The tiled attention on values: scf.forall, scf.for and scf.if on
+  // tensors.
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  // promote-buffers-to-stack turns memref.alloc into memref.alloca through
+  // its AllocationOpInterface model.
+  memref::registerAllocationOpInterfaceExternalModels(registry);
   // What `convert-to-llvm` needs to lower the dialects the pipelines emit.
   arith::registerConvertArithToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);

@@ -11,8 +11,10 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -33,19 +35,50 @@ void addBufferization(OpPassManager &pm) {
   options.bufferizeFunctionBoundaries = true;
   options.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // The tile scratch gets the alignment of its element type, as the
+  // allocas of the tiled form on memrefs do.
+  options.bufferAlignment = 0;
   pm.addPass(bufferization::createOneShotBufferizePass(options));
   pm.addPass(mlir::fmha::createFmhaDropOutResultsPass());
+}
+
+/// A buffer of a static shape small enough for a tile's scratch (m, l, acc
+/// and the scores of a q tile with head dims up to 1024): what One-Shot
+/// Bufferize allocates for the tensor.empty ops of the tiled attention.
+bool isTileScratch(Value alloc) {
+  auto type = dyn_cast<MemRefType>(alloc.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return false;
+  constexpr int64_t kMaxScratchBytes = 256 * 1024;
+  return type.getNumElements() * type.getElementTypeBitWidth() / 8 <=
+         kMaxScratchBytes;
 }
 
 } // namespace
 
 void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
                                         const CpuPipelineOptions &options) {
-  addBufferization(pm);
+  // The forward is tiled on tensors (the tile ops on values), then
+  // bufferized with the rest: the q-tile scf.forall becomes the
+  // scf.parallel of the form on memrefs and each tile's static scratch
+  // (m, l, acc, scores) a stack buffer of its iteration.
   FmhaTileAttentionPassOptions tile;
   tile.blockM = options.blockM;
   tile.blockN = options.blockN;
+  tile.backwardOnTensors = false;
   pm.addPass(createFmhaTileAttentionPass(tile));
+  addBufferization(pm);
+  // The backward is tiled on memrefs (its tile ops take buffers).
+  tile.backwardOnTensors = true;
+  pm.addPass(createFmhaTileAttentionPass(tile));
+  pm.addPass(createForallToParallelLoopPass());
+  // The loops stop carrying the buffers (and the insertions of the o and
+  // lse tiles into themselves fold away) before the scratch, which then
+  // leaves no scope, goes on the stack.
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(
+      bufferization::createPromoteBuffersToStackPass(isTileScratch));
   pm.addPass(createFmhaTileElementwisePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

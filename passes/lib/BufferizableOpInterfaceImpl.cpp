@@ -81,5 +81,14 @@ void mlir::fmha::registerBufferizableOpInterfaceExternalModels(
         *ctx);
     MergeOp::attachInterface<FmhaDpsModel<MergeOp, false, true>>(*ctx);
     AccumulateOp::attachInterface<FmhaDpsModel<AccumulateOp, true, true>>(*ctx);
+    // The forward's tile ops on values (fmha-tile-attention on tensors):
+    // tile_softmax and tile_pv read their outs (s, m, l, acc; acc).
+    TileInitOp::attachInterface<FmhaDpsModel<TileInitOp, false, false>>(*ctx);
+    TileQKOp::attachInterface<FmhaDpsModel<TileQKOp, false, false>>(*ctx);
+    TileSoftmaxOp::attachInterface<FmhaDpsModel<TileSoftmaxOp, true, false>>(
+        *ctx);
+    TilePVOp::attachInterface<FmhaDpsModel<TilePVOp, true, false>>(*ctx);
+    TileFinalizeOp::attachInterface<FmhaDpsModel<TileFinalizeOp, false, false>>(
+        *ctx);
   });
 }

@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <algorithm>
 
@@ -55,11 +56,13 @@ Value IndexMath::addOpt(Value x, Value y) { return y ? add(x, y) : x; }
 Value IndexMath::offset(const ::fmha::MaskSpec &mask, Value sq, Value sk) {
   return mask.kind == ::fmha::MaskKind::BottomRight ? sub(sk, sq) : Value();
 }
-Value IndexMath::dim(Value memref, int64_t i) {
-  auto type = cast<MemRefType>(memref.getType());
+Value IndexMath::dim(Value shaped, int64_t i) {
+  auto type = cast<ShapedType>(shaped.getType());
   if (!type.isDynamicDim(i))
     return c(type.getDimSize(i));
-  return memref::DimOp::create(b, loc, memref, i);
+  if (isa<TensorType>(type))
+    return tensor::DimOp::create(b, loc, shaped, i);
+  return memref::DimOp::create(b, loc, shaped, i);
 }
 
 KvLoopBounds mlir::fmha::emitKvLoopBounds(OpBuilder &b, Location loc,

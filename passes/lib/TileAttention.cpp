@@ -5,7 +5,11 @@
 //===----------------------------------------------------------------------===//
 //
 // fmha.attention -> scf.parallel (b, hq, q-tile) { kv-tile loops of
-// fmha.tile_qk / tile_softmax / tile_pv; tile_finalize }.
+// fmha.tile_qk / tile_softmax / tile_pv; tile_finalize } on memrefs; on
+// tensors the same on values: scf.forall (b, hq, q-tile) with o and lse as
+// shared outs, the kv loops carrying m, l and acc, each tile op returning its
+// updated outs (One-Shot Bufferize turns it into the memref form). The
+// backward is tiled on memrefs (tensors are bridged through buffers).
 //
 // The kv loop bounds come from the mask (the same arithmetic as
 // fmha::kvTileBounds in support/, which `fmha-run --show-mask` prints): for the
@@ -40,29 +44,60 @@ using namespace mlir::fmha;
 
 namespace {
 
-/// A rank-reducing subview `source[offsets][sizes]` with unit strides that
-/// drops the leading unit dims.
+/// A rank-reducing view `source[offsets][sizes]` with unit strides that drops
+/// the leading unit dims: a subview of a memref, a slice of a tensor.
 Value tileView(OpBuilder &b, Location loc, Value source,
                ArrayRef<OpFoldResult> offsets, ArrayRef<OpFoldResult> sizes,
                int64_t keepRank) {
-  auto sourceType = cast<MemRefType>(source.getType());
   SmallVector<OpFoldResult> strides(offsets.size(), b.getIndexAttr(1));
   SmallVector<int64_t> keptShape;
   for (OpFoldResult size : sizes.take_back(keepRank)) {
     std::optional<int64_t> constant = getConstantIntValue(size);
     keptShape.push_back(constant ? *constant : ShapedType::kDynamic);
   }
+  if (auto tensorType = dyn_cast<RankedTensorType>(source.getType())) {
+    auto type = RankedTensorType::get(keptShape, tensorType.getElementType());
+    return tensor::ExtractSliceOp::create(b, loc, type, source, offsets, sizes,
+                                          strides);
+  }
+  auto sourceType = cast<MemRefType>(source.getType());
   auto type = memref::SubViewOp::inferRankReducedResultType(
       keptShape, sourceType, offsets, sizes, strides);
   return memref::SubViewOp::create(b, loc, cast<MemRefType>(type), source,
                                    offsets, sizes, strides);
 }
 
-struct AttentionOperands {
-  Value q, k, v, o, lse;
-};
+/// The result types of a tile op with outs `outs`: theirs on tensors (the op
+/// returns its updated outs), none on memrefs (it writes them in place).
+SmallVector<Type> resultTypesFor(ValueRange outs) {
+  SmallVector<Type> types;
+  for (Value out : outs)
+    if (isa<TensorType>(out.getType()))
+      types.push_back(out.getType());
+  return types;
+}
 
-/// A read-only memref view of an input tensor.
+/// The outs of a tile op once it ran: its results on tensors, the outs
+/// themselves on memrefs.
+SmallVector<Value> updatedOuts(Operation *op) {
+  if (op->getNumResults())
+    return SmallVector<Value>(op->getResults());
+  return SmallVector<Value>(
+      cast<DestinationStyleOpInterface>(op).getDpsInits());
+}
+
+/// What a loop or branch carries: the values on tensors, nothing on memrefs
+/// (the buffers are updated in place).
+SmallVector<Value> carried(ValueRange state) {
+  SmallVector<Value> values;
+  for (Value v : state)
+    if (isa<TensorType>(v.getType()))
+      values.push_back(v);
+  return values;
+}
+
+/// A read-only memref view of an input tensor (the backward's bridge to its
+/// tiles on memrefs).
 Value toBuffer(RewriterBase &rewriter, Location loc, Value tensor) {
   auto type = cast<RankedTensorType>(tensor.getType());
   auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
@@ -82,20 +117,6 @@ Value allocLike(RewriterBase &rewriter, Location loc, Value like) {
       dynSizes);
 }
 
-/// Bridges tensor operands to memrefs: inputs through to_buffer, outputs
-/// into fresh allocations that become the op's results.
-AttentionOperands bufferize(RewriterBase &rewriter, AttentionOp op) {
-  Location loc = op.getLoc();
-  AttentionOperands m;
-  m.q = toBuffer(rewriter, loc, op.getQ());
-  m.k = toBuffer(rewriter, loc, op.getK());
-  m.v = toBuffer(rewriter, loc, op.getV());
-  m.o = allocLike(rewriter, loc, op.getO());
-  if (op.getLse())
-    m.lse = allocLike(rewriter, loc, op.getLse());
-  return m;
-}
-
 LogicalResult checkTileSizes(Operation *op,
                              const TileAttentionOptions &options) {
   if (options.blockM > 0 && options.blockN > 0)
@@ -113,32 +134,33 @@ struct ScoreConfig {
 };
 
 /// Scores of the q tile rows [r0, r1) against the kv tile keys [c0, c1) into
-/// `s`: the element mask only when the tile crosses a mask edge.
-void emitScores(OpBuilder &b, Location loc, const ScoreConfig &cfg, Value q,
-                Value k, Value s, Value r0, Value r1, Value c0, Value c1) {
+/// `s`: the element mask only when the tile crosses a mask edge. Returns the
+/// updated `s`.
+Value emitScores(OpBuilder &b, Location loc, const ScoreConfig &cfg, Value q,
+                 Value k, Value s, Value r0, Value r1, Value c0, Value c1) {
   auto emitQK = [&](OpBuilder &qb, bool masked) {
     SmallVector<Value> coords;
     if (masked)
       coords = {r0, c0, cfg.sq, cfg.sk};
-    TileQKOp::create(qb, loc, q, k, s, coords, cfg.scale, cfg.softcap,
-                     masked ? cfg.maskAttr : MaskAttr());
+    auto op = TileQKOp::create(qb, loc, resultTypesFor(s), q, k, s, coords,
+                               cfg.scale, cfg.softcap,
+                               masked ? cfg.maskAttr : MaskAttr());
+    return updatedOuts(op).front();
   };
-  if (cfg.mask.isNone()) {
-    emitQK(b, /*masked=*/false);
-    return;
-  }
+  if (cfg.mask.isNone())
+    return emitQK(b, /*masked=*/false);
   Value full =
       emitKvTileIsFull(b, loc, cfg.mask, r0, r1, c0, c1, cfg.sq, cfg.sk);
-  scf::IfOp::create(
+  auto branch = scf::IfOp::create(
       b, loc, full,
       [&](OpBuilder &then, Location) {
-        emitQK(then, /*masked=*/false);
-        scf::YieldOp::create(then, loc);
+        scf::YieldOp::create(then, loc,
+                             carried(emitQK(then, /*masked=*/false)));
       },
       [&](OpBuilder &els, Location) {
-        emitQK(els, /*masked=*/true);
-        scf::YieldOp::create(els, loc);
+        scf::YieldOp::create(els, loc, carried(emitQK(els, /*masked=*/true)));
       });
+  return branch.getNumResults() ? branch.getResult(0) : s;
 }
 
 } // namespace
@@ -151,16 +173,15 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
 
-  bool onTensors = isa<RankedTensorType>(op.getQ().getType());
-  AttentionOperands m;
-  if (onTensors)
-    m = bufferize(rewriter, op);
-  else
-    m = {op.getQ(), op.getK(), op.getV(), op.getO(), op.getLse()};
-
-  auto qType = cast<MemRefType>(m.q.getType());
-  auto kType = cast<MemRefType>(m.k.getType());
-  auto vType = cast<MemRefType>(m.v.getType());
+  // On tensors the tiled form is on values too: the q tiles are an
+  // scf.forall whose shared outs are o and lse, the running max, sum and
+  // accumulator are carried by the kv loops, and each tile op returns its
+  // updated outs. On memrefs the same ops write buffers in place under an
+  // scf.parallel.
+  const bool onTensors = isa<RankedTensorType>(op.getQ().getType());
+  auto qType = cast<ShapedType>(op.getQ().getType());
+  auto kType = cast<ShapedType>(op.getK().getType());
+  auto vType = cast<ShapedType>(op.getV().getType());
   const int64_t hq = qType.getDimSize(1), hk = kType.getDimSize(1);
   const int64_t d = qType.getDimSize(3), dv = vType.getDimSize(3);
   const int64_t bm = options.blockM, bn = options.blockN;
@@ -169,38 +190,71 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   FloatAttr scaleAttr = rewriter.getF32FloatAttr(op.getScaleOrDefault());
   FloatAttr softcapAttr = op.getSoftcapAttr();
   Type f32 = rewriter.getF32Type();
+  Value q = op.getQ(), k = op.getK(), v = op.getV();
 
   IndexMath im{rewriter, loc};
   Value zero = im.c(0), one = im.c(1);
-  Value batch = im.dim(m.q, 0), sq = im.dim(m.q, 2), sk = im.dim(m.k, 2);
+  Value batch = im.dim(q, 0), sq = im.dim(q, 2), sk = im.dim(k, 2);
   Value numQTiles = im.ceilDiv(sq, im.c(bm));
   ScoreConfig scores{mask, maskAttr, scaleAttr, softcapAttr, sq, sk};
 
-  auto parallel = scf::ParallelOp::create(
-      rewriter, loc, ValueRange{zero, zero, zero},
-      ValueRange{batch, im.c(hq), numQTiles}, ValueRange{one, one, one});
-  // scf.parallel is an automatic allocation scope: the allocas below are
-  // per-iteration scratch (m, l, acc and the score tile).
-  rewriter.setInsertionPointToStart(parallel.getBody());
+  // The outs of the whole op: the shared outs of the scf.forall on tensors.
+  SmallVector<Value> outs = {op.getO()};
+  if (op.getLse())
+    outs.push_back(op.getLse());
+  Operation *grid;
+  Value b, h, qt, o, lse;
+  if (onTensors) {
+    auto forall = scf::ForallOp::create(
+        rewriter, loc,
+        getAsOpFoldResult(ValueRange{batch, im.c(hq), numQTiles}),
+        outs, /*mapping=*/std::nullopt);
+    grid = forall;
+    rewriter.setInsertionPointToStart(forall.getBody());
+    b = forall.getInductionVar(0);
+    h = forall.getInductionVar(1);
+    qt = forall.getInductionVar(2);
+    o = forall.getRegionIterArgs()[0];
+    if (op.getLse())
+      lse = forall.getRegionIterArgs()[1];
+  } else {
+    auto parallel = scf::ParallelOp::create(
+        rewriter, loc, ValueRange{zero, zero, zero},
+        ValueRange{batch, im.c(hq), numQTiles}, ValueRange{one, one, one});
+    grid = parallel;
+    // scf.parallel is an automatic allocation scope: the allocas below are
+    // per-iteration scratch (m, l, acc and the score tile).
+    rewriter.setInsertionPointToStart(parallel.getBody());
+    b = parallel.getInductionVars()[0];
+    h = parallel.getInductionVars()[1];
+    qt = parallel.getInductionVars()[2];
+    o = op.getO();
+    lse = op.getLse();
+  }
 
-  Value b = parallel.getInductionVars()[0];
-  Value h = parallel.getInductionVars()[1];
-  Value qt = parallel.getInductionVars()[2];
   Value kvHead = hq == hk ? h : im.div(h, im.c(hq / hk));
   Value r0 = im.mul(qt, im.c(bm));
   Value rows = im.min(im.c(bm), im.sub(sq, r0));
   Value r1 = im.add(r0, rows);
 
   OpFoldResult i0 = rewriter.getIndexAttr(0), i1 = rewriter.getIndexAttr(1);
-  Value qTile = tileView(rewriter, loc, m.q, {b, h, r0, i0},
+  SmallVector<OpFoldResult> oOffsets = {b, h, r0, i0};
+  SmallVector<OpFoldResult> oSizes = {i1, i1, rows, rewriter.getIndexAttr(dv)};
+  SmallVector<OpFoldResult> lseOffsets = {b, h, r0}, lseSizes = {i1, i1, rows};
+  Value qTile = tileView(rewriter, loc, q, {b, h, r0, i0},
                          {i1, i1, rows, rewriter.getIndexAttr(d)}, 2);
-  Value oTile = tileView(rewriter, loc, m.o, {b, h, r0, i0},
-                         {i1, i1, rows, rewriter.getIndexAttr(dv)}, 2);
+  Value oTile = tileView(rewriter, loc, o, oOffsets, oSizes, 2);
   Value lseTile;
-  if (m.lse)
-    lseTile = tileView(rewriter, loc, m.lse, {b, h, r0}, {i1, i1, rows}, 1);
+  if (lse)
+    lseTile = tileView(rewriter, loc, lse, lseOffsets, lseSizes, 1);
 
+  // Scratch of a static tile shape, viewed at the tile's extent: on tensors
+  // an alloc_tensor each (distinct buffers, never merged by CSE; the CPU
+  // pipeline puts them on the stack), allocas on memrefs.
   auto scratch = [&](ArrayRef<int64_t> shape) -> Value {
+    if (onTensors)
+      return bufferization::AllocTensorOp::create(
+          rewriter, loc, RankedTensorType::get(shape, f32), ValueRange{});
     return memref::AllocaOp::create(rewriter, loc, MemRefType::get(shape, f32));
   };
   Value mBuf = scratch({bm}), lBuf = scratch({bm});
@@ -209,59 +263,77 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   Value lTile = tileView(rewriter, loc, lBuf, {i0}, {rows}, 1);
   Value accTile = tileView(rewriter, loc, accBuf, {i0, i0},
                            {rows, rewriter.getIndexAttr(dv)}, 2);
-  TileInitOp::create(rewriter, loc, mTile, lTile, accTile);
+  // The running max, sum and accumulator of the q tile.
+  SmallVector<Value> state = {mTile, lTile, accTile};
+  state = updatedOuts(
+      TileInitOp::create(rewriter, loc, resultTypesFor(state), mTile, lTile,
+                         accTile));
 
   // --- Mask-derived kv tile bounds for this q tile (MaskUtils.h). ---
   KvLoopBounds bounds =
       emitKvLoopBounds(rewriter, loc, mask, r0, r1, sq, sk, bn);
 
   // One kv tile: scores (element mask only on tiles that cross a mask
-  // edge), online softmax, accumulate.
-  auto emitVisit = [&](OpBuilder &builder, Value kt) {
+  // edge), online softmax, accumulate. Returns the updated state.
+  auto emitVisit = [&](OpBuilder &builder, Value kt, ValueRange in) {
     IndexMath bi{builder, loc};
     Value c0 = bi.mul(kt, bi.c(bn));
     Value cols = bi.min(bi.c(bn), bi.sub(sk, c0));
-    Value kTile = tileView(builder, loc, m.k, {b, kvHead, c0, i0},
+    Value kTile = tileView(builder, loc, k, {b, kvHead, c0, i0},
                            {i1, i1, cols, builder.getIndexAttr(d)}, 2);
-    Value vTile = tileView(builder, loc, m.v, {b, kvHead, c0, i0},
+    Value vTile = tileView(builder, loc, v, {b, kvHead, c0, i0},
                            {i1, i1, cols, builder.getIndexAttr(dv)}, 2);
     Value sTile = tileView(builder, loc, sBuf, {i0, i0}, {rows, cols}, 2);
-    emitScores(builder, loc, scores, qTile, kTile, sTile, r0, r1, c0,
-               bi.add(c0, cols));
-    TileSoftmaxOp::create(builder, loc, sTile, mTile, lTile, accTile);
-    TilePVOp::create(builder, loc, sTile, vTile, accTile);
+    sTile = emitScores(builder, loc, scores, qTile, kTile, sTile, r0, r1, c0,
+                       bi.add(c0, cols));
+    SmallVector<Value> softmaxOuts = {sTile, in[0], in[1], in[2]};
+    SmallVector<Value> next = updatedOuts(TileSoftmaxOp::create(
+        builder, loc, resultTypesFor(softmaxOuts), sTile, in[0], in[1],
+        in[2]));
+    Value acc = updatedOuts(TilePVOp::create(builder, loc,
+                                             resultTypesFor(next[3]), next[0],
+                                             vTile, next[3]))
+                    .front();
+    return SmallVector<Value>{next[1], next[2], acc};
   };
 
   auto emitKvLoop = [&](Value lb, Value ub, StringRef name) {
     auto loop = scf::ForOp::create(
-        rewriter, loc, lb, ub, one, ValueRange{},
-        [&](OpBuilder &builder, Location, Value kt, ValueRange) {
-          emitVisit(builder, kt);
-          scf::YieldOp::create(builder, loc);
+        rewriter, loc, lb, ub, one, carried(state),
+        [&](OpBuilder &builder, Location, Value kt, ValueRange args) {
+          SmallVector<Value> next =
+              emitVisit(builder, kt, onTensors ? args : ValueRange(state));
+          scf::YieldOp::create(builder, loc, carried(next));
         });
     loop->setAttr("fmha.kv_loop", rewriter.getStringAttr(name));
+    if (onTensors)
+      state = SmallVector<Value>(loop.getResults());
   };
   if (bounds.sinkEnd)
     emitKvLoop(zero, bounds.sinkEnd, "sink");
   emitKvLoop(bounds.begin, bounds.end, "window");
 
-  TileFinalizeOp::create(rewriter, loc, mTile, lTile, accTile, oTile, lseTile);
+  SmallVector<Value> tileOuts = {oTile};
+  if (lseTile)
+    tileOuts.push_back(lseTile);
+  SmallVector<Value> written = updatedOuts(TileFinalizeOp::create(
+      rewriter, loc, resultTypesFor(tileOuts), state[0], state[1], state[2],
+      oTile, lseTile));
 
-  // Replace the op.
-  if (onTensors) {
-    rewriter.setInsertionPointAfter(parallel);
-    SmallVector<Value> results;
-    results.push_back(bufferization::ToTensorOp::create(
-        rewriter, loc, op.getO().getType(), m.o, /*restrict=*/true,
-        /*writable=*/true));
-    if (m.lse)
-      results.push_back(bufferization::ToTensorOp::create(
-          rewriter, loc, op.getLse().getType(), m.lse, /*restrict=*/true,
-          /*writable=*/true));
-    rewriter.replaceOp(op, results);
-  } else {
+  if (!onTensors) {
     rewriter.eraseOp(op);
+    return success();
   }
+  // Each q tile's o and lse rows go back into the shared outs.
+  auto forall = cast<scf::ForallOp>(grid);
+  rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
+  SmallVector<OpFoldResult> oStrides(4, i1), lseStrides(3, i1);
+  tensor::ParallelInsertSliceOp::create(rewriter, loc, written[0], o, oOffsets,
+                                        oSizes, oStrides);
+  if (lse)
+    tensor::ParallelInsertSliceOp::create(rewriter, loc, written[1], lse,
+                                          lseOffsets, lseSizes, lseStrides);
+  rewriter.replaceOp(op, forall.getResults());
   return success();
 }
 
@@ -559,7 +631,9 @@ struct FmhaTileAttentionPass
       LogicalResult result = success();
       if (auto fwd = dyn_cast<AttentionOp>(op))
         result = tileAttention(rewriter, fwd, tileOptions);
-      else if (auto bwd = dyn_cast<AttentionBwdOp>(op))
+      else if (auto bwd = dyn_cast<AttentionBwdOp>(op);
+               bwd && (backwardOnTensors ||
+                       !isa<RankedTensorType>(bwd.getQ().getType())))
         result = tileAttentionBwd(rewriter, bwd, tileOptions);
       if (failed(result))
         failedAny = true;

@@ -495,3 +495,27 @@ func.func @f(%x: memref<?xi32>, %acc: memref<?xf32>) {
   fmha.accumulate ins(%x : memref<?xi32>) outs(%acc : memref<?xf32>)
   return
 }
+
+// -----
+
+func.func @f(%s: tensor<?x?xf32>, %v: memref<?x64xf16>, %acc: tensor<?x64xf32>) {
+  // expected-error @+1 {{'fmha.tile_pv' op takes all tensors or all memrefs, not both}}
+  %a = fmha.tile_pv %s, %v into %acc : tensor<?x?xf32>, memref<?x64xf16>, tensor<?x64xf32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<?x64xf16>, %s: tensor<?x?xf32>) {
+  // expected-error @+1 {{expected the number of tensor results (0) to be equal to the number of output tensors (1)}}
+  fmha.tile_qk %q, %q into %s {scale = 1.0 : f32} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f(%m: tensor<?xf32>, %acc: tensor<?x64xf32>) {
+  // expected-error @+1 {{expected type of operand #2 ('tensor<?x64xf32>') to match type of corresponding result ('tensor<?x32xf32>')}}
+  %i:3 = fmha.tile_init %m, %m, %acc : tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32> -> tensor<?xf32>, tensor<?xf32>, tensor<?x32xf32>
+  return
+}

@@ -97,6 +97,24 @@ func.func @tile_ops(%q: memref<?x64xf16>, %s: memref<?x?xf32>, %m: memref<?xf32>
 
 // -----
 
+// The forward's tile ops on values return their updated outs.
+// CHECK-LABEL: func @tile_ops_on_values
+// CHECK: %[[I:.+]]:3 = fmha.tile_init %{{.+}}, %{{.+}}, %{{.+}} : tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32> -> tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>
+// CHECK: %[[S:.+]] = fmha.tile_qk %{{.+}}, %{{.+}} into %{{.+}} {scale = 5.000000e-01 : f32} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x?xf32> -> tensor<?x?xf32>
+// CHECK: %[[P:.+]]:4 = fmha.tile_softmax %[[S]], %[[I]]#0, %[[I]]#1, %[[I]]#2
+// CHECK: %[[A:.+]] = fmha.tile_pv %[[P]]#0, %{{.+}} into %[[P]]#3
+// CHECK: fmha.tile_finalize %[[P]]#1, %[[P]]#2, %[[A]] into %{{.+}}, %{{.+}} : {{.+}} -> tensor<?x64xf16>, tensor<?xf32>
+func.func @tile_ops_on_values(%q: tensor<?x64xf16>, %s: tensor<?x?xf32>, %m: tensor<?xf32>, %acc: tensor<?x64xf32>) -> (tensor<?x64xf16>, tensor<?xf32>) {
+  %i:3 = fmha.tile_init %m, %m, %acc : tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32> -> tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>
+  %s1 = fmha.tile_qk %q, %q into %s {scale = 0.5 : f32} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %p:4 = fmha.tile_softmax %s1, %i#0, %i#1, %i#2 : tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32> -> tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>
+  %a = fmha.tile_pv %p#0, %q into %p#3 : tensor<?x?xf32>, tensor<?x64xf16>, tensor<?x64xf32> -> tensor<?x64xf32>
+  %o:2 = fmha.tile_finalize %p#1, %p#2, %a into %q, %m : tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32>, tensor<?x64xf16>, tensor<?xf32> -> tensor<?x64xf16>, tensor<?xf32>
+  return %o#0, %o#1 : tensor<?x64xf16>, tensor<?xf32>
+}
+
+// -----
+
 // The backward tile ops.
 // CHECK-LABEL: func @bwd_tile_ops
 // CHECK: fmha.tile_fill %{{.+}}, 0.000000e+00 : memref<16x32xf32>

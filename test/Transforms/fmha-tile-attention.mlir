@@ -148,21 +148,4 @@ func.func @window_sink(%q: memref<?x8x?x64xf32>, %k: memref<?x2x?x64xf32>, %o: m
   return
 }
 
-// -----
-
-// Tensors are bridged to buffers; the results are the written buffers. The lse
-// tile and a softcap reach the tile ops.
-// CHECK-LABEL: func @tensors
-// CHECK: %[[QB:.+]] = bufferization.to_buffer %arg0 read_only
-// CHECK: %[[OB:.+]] = memref.alloc(%{{.+}}) : memref<1x4x?x32xf16>
-// CHECK: %[[LB:.+]] = memref.alloc(%{{.+}}) : memref<1x4x?xf32>
-// CHECK: scf.parallel
-// CHECK:   fmha.tile_qk {{.+}} softcap = 5.000000e+01 : f32
-// CHECK:   fmha.tile_finalize %{{.+}}, %{{.+}}, %{{.+}} into %{{.+}}, %{{.+}} : {{.+}}, memref<?x32xf16, strided<[32, 1], offset: ?>>, memref<?xf32, strided<[1], offset: ?>>
-// CHECK: %[[OT:.+]] = bufferization.to_tensor %[[OB]] restrict writable
-// CHECK: %[[LT:.+]] = bufferization.to_tensor %[[LB]] restrict writable
-// CHECK: return %[[OT]], %[[LT]]
-func.func @tensors(%q: tensor<1x4x?x32xf16>, %o: tensor<1x4x?x32xf16>, %l: tensor<1x4x?xf32>) -> (tensor<1x4x?x32xf16>, tensor<1x4x?xf32>) {
-  %0:2 = fmha.attention ins(%q, %q, %q : tensor<1x4x?x32xf16>, tensor<1x4x?x32xf16>, tensor<1x4x?x32xf16>) outs(%o : tensor<1x4x?x32xf16>, %l : tensor<1x4x?xf32>) {softcap = 50.0 : f32} -> tensor<1x4x?x32xf16>, tensor<1x4x?xf32>
-  return %0#0, %0#1 : tensor<1x4x?x32xf16>, tensor<1x4x?xf32>
-}
+// On tensors the tiled form is on values: fmha-tile-attention-values.mlir.

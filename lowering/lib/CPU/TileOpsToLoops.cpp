@@ -411,6 +411,18 @@ struct FmhaLowerToCpuPass
     : mlir::fmha::impl::FmhaLowerToCpuPassBase<FmhaLowerToCpuPass> {
   using Base::Base;
   void runOnOperation() override {
+    // The loops write buffers: tile ops on values are bufferized first.
+    WalkResult onValues = getOperation()->walk([](Operation *op) {
+      if (!isa<TileInitOp, TileQKOp, TileSoftmaxOp, TilePVOp, TileFinalizeOp>(
+              op) ||
+          op->getNumResults() == 0)
+        return WalkResult::advance();
+      op->emitOpError() << "is lowered on memrefs: bufferize it first "
+                           "(one-shot-bufferize; fmha-to-cpu-pipeline does)";
+      return WalkResult::interrupt();
+    });
+    if (onValues.wasInterrupted())
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateFmhaTileOpsToLoopsPatterns(patterns);
     populateMathPolynomialApproximationPatterns(patterns);

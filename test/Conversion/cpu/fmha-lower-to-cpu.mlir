@@ -122,3 +122,4 @@ func.func @scratch(%n: index, %acc: memref<?x64xf32>) {
   }
   return
 }
+

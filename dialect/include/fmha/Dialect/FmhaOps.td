@@ -183,70 +183,113 @@ def Fmha_Tile2D : MemRefRankOf<[F16, BF16, F32], [2]>;
 def Fmha_F32Tile2D : MemRefRankOf<[F32], [2]>;
 def Fmha_F32Tile1D : MemRefRankOf<[F32], [1]>;
 
-def Fmha_TileInitOp : Fmha_Op<"tile_init"> {
-  let summary = "Initialise the running max, sum and accumulator of a q tile";
-  let description = [{ m = -inf, l = 0, acc = 0. }];
-  let arguments = (ins Fmha_F32Tile1D:$m, Fmha_F32Tile1D:$l,
-                       Fmha_F32Tile2D:$acc);
-  let assemblyFormat = [{
-    $m `,` $l `,` $acc attr-dict `:` type($m) `,` type($l) `,` type($acc)
-  }];
-}
+// The forward's tiles are values or buffers: on tensors a tile op returns its
+// updated outs (destination style, bufferized by One-Shot Bufferize into the
+// same op on memrefs); on memrefs it writes them in place. An op takes all
+// tensors or all memrefs.
+def Fmha_ValueTile2D : AnyTypeOf<[MemRefRankOf<[F16, BF16, F32], [2]>,
+                                  TensorRankOf<[F16, BF16, F32], [2]>]>;
+def Fmha_F32ValueTile2D : AnyTypeOf<[MemRefRankOf<[F32], [2]>,
+                                     TensorRankOf<[F32], [2]>]>;
+def Fmha_F32ValueTile1D : AnyTypeOf<[MemRefRankOf<[F32], [1]>,
+                                     TensorRankOf<[F32], [1]>]>;
 
-def Fmha_TileQKOp : Fmha_Op<"tile_qk"> {
-  let summary = "Scores of one q tile against one kv tile";
-  let description = [{
-    `s[i, j] = softcap(scale * dot(q[i, :], k[j, :]))` for the rows of `q`
-    and the rows of `k`. When `masked [row0, col0, Sq, Sk]` is given, scores of
-    keys that `mask` hides from query `row0 + i` (key `col0 + j`) become -inf;
-    tiles without it need no element mask.
-  }];
-  let arguments = (ins Fmha_Tile2D:$q, Fmha_Tile2D:$k, Fmha_F32Tile2D:$s,
-                       Variadic<Index>:$maskCoords, F32Attr:$scale,
-                       OptionalAttr<F32Attr>:$softcap,
-                       OptionalAttr<Fmha_MaskAttr>:$mask);
-  let assemblyFormat = [{
-    $q `,` $k `into` $s (`masked` `[` $maskCoords^ `]`)? attr-dict `:`
-      type($q) `,` type($k) `,` type($s)
-  }];
+class Fmha_TileDpsOp<string mnemonic> : Fmha_DpsOp<mnemonic> {
   let hasVerifier = 1;
 }
 
-def Fmha_TileSoftmaxOp : Fmha_Op<"tile_softmax"> {
+def Fmha_TileInitOp : Fmha_TileDpsOp<"tile_init"> {
+  let summary = "Initialise the running max, sum and accumulator of a q tile";
+  let description = [{ m = -inf, l = 0, acc = 0 (all three are outs). }];
+  let arguments = (ins Fmha_F32ValueTile1D:$m, Fmha_F32ValueTile1D:$l,
+                       Fmha_F32ValueTile2D:$acc);
+  let assemblyFormat = [{
+    $m `,` $l `,` $acc attr-dict `:` type($m) `,` type($l) `,` type($acc)
+      (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() {
+      return MutableOperandRange(getOperation(), /*start=*/0, /*length=*/3);
+    }
+  }];
+}
+
+def Fmha_TileQKOp : Fmha_TileDpsOp<"tile_qk"> {
+  let summary = "Scores of one q tile against one kv tile";
+  let description = [{
+    `s[i, j] = softcap(scale * dot(q[i, :], k[j, :]))` for the rows of `q`
+    and the rows of `k` (`s` is the out). When `masked [row0, col0, Sq, Sk]`
+    is given, scores of keys that `mask` hides from query `row0 + i` (key
+    `col0 + j`) become -inf; tiles without it need no element mask.
+  }];
+  let arguments = (ins Fmha_ValueTile2D:$q, Fmha_ValueTile2D:$k,
+                       Fmha_F32ValueTile2D:$s, Variadic<Index>:$maskCoords,
+                       F32Attr:$scale, OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<Fmha_MaskAttr>:$mask);
+  let assemblyFormat = [{
+    $q `,` $k `into` $s (`masked` `[` $maskCoords^ `]`)? attr-dict `:`
+      type($q) `,` type($k) `,` type($s) (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getSMutable(); }
+  }];
+}
+
+def Fmha_TileSoftmaxOp : Fmha_TileDpsOp<"tile_softmax"> {
   let summary = "Online-softmax update of one q tile with one score tile";
   let description = [{
     Per row: `m' = max(m, max_j s)`, `p = exp(s - m')` (written over `s`),
     `l = l * exp(m - m') + sum_j p`, `acc *= exp(m - m')`, `m = m'`. Rows whose
-    keys are all hidden so far keep m = -inf and contribute nothing.
+    keys are all hidden so far keep m = -inf and contribute nothing. All four
+    operands are read and written (outs): on tensors the op returns p, m, l
+    and acc.
   }];
-  let arguments = (ins Fmha_F32Tile2D:$s, Fmha_F32Tile1D:$m,
-                       Fmha_F32Tile1D:$l, Fmha_F32Tile2D:$acc);
+  let arguments = (ins Fmha_F32ValueTile2D:$s, Fmha_F32ValueTile1D:$m,
+                       Fmha_F32ValueTile1D:$l, Fmha_F32ValueTile2D:$acc);
   let assemblyFormat = [{
     $s `,` $m `,` $l `,` $acc attr-dict `:` type($s) `,` type($m) `,`
-      type($l) `,` type($acc)
+      type($l) `,` type($acc) (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() {
+      return MutableOperandRange(getOperation(), /*start=*/0, /*length=*/4);
+    }
   }];
 }
 
-def Fmha_TilePVOp : Fmha_Op<"tile_pv"> {
+def Fmha_TilePVOp : Fmha_TileDpsOp<"tile_pv"> {
   let summary = "acc += p v for one kv tile";
-  let arguments = (ins Fmha_F32Tile2D:$p, Fmha_Tile2D:$v,
-                       Fmha_F32Tile2D:$acc);
+  let description = [{ `acc` is the out, read and written. }];
+  let arguments = (ins Fmha_F32ValueTile2D:$p, Fmha_ValueTile2D:$v,
+                       Fmha_F32ValueTile2D:$acc);
   let assemblyFormat = [{
     $p `,` $v `into` $acc attr-dict `:` type($p) `,` type($v) `,` type($acc)
+      (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getAccMutable(); }
   }];
 }
 
-def Fmha_TileFinalizeOp : Fmha_Op<"tile_finalize"> {
+def Fmha_TileFinalizeOp : Fmha_TileDpsOp<"tile_finalize"> {
   let summary = "Write o = acc / l and lse = m + log(l) of one q tile";
   let description = [{
-    Rows with l = 0 (no visible key) get o = 0 and lse = -inf.
+    Rows with l = 0 (no visible key) get o = 0 and lse = -inf. `o` and the
+    optional `lse` are the outs.
   }];
-  let arguments = (ins Fmha_F32Tile1D:$m, Fmha_F32Tile1D:$l,
-                       Fmha_F32Tile2D:$acc, Fmha_Tile2D:$o,
-                       Optional<Fmha_F32Tile1D>:$lse);
+  let arguments = (ins Fmha_F32ValueTile1D:$m, Fmha_F32ValueTile1D:$l,
+                       Fmha_F32ValueTile2D:$acc, Fmha_ValueTile2D:$o,
+                       Optional<Fmha_F32ValueTile1D>:$lse);
   let assemblyFormat = [{
     $m `,` $l `,` $acc `into` $o (`,` $lse^)? attr-dict `:` type($m) `,`
       type($l) `,` type($acc) `,` type($o) (`,` type($lse)^)?
+      (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() {
+      return MutableOperandRange(getOperation(), /*start=*/3,
+                                 /*length=*/getNumOperands() - 3);
+    }
   }];
 }
 

@@ -50,8 +50,8 @@ struct IndexMath {
   Value addOpt(Value x, Value y);
   /// The diagonal offset: Sk - Sq for bottom-right, null (0) otherwise.
   Value offset(const ::fmha::MaskSpec &mask, Value sq, Value sk);
-  /// A memref's size along `i` (a constant when static).
-  Value dim(Value memref, int64_t i);
+  /// A memref's or tensor's size along `i` (a constant when static).
+  Value dim(Value shaped, int64_t i);
 
 private:
   template <typename OpTy, typename... Args> Value fold(Args... args) {

@@ -19,18 +19,29 @@ def FmhaTileAttentionPass : Pass<"fmha-tile-attention"> {
     only tiles that cross a mask edge apply an element mask, and fully hidden
     tiles are never visited. Query head h reads kv head h / (Hq / Hk) straight
     from K/V (no copies). Dynamic Sq/Sk give remainder tiles.
-    Tensor operands are bridged with `bufferization.to_buffer`/`to_tensor`.
+    On tensors the forward's tiled form is on values: an `scf.forall` over
+    the q tiles with o and lse as shared outs, the kv loops carrying the
+    running max, sum and accumulator, each tile op returning its updated
+    outs (One-Shot Bufferize gives the form on memrefs, in place). The
+    backward on tensors is bridged with `bufferization.to_buffer`/`to_tensor`
+    into fresh buffers; with `backward-on-tensors=false` it is left for a run
+    after bufferization (what fmha-to-cpu-pipeline does: its gradients are
+    then written into the outs' buffers).
   }];
   let dependentDialects = [
     "::mlir::fmha::FmhaDialect", "::mlir::arith::ArithDialect",
     "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::tensor::TensorDialect",
     "::mlir::bufferization::BufferizationDialect"
   ];
   let options = [
     Option<"blockM", "block-m", "int64_t", "64",
            "Query rows per tile (one workgroup / loop iteration)">,
     Option<"blockN", "block-n", "int64_t", "64",
-           "Keys per kv tile">
+           "Keys per kv tile">,
+    Option<"backwardOnTensors", "backward-on-tensors", "bool", "true",
+           "Tile fmha.attention_bwd on tensors too (bridged through fresh "
+           "buffers); false leaves it untouched">
   ];
 }
 
