@@ -73,3 +73,115 @@ Attribute MaskAttr::parse(AsmParser &parser, Type) {
 void MaskAttr::print(AsmPrinter &printer) const {
   printer << "<\"" << getSpecString() << "\">";
 }
+
+//===----------------------------------------------------------------------===//
+// LayoutAttr
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::vector<::fmha::TileCoord> basesOf(ArrayRef<int64_t> flat) {
+  std::vector<::fmha::TileCoord> bases;
+  for (size_t i = 0; i + 1 < flat.size(); i += 2)
+    bases.push_back({flat[i], flat[i + 1]});
+  return bases;
+}
+
+SmallVector<int64_t> flatten(const std::vector<::fmha::TileCoord> &bases) {
+  SmallVector<int64_t> flat;
+  for (::fmha::TileCoord basis : bases) {
+    flat.push_back(basis.row);
+    flat.push_back(basis.col);
+  }
+  return flat;
+}
+
+/// `[[r, c], ...]` into `flat`.
+ParseResult parseBases(AsmParser &parser, SmallVectorImpl<int64_t> &flat) {
+  return parser.parseCommaSeparatedList(
+      AsmParser::Delimiter::Square, [&]() -> ParseResult {
+        int64_t row, col;
+        if (parser.parseLSquare() || parser.parseInteger(row) ||
+            parser.parseComma() || parser.parseInteger(col) ||
+            parser.parseRSquare())
+          return failure();
+        flat.push_back(row);
+        flat.push_back(col);
+        return success();
+      });
+}
+
+void printBases(AsmPrinter &printer, ArrayRef<int64_t> flat) {
+  printer << "[";
+  for (size_t i = 0; i + 1 < flat.size(); i += 2)
+    printer << (i ? ", [" : "[") << flat[i] << ", " << flat[i + 1] << "]";
+  printer << "]";
+}
+
+} // namespace
+
+::fmha::LinearLayout LayoutAttr::getLayout() const {
+  return ::fmha::LinearLayout(getRows(), getCols(), basesOf(getRegisters()),
+                              basesOf(getLanes()), basesOf(getWarps()));
+}
+
+LayoutAttr LayoutAttr::get(MLIRContext *context,
+                           const ::fmha::LinearLayout &layout) {
+  using ::fmha::LayoutInput;
+  return LayoutAttr::get(context, layout.getRows(), layout.getCols(),
+                         flatten(layout.getBases(LayoutInput::Register)),
+                         flatten(layout.getBases(LayoutInput::Lane)),
+                         flatten(layout.getBases(LayoutInput::Warp)));
+}
+
+LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t rows, int64_t cols,
+                                 ArrayRef<int64_t> registers,
+                                 ArrayRef<int64_t> lanes,
+                                 ArrayRef<int64_t> warps) {
+  for (ArrayRef<int64_t> flat : {registers, lanes, warps})
+    if (flat.size() % 2 != 0)
+      return emitError() << "invalid layout: each basis is a [row, col] pair";
+  std::string message =
+      ::fmha::LinearLayout(rows, cols, basesOf(registers), basesOf(lanes),
+                           basesOf(warps))
+          .validate();
+  if (!message.empty())
+    return emitError() << "invalid layout: " << message;
+  return success();
+}
+
+Attribute LayoutAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  SmallVector<int64_t> shape;
+  SmallVector<int64_t> bases[3];
+  const char *names[] = {"register", "lane", "warp"};
+  if (parser.parseLess() ||
+      parser.parseDimensionList(shape, /*allowDynamic=*/false,
+                                /*withTrailingX=*/false))
+    return {};
+  if (shape.size() != 2) {
+    parser.emitError(loc) << "a layout is of a rows x cols tile, got "
+                          << shape.size() << " dims";
+    return {};
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (parser.parseComma() || parser.parseKeyword(names[i]) ||
+        parser.parseEqual() || parseBases(parser, bases[i]))
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<LayoutAttr>(loc, parser.getContext(), shape[0],
+                                       shape[1], bases[0], bases[1], bases[2]);
+}
+
+void LayoutAttr::print(AsmPrinter &printer) const {
+  printer << "<" << getRows() << "x" << getCols() << ", register = ";
+  printBases(printer, getRegisters());
+  printer << ", lane = ";
+  printBases(printer, getLanes());
+  printer << ", warp = ";
+  printBases(printer, getWarps());
+  printer << ">";
+}

@@ -226,16 +226,38 @@ void addDpsEffects(
   }
 }
 
-/// A tile op takes all tensors (values) or all memrefs (buffers).
+/// A tile op takes all tensors (values) or all memrefs (buffers). A tensor
+/// tile may carry a register layout (#fmha.layout) of its static shape: a
+/// rows x cols layout for a 2-D tile, rows x 1 for a row vector.
 LogicalResult verifyTileOperandKinds(Operation *op) {
   std::optional<bool> tensors;
-  for (Value operand : op->getOperands()) {
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
     if (!isa<ShapedType>(operand.getType()))
       continue;
     bool isTensor = isa<TensorType>(operand.getType());
     if (tensors && *tensors != isTensor)
       return op->emitOpError() << "takes all tensors or all memrefs, not both";
     tensors = isTensor;
+    auto tensor = dyn_cast<RankedTensorType>(operand.getType());
+    if (!tensor || !tensor.getEncoding())
+      continue;
+    auto layout = dyn_cast<LayoutAttr>(tensor.getEncoding());
+    if (!layout)
+      return op->emitOpError()
+             << "operand #" << i << ": a tile's encoding is a #fmha.layout, got "
+             << tensor.getEncoding();
+    SmallVector<int64_t> expected = {layout.getRows()};
+    if (tensor.getRank() == 2)
+      expected.push_back(layout.getCols());
+    else if (layout.getCols() != 1)
+      return op->emitOpError() << "operand #" << i << ": the layout of a row "
+                               << "vector has 1 column, got "
+                               << layout.getCols();
+    if (tensor.getShape() != ArrayRef<int64_t>(expected))
+      return op->emitOpError()
+             << "operand #" << i << ": the tile's shape must be the layout's ("
+             << layout.getRows() << "x" << layout.getCols() << "), got "
+             << tensor;
   }
   return success();
 }

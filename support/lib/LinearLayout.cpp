@@ -6,6 +6,7 @@
 
 #include "fmha/Support/LinearLayout.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace fmha {
@@ -90,7 +91,8 @@ int64_t rankOf(const LinearLayout &layout) {
 
 std::string LinearLayout::validate() const {
   std::ostringstream os;
-  if (!isPowerOfTwo(rows) || !isPowerOfTwo(cols) || rows * cols > (1 << 30)) {
+  if (!isPowerOfTwo(rows) || !isPowerOfTwo(cols) || rows > (1 << 30) ||
+      cols > (1 << 30) || rows * cols > (1 << 30)) {
     os << "the tile (" << rows << " x " << cols
        << ") must have power-of-two sides of at most 2^30 elements";
     return os.str();
@@ -193,6 +195,35 @@ std::vector<TileCoord> concat(std::vector<TileCoord> a,
                               const std::vector<TileCoord> &b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
+}
+
+LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
+                           int64_t cols, int64_t warps, std::string *error) {
+  std::ostringstream os;
+  if (!isPowerOfTwo(rows) || !isPowerOfTwo(cols) || !isPowerOfTwo(warps))
+    os << "tile " << rows << "x" << cols << " over " << warps
+       << " warps: sizes must be powers of two";
+  else if (rows % warps != 0 || (rows / warps) % instr.getRows() != 0 ||
+           cols % instr.getCols() != 0)
+    os << "tile " << rows << "x" << cols << " over " << warps
+       << " warps: each warp's " << rows / std::max<int64_t>(warps, 1) << "x"
+       << cols << " band is not a whole number of " << instr.getRows() << "x"
+       << instr.getCols() << " fragments";
+  else if (!instr.getBases(LayoutInput::Warp).empty())
+    os << "the fragment is held by one warp, not " << instr.getNumWarps();
+  if (!os.str().empty()) {
+    if (error)
+      *error = os.str();
+    return instr;
+  }
+  const int64_t band = rows / warps;
+  std::vector<TileCoord> registers = instr.getBases(LayoutInput::Register);
+  registers = concat(registers, colRun(log2Of(cols / instr.getCols()),
+                                       instr.getCols()));
+  registers = concat(registers, rowRun(log2Of(band / instr.getRows()),
+                                       instr.getRows()));
+  return LinearLayout(rows, cols, registers, instr.getBases(LayoutInput::Lane),
+                      rowRun(log2Of(warps), band));
 }
 
 } // namespace fmha

@@ -519,3 +519,41 @@ func.func @f(%m: tensor<?xf32>, %acc: tensor<?x64xf32>) {
   %i:3 = fmha.tile_init %m, %m, %acc : tensor<?xf32>, tensor<?xf32>, tensor<?x64xf32> -> tensor<?xf32>, tensor<?xf32>, tensor<?x32xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{invalid layout: the basis (16, 0) of lane bit 0 lies outside the 16 x 8 tile}}
+func.func @f(%s: tensor<16x8xf32, #fmha.layout<16x8, register = [[0, 1]], lane = [[16, 0]], warp = []>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a layout is of a rows x cols tile, got 3 dims}}
+func.func @f(%s: tensor<16x8xf32, #fmha.layout<16x8x2, register = [], lane = [], warp = []>>) {
+  return
+}
+
+// -----
+
+func.func @f(%p: tensor<16x16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, %v: tensor<16x64xf16>, %acc: tensor<16x64xf32>) {
+  // expected-error @+1 {{'fmha.tile_pv' op operand #0: the tile's shape must be the layout's (16x8), got 'tensor<16x16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>'}}
+  %a = fmha.tile_pv %p, %v into %acc : tensor<16x16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16x64xf16>, tensor<16x64xf32> -> tensor<16x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%p: tensor<16x16xf32, "rows">, %v: tensor<16x64xf16>, %acc: tensor<16x64xf32>) {
+  // expected-error @+1 {{'fmha.tile_pv' op operand #0: a tile's encoding is a #fmha.layout, got "rows"}}
+  %a = fmha.tile_pv %p, %v into %acc : tensor<16x16xf32, "rows">, tensor<16x64xf16>, tensor<16x64xf32> -> tensor<16x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%m: tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, %acc: tensor<16x64xf32>) {
+  // expected-error @+1 {{'fmha.tile_init' op operand #0: the layout of a row vector has 1 column, got 8}}
+  %i:3 = fmha.tile_init %m, %m, %acc : tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16x64xf32> -> tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16x64xf32>
+  return
+}

@@ -115,6 +115,20 @@ func.func @tile_ops_on_values(%q: tensor<?x64xf16>, %s: tensor<?x?xf32>, %m: ten
 
 // -----
 
+// Register tiles typed with their layout: mma.sync's accumulators of a 64 x 64
+// tile over 4 warps, and the row vector of their row maxima.
+// CHECK-LABEL: func @tile_ops_with_layouts
+// CHECK-SAME: tensor<64x64xf32, #fmha.layout<64x64, register = {{\[\[0, 1\], \[8, 0\], \[0, 8\], \[0, 16\], \[0, 32\]\]}}, lane = {{\[\[0, 2\], \[0, 4\], \[1, 0\], \[2, 0\], \[4, 0\]\]}}, warp = {{\[\[16, 0\], \[32, 0\]\]}}>>
+// CHECK: fmha.tile_softmax
+func.func @tile_ops_with_layouts(%s: tensor<64x64xf32, #fmha.layout<64x64, register = [[0, 1], [8, 0], [0, 8], [0, 16], [0, 32]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>>,
+                                 %m: tensor<64xf32, #fmha.layout<64x1, register = [[8, 0]], lane = [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>>,
+                                 %acc: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %r:4 = fmha.tile_softmax %s, %m, %m, %acc : tensor<64x64xf32, #fmha.layout<64x64, register = [[0, 1], [8, 0], [0, 8], [0, 16], [0, 32]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>>, tensor<64xf32, #fmha.layout<64x1, register = [[8, 0]], lane = [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>>, tensor<64xf32, #fmha.layout<64x1, register = [[8, 0]], lane = [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>>, tensor<64x64xf32> -> tensor<64x64xf32, #fmha.layout<64x64, register = [[0, 1], [8, 0], [0, 8], [0, 16], [0, 32]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>>, tensor<64xf32, #fmha.layout<64x1, register = [[8, 0]], lane = [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>>, tensor<64xf32, #fmha.layout<64x1, register = [[8, 0]], lane = [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>>, tensor<64x64xf32>
+  return %r#3 : tensor<64x64xf32>
+}
+
+// -----
+
 // The backward tile ops.
 // CHECK-LABEL: func @bwd_tile_ops
 // CHECK: fmha.tile_fill %{{.+}}, 0.000000e+00 : memref<16x32xf32>

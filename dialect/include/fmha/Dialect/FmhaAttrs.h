@@ -7,6 +7,7 @@
 #ifndef FMHA_DIALECT_FMHAATTRS_H
 #define FMHA_DIALECT_FMHAATTRS_H
 
+#include "fmha/Support/LinearLayout.h"
 #include "fmha/Support/MaskSpec.h"
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -44,4 +44,36 @@ def Fmha_MaskAttr : Fmha_Attr<"Mask", "mask"> {
   }];
 }
 
+def Fmha_LayoutAttr : Fmha_Attr<"Layout", "layout"> {
+  let summary = "Where each register of each lane of each warp holds a tile";
+  let description = [{
+    A linear fragment layout (support/LinearLayout.h, Triton's
+    LinearLayout): for a `rows x cols` tile, a basis `[row, col]` for each bit
+    of the register index, then of the lane, then of the warp; the element
+    that register r of lane l of warp w holds is the xor of the bases of the
+    set bits of (r, l, w). A zero basis replicates. It is the encoding of a
+    register tile (a tensor of that shape) on the GPU; the matrix
+    instructions' fragments and their tilings come from
+    fmha::MmaInstruction and fmha::tileFragments.
+
+    Example (mma.sync m16n8k16's accumulator):
+    ```mlir
+    #fmha.layout<16x8, register = [[0, 1], [8, 0]],
+                 lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+    ```
+  }];
+  let parameters = (ins "int64_t":$rows, "int64_t":$cols,
+                        ArrayRefParameter<"int64_t">:$registers,
+                        ArrayRefParameter<"int64_t">:$lanes,
+                        ArrayRefParameter<"int64_t">:$warps);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The layout as the project's plain C++ description.
+    ::fmha::LinearLayout getLayout() const;
+    static LayoutAttr get(::mlir::MLIRContext *context,
+                          const ::fmha::LinearLayout &layout);
+  }];
+}
+
 #endif // FMHA_DIALECT_FMHAATTRS_TD

@@ -94,6 +94,18 @@ std::vector<TileCoord> colRun(int64_t count, int64_t first = 1);
 std::vector<TileCoord> concat(std::vector<TileCoord> a,
                               const std::vector<TileCoord> &b);
 
+/// The layout of a rows x cols tile held by `warps` warps, each a band of
+/// rows / warps consecutive rows, every warp tiling its band with the
+/// fragment `instr` (one instruction's A, B or C): a lane's registers are
+/// the fragment's, then the fragments along the band's columns, then along
+/// its rows (register index = (row block * col blocks + col block) *
+/// fragment registers + fragment register, the kernels' accumulator order);
+/// warp w holds rows [w rows / warps, (w + 1) rows / warps). The C of
+/// mma.sync tiled over 4 warps is wgmma's m64nNk16 accumulator. Sets `error`
+/// (and returns the fragment) when the tile does not split that way.
+LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
+                           int64_t cols, int64_t warps, std::string *error);
+
 } // namespace fmha
 
 #endif // FMHA_SUPPORT_LINEARLAYOUT_H
