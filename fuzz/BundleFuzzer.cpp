@@ -68,9 +68,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(sameMeta(meta, again), "metadata changes in a round trip");
   FUZZ_CHECK(binary == binary2, "binary changes in a round trip");
   std::string out2;
-  FUZZ_CHECK(serializeBundle(again, binary2, &out2, &err, again.formatVersion) &&
-                 out2 == out,
-             "serialization is not stable");
+  FUZZ_CHECK(
+      serializeBundle(again, binary2, &out2, &err, again.formatVersion) &&
+          out2 == out,
+      "serialization is not stable");
   if (meta.formatVersion == 1) {
     std::string v2;
     FUZZ_CHECK(serializeBundle(meta, binary, &v2, &err),

@@ -8,6 +8,7 @@ packages=(
   python3-venv python3-setuptools python3-wheel  # pip install ./python (test)
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
   libclang-rt-22-dev  # ASan/UBSan runtimes and libFuzzer (sanitizer build)
+  clang-format-22  # scripts/check-format.sh (test: format)
   rocm-device-libs
   libamdhip64-5
   openmpi-bin libopenmpi-dev

@@ -142,10 +142,9 @@ LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (ArrayRef<int64_t> flat : {registers, lanes, warps})
     if (flat.size() % 2 != 0)
       return emitError() << "invalid layout: each basis is a [row, col] pair";
-  std::string message =
-      ::fmha::LinearLayout(rows, cols, basesOf(registers), basesOf(lanes),
-                           basesOf(warps))
-          .validate();
+  std::string message = ::fmha::LinearLayout(rows, cols, basesOf(registers),
+                                             basesOf(lanes), basesOf(warps))
+                            .validate();
   if (!message.empty())
     return emitError() << "invalid layout: " << message;
   return success();

@@ -243,16 +243,16 @@ LogicalResult verifyTileOperandKinds(Operation *op) {
       continue;
     auto layout = dyn_cast<LayoutAttr>(tensor.getEncoding());
     if (!layout)
-      return op->emitOpError()
-             << "operand #" << i << ": a tile's encoding is a #fmha.layout, got "
-             << tensor.getEncoding();
+      return op->emitOpError() << "operand #" << i
+                               << ": a tile's encoding is a #fmha.layout, got "
+                               << tensor.getEncoding();
     SmallVector<int64_t> expected = {layout.getRows()};
     if (tensor.getRank() == 2)
       expected.push_back(layout.getCols());
     else if (layout.getCols() != 1)
-      return op->emitOpError() << "operand #" << i << ": the layout of a row "
-                               << "vector has 1 column, got "
-                               << layout.getCols();
+      return op->emitOpError()
+             << "operand #" << i << ": the layout of a row "
+             << "vector has 1 column, got " << layout.getCols();
     if (tensor.getShape() != ArrayRef<int64_t>(expected))
       return op->emitOpError()
              << "operand #" << i << ": the tile's shape must be the layout's ("
@@ -527,8 +527,8 @@ void MergeOp::getEffects(
 LogicalResult AccumulateOp::verify() {
   OperandChecker c(*this);
   if (failed(c.checkUniformKind({{"x", getX()}, {"acc", getAcc()}})) ||
-      failed(c.checkElementType("acc", getAcc(),
-                                Float32Type::get(getContext()), "")) ||
+      failed(c.checkElementType("acc", getAcc(), Float32Type::get(getContext()),
+                                "")) ||
       failed(c.checkSameShape("acc", getAcc(), "x", getX())))
     return failure();
   return success();
@@ -564,9 +564,7 @@ FMHA_TILE_DPS_EFFECTS(TileFinalizeOp, false)
 LogicalResult TileInitOp::verify() { return verifyTileOperandKinds(*this); }
 LogicalResult TileSoftmaxOp::verify() { return verifyTileOperandKinds(*this); }
 LogicalResult TilePVOp::verify() { return verifyTileOperandKinds(*this); }
-LogicalResult TileFinalizeOp::verify() {
-  return verifyTileOperandKinds(*this);
-}
+LogicalResult TileFinalizeOp::verify() { return verifyTileOperandKinds(*this); }
 
 LogicalResult TileQKOp::verify() {
   if (failed(verifyTileOperandKinds(*this)))

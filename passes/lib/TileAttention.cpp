@@ -142,9 +142,9 @@ Value emitScores(OpBuilder &b, Location loc, const ScoreConfig &cfg, Value q,
     SmallVector<Value> coords;
     if (masked)
       coords = {r0, c0, cfg.sq, cfg.sk};
-    auto op = TileQKOp::create(qb, loc, resultTypesFor(s), q, k, s, coords,
-                               cfg.scale, cfg.softcap,
-                               masked ? cfg.maskAttr : MaskAttr());
+    auto op =
+        TileQKOp::create(qb, loc, resultTypesFor(s), q, k, s, coords, cfg.scale,
+                         cfg.softcap, masked ? cfg.maskAttr : MaskAttr());
     return updatedOuts(op).front();
   };
   if (cfg.mask.isNone())
@@ -207,8 +207,8 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   if (onTensors) {
     auto forall = scf::ForallOp::create(
         rewriter, loc,
-        getAsOpFoldResult(ValueRange{batch, im.c(hq), numQTiles}),
-        outs, /*mapping=*/std::nullopt);
+        getAsOpFoldResult(ValueRange{batch, im.c(hq), numQTiles}), outs,
+        /*mapping=*/std::nullopt);
     grid = forall;
     rewriter.setInsertionPointToStart(forall.getBody());
     b = forall.getInductionVar(0);
@@ -265,9 +265,8 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
                            {rows, rewriter.getIndexAttr(dv)}, 2);
   // The running max, sum and accumulator of the q tile.
   SmallVector<Value> state = {mTile, lTile, accTile};
-  state = updatedOuts(
-      TileInitOp::create(rewriter, loc, resultTypesFor(state), mTile, lTile,
-                         accTile));
+  state = updatedOuts(TileInitOp::create(rewriter, loc, resultTypesFor(state),
+                                         mTile, lTile, accTile));
 
   // --- Mask-derived kv tile bounds for this q tile (MaskUtils.h). ---
   KvLoopBounds bounds =
@@ -288,12 +287,11 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
                        bi.add(c0, cols));
     SmallVector<Value> softmaxOuts = {sTile, in[0], in[1], in[2]};
     SmallVector<Value> next = updatedOuts(TileSoftmaxOp::create(
-        builder, loc, resultTypesFor(softmaxOuts), sTile, in[0], in[1],
-        in[2]));
-    Value acc = updatedOuts(TilePVOp::create(builder, loc,
-                                             resultTypesFor(next[3]), next[0],
-                                             vTile, next[3]))
-                    .front();
+        builder, loc, resultTypesFor(softmaxOuts), sTile, in[0], in[1], in[2]));
+    Value acc =
+        updatedOuts(TilePVOp::create(builder, loc, resultTypesFor(next[3]),
+                                     next[0], vTile, next[3]))
+            .front();
     return SmallVector<Value>{next[1], next[2], acc};
   };
 
@@ -316,9 +314,9 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   SmallVector<Value> tileOuts = {oTile};
   if (lseTile)
     tileOuts.push_back(lseTile);
-  SmallVector<Value> written = updatedOuts(TileFinalizeOp::create(
-      rewriter, loc, resultTypesFor(tileOuts), state[0], state[1], state[2],
-      oTile, lseTile));
+  SmallVector<Value> written = updatedOuts(
+      TileFinalizeOp::create(rewriter, loc, resultTypesFor(tileOuts), state[0],
+                             state[1], state[2], oTile, lseTile));
 
   if (!onTensors) {
     rewriter.eraseOp(op);

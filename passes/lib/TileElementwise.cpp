@@ -64,8 +64,8 @@ Value flatten(OpBuilder &b, Location loc, Value memref) {
   if (type.getRank() == 0)
     return memref::ExpandShapeOp::create(
         b, loc, MemRefType::get({1}, type.getElementType()), memref,
-        ArrayRef<ReassociationIndices>{}, ArrayRef<OpFoldResult>{
-                                              b.getIndexAttr(1)});
+        ArrayRef<ReassociationIndices>{},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
   ReassociationIndices all;
   for (int64_t i = 0; i < type.getRank(); ++i)
     all.push_back(i);
@@ -82,7 +82,9 @@ struct Scalar {
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
-  Value dim(Value memref, int64_t i) { return IndexMath{b, loc}.dim(memref, i); }
+  Value dim(Value memref, int64_t i) {
+    return IndexMath{b, loc}.dim(memref, i);
+  }
   Value mul(Value x, Value y) { return IndexMath{b, loc}.mul(x, y); }
   Value load(Value memref, ValueRange indices) {
     return loadAsF32(b, loc, memref, indices);
@@ -97,9 +99,10 @@ struct Scalar {
   void parallel(ValueRange ubs,
                 function_ref<void(OpBuilder &, ValueRange)> body) {
     SmallVector<Value> lbs(ubs.size(), idx(0)), steps(ubs.size(), idx(1));
-    scf::ParallelOp::create(
-        b, loc, lbs, ubs, steps,
-        [&](OpBuilder &nested, Location, ValueRange ivs) { body(nested, ivs); });
+    scf::ParallelOp::create(b, loc, lbs, ubs, steps,
+                            [&](OpBuilder &nested, Location, ValueRange ivs) {
+                              body(nested, ivs);
+                            });
   }
 };
 
@@ -115,7 +118,8 @@ LogicalResult tileMerge(RewriterBase &rewriter, MergeOp op) {
   const bool flat = allContiguous(op);
   if (flat) {
     // The sizes of the operands, not of their flat views.
-    rows.push_back(s.mul(s.mul(s.dim(lse1, 0), s.dim(lse1, 1)), s.dim(lse1, 2)));
+    rows.push_back(
+        s.mul(s.mul(s.dim(lse1, 0), s.dim(lse1, 1)), s.dim(lse1, 2)));
     for (Value *v : {&o1, &o2, &o, &lse1, &lse2, &lse})
       *v = flatten(rewriter, loc, *v);
   } else {
@@ -127,8 +131,7 @@ LogicalResult tileMerge(RewriterBase &rewriter, MergeOp op) {
     Value zero = r.f32(0.0), one = r.f32(1.0);
     Value negInf = r.f32(-std::numeric_limits<double>::infinity());
     auto isNegInf = [&](Value x) {
-      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
-                                   negInf)
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, negInf)
           .getResult();
     };
     Value l1 = r.load(lse1, row), l2 = r.load(lse2, row);
@@ -163,9 +166,9 @@ LogicalResult tileMerge(RewriterBase &rewriter, MergeOp op) {
                                     term(o2, a2, empty2)),
               o, at);
     });
-    Value merged =
-        r.select(both, negInf,
-                 arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, sum)));
+    Value merged = r.select(
+        both, negInf,
+        arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, sum)));
     r.store(merged, lse, row);
   });
   rewriter.eraseOp(op);
@@ -200,8 +203,7 @@ LogicalResult tileAccumulate(RewriterBase &rewriter, AccumulateOp op) {
     ValueRange at = rank == 0 ? ValueRange{} : ivs;
     // acc + x, not reassociated: the sum is the same bit for bit as a plain
     // float loop.
-    Value sum =
-        arith::AddFOp::create(b, loc, e.load(acc, at), e.load(x, at));
+    Value sum = arith::AddFOp::create(b, loc, e.load(acc, at), e.load(x, at));
     memref::StoreOp::create(b, loc, sum, acc, at);
   });
   rewriter.eraseOp(op);

@@ -62,8 +62,7 @@ bool isElementwise(scf::ParallelOp loop, llvm::SetVector<Value> &memrefs) {
     if (op.getNumRegions() != 0)
       return false;
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      if (!isVectorizableMemRef(load.getMemRef()) ||
-          load.getIndices()[0] != iv)
+      if (!isVectorizableMemRef(load.getMemRef()) || load.getIndices()[0] != iv)
         return false;
       memrefs.insert(load.getMemRef());
       continue;
@@ -157,8 +156,8 @@ void vectorize(scf::ParallelOp loop, const llvm::SetVector<Value> &memrefs,
       [&](OpBuilder &pb, Location, ValueRange ivs) {
         Value base = arith::MulIOp::create(pb, loc, ivs[0], w);
         Value end = arith::AddIOp::create(pb, loc, base, w);
-        Value ok = arith::CmpIOp::create(pb, loc, arith::CmpIPredicate::sle,
-                                         end, n);
+        Value ok =
+            arith::CmpIOp::create(pb, loc, arith::CmpIPredicate::sle, end, n);
         for (Value memref : memrefs) {
           Type elt = cast<MemRefType>(memref.getType()).getElementType();
           Value bytes = arith::ConstantIndexOp::create(
@@ -183,8 +182,7 @@ void vectorize(scf::ParallelOp loop, const llvm::SetVector<Value> &memrefs,
                   [&](OpBuilder &fb, Location, Value i, ValueRange) {
                     IRMapping map;
                     map.map(loop.getInductionVars()[0], i);
-                    for (Operation &op :
-                         loop.getBody()->without_terminator())
+                    for (Operation &op : loop.getBody()->without_terminator())
                       fb.clone(op, map);
                     scf::YieldOp::create(fb, loc);
                   });

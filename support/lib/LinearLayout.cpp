@@ -218,10 +218,10 @@ LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
   }
   const int64_t band = rows / warps;
   std::vector<TileCoord> registers = instr.getBases(LayoutInput::Register);
-  registers = concat(registers, colRun(log2Of(cols / instr.getCols()),
-                                       instr.getCols()));
-  registers = concat(registers, rowRun(log2Of(band / instr.getRows()),
-                                       instr.getRows()));
+  registers = concat(registers,
+                     colRun(log2Of(cols / instr.getCols()), instr.getCols()));
+  registers = concat(registers,
+                     rowRun(log2Of(band / instr.getRows()), instr.getRows()));
   return LinearLayout(rows, cols, registers, instr.getBases(LayoutInput::Lane),
                       rowRun(log2Of(warps), band));
 }

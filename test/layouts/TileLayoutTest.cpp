@@ -94,8 +94,8 @@ TEST(TileFragments, WgmmaAccumulatorIsPtxs) {
     EXPECT_EQ(layout.getNumRegisters(), n / 2);
     expectHolds(layout, [&](int64_t i, int64_t l, int64_t w) {
       int64_t g = l / 4, t = l % 4;
-      return TileCoord{16 * w + g + 8 * ((i / 2) % 2), 8 * (i / 4) + 2 * t +
-                                                           i % 2};
+      return TileCoord{16 * w + g + 8 * ((i / 2) % 2),
+                       8 * (i / 4) + 2 * t + i % 2};
     });
   }
 }
@@ -141,15 +141,14 @@ TEST_P(AmdTileFragments, RepeatTheCalculatorsTable) {
 
 INSTANTIATE_TEST_SUITE_P(
     Amd, AmdTileFragments,
-    ::testing::Values(
-        AmdTile{"cdna3-v_mfma_f32_16x16x16_f16.csv",
-                MmaInstruction::amdMfma16x16x16},
-        AmdTile{"cdna3-v_mfma_f32_32x32x8_f16.csv",
-                MmaInstruction::amdMfma32x32x8},
-        AmdTile{"rdna3-v_wmma_f32_16x16x16_f16.csv",
-                MmaInstruction::amdWmmaRdna3},
-        AmdTile{"rdna4-v_wmma_f32_16x16x16_f16.csv",
-                MmaInstruction::amdWmmaRdna4}));
+    ::testing::Values(AmdTile{"cdna3-v_mfma_f32_16x16x16_f16.csv",
+                              MmaInstruction::amdMfma16x16x16},
+                      AmdTile{"cdna3-v_mfma_f32_32x32x8_f16.csv",
+                              MmaInstruction::amdMfma32x32x8},
+                      AmdTile{"rdna3-v_wmma_f32_16x16x16_f16.csv",
+                              MmaInstruction::amdWmmaRdna3},
+                      AmdTile{"rdna4-v_wmma_f32_16x16x16_f16.csv",
+                              MmaInstruction::amdWmmaRdna4}));
 
 TEST(TileFragments, TilesThatDoNotSplit) {
   MmaInstruction mma = MmaInstruction::nvidiaMmaSyncM16N8K16();

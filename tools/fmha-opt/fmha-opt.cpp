@@ -25,6 +25,6 @@ int main(int argc, char **argv) {
   mlir::fmha::registerAllFmhaPasses();
   mlir::DialectRegistry registry;
   mlir::fmha::registerAllFmhaDialects(registry);
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "FMHA optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "FMHA optimizer driver\n", registry));
 }

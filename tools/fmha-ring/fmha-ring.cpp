@@ -48,8 +48,8 @@ struct ToolError {
 [[noreturn]] void fail(const std::string &message) { throw ToolError{message}; }
 
 const char *const kValueFlags[] = {
-    "fwd",  "fwd-causal", "merge", "bwd",   "bwd-causal", "acc",
-    "b",    "seq",        "seed",  "target", "check",     "bench"};
+    "fwd", "fwd-causal", "merge", "bwd",    "bwd-causal", "acc",
+    "b",   "seq",        "seed",  "target", "check",      "bench"};
 const char *const kBoolFlags[] = {"causal", "zigzag", "help"};
 
 void printHelp() {

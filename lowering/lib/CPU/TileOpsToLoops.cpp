@@ -316,9 +316,8 @@ struct TileMatmulLowering : OpRewritePattern<TileMatmulOp> {
         return;
       }
       if (!accumulate)
-        row.forEach(n, [&](LoopBuilder &col, Value j) {
-          col.store(zero, c, {i, j});
-        });
+        row.forEach(
+            n, [&](LoopBuilder &col, Value j) { col.store(zero, c, {i, j}); });
       row.forEach(kDim, [&](LoopBuilder &red, Value kk) {
         Value aik = red.mul(loadA(red, i, kk), alpha);
         red.forEach(n, [&](LoopBuilder &col, Value j) {

@@ -45,8 +45,9 @@ struct ExpToTarget : OpRewritePattern<math::ExpOp> {
     if (!op.getType().isF32())
       return rewriter.notifyMatchFailure(op, "not f32");
     Location loc = op.getLoc();
-    Value x = arith::MulFOp::create(rewriter, loc, op.getOperand(),
-                                    constant(rewriter, loc, llvm::numbers::log2ef));
+    Value x =
+        arith::MulFOp::create(rewriter, loc, op.getOperand(),
+                              constant(rewriter, loc, llvm::numbers::log2ef));
     rewriter.replaceOp(op, target.emitExp2(rewriter, loc, x));
     return success();
   }
@@ -77,8 +78,8 @@ struct FmhaGpuMathToTargetPass
   void runOnOperation() override {
     std::unique_ptr<GpuTarget> gpuTarget = createGpuTarget(target);
     if (!gpuTarget) {
-      getOperation()->emitError() << "unknown GPU target '" << target
-                                  << "' (expected nvvm or rocdl)";
+      getOperation()->emitError()
+          << "unknown GPU target '" << target << "' (expected nvvm or rocdl)";
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());

@@ -58,8 +58,8 @@ Value emitLaneAxis(IndexMath &im, const std::vector<::fmha::TileCoord> &lanes,
       term = im.rem(term, im.c(int64_t(1) << len));
     if (value != 1)
       term = im.mul(term, im.c(value));
-    combine(term,
-            llvm::isPowerOf2_64(value) ? ((int64_t(1) << len) - 1) * value : value);
+    combine(term, llvm::isPowerOf2_64(value) ? ((int64_t(1) << len) - 1) * value
+                                             : value);
     bit += len;
   }
   if (!sum)

@@ -149,8 +149,8 @@ public:
         map.map(v, k.clone(*v.getDefiningOp())->getResult(0));
     for (auto [v, arg] : llvm::zip(operands, entry.getArguments()))
       map.map(v, arg);
-    auto kernelTrips = llvm::map_to_vector(
-        trips, [&](Value t) { return map.lookup(t); });
+    auto kernelTrips =
+        llvm::map_to_vector(trips, [&](Value t) { return map.lookup(t); });
 
     if (inner)
       buildRows(k, loc, loop, inner, map, kernelTrips);
@@ -158,11 +158,12 @@ public:
       buildElements(k, loc, loop, map, kernelTrips);
     gpu::ReturnOp::create(k, loc);
 
-    const int64_t perBlock = inner ? threads_ / rowThreads_
-                                   : threads_ * elements_;
+    const int64_t perBlock =
+        inner ? threads_ / rowThreads_ : threads_ * elements_;
     gpu::KernelDim3 grid{h.ceilDiv(total, h.c(perBlock)), h.c(1), h.c(1)};
     gpu::KernelDim3 block{h.c(threads_), h.c(1), h.c(1)};
-    Value shared = arith::ConstantIntOp::create(host, loc, host.getI32Type(), 0);
+    Value shared =
+        arith::ConstantIntOp::create(host, loc, host.getI32Type(), 0);
     gpu::LaunchFuncOp::create(host, loc, func, grid, block, shared, operands);
     loop.erase();
     return success();
@@ -217,8 +218,7 @@ private:
   }
 
   void buildRows(OpBuilder &k, Location loc, scf::ParallelOp loop,
-                 scf::ParallelOp inner, IRMapping &map,
-                 ArrayRef<Value> trips) {
+                 scf::ParallelOp inner, IRMapping &map, ArrayRef<Value> trips) {
     Index im(k, loc);
     Value tid = gpu::ThreadIdOp::create(k, loc, gpu::Dimension::x);
     Value bid = gpu::BlockIdOp::create(k, loc, gpu::Dimension::x);
@@ -261,8 +261,7 @@ private:
     // writes (they may be one buffer: the merge in place).
     gpu::BarrierOp::create(k, loc);
     Value first = arith::AndIOp::create(
-        k, loc, inRange,
-        im.cmp(arith::CmpIPredicate::eq, lane, im.c(0)));
+        k, loc, inRange, im.cmp(arith::CmpIPredicate::eq, lane, im.c(0)));
     scf::IfOp::create(k, loc, first, [&](OpBuilder &tb, Location) {
       cloneOps(tb, post, map);
       scf::YieldOp::create(tb, loc);
@@ -285,8 +284,7 @@ private:
 };
 
 struct FmhaMapParallelToGpuPass
-    : mlir::fmha::impl::FmhaMapParallelToGpuPassBase<
-          FmhaMapParallelToGpuPass> {
+    : mlir::fmha::impl::FmhaMapParallelToGpuPassBase<FmhaMapParallelToGpuPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -308,8 +306,7 @@ struct FmhaMapParallelToGpuPass
         loops.push_back(loop);
         return WalkResult::skip();
       });
-    Mapper mapper(module, kernelName, blockThreads, rowThreads,
-                  threadElements);
+    Mapper mapper(module, kernelName, blockThreads, rowThreads, threadElements);
     for (scf::ParallelOp loop : loops)
       if (failed(mapper.map(loop)))
         return signalPassFailure();

@@ -104,10 +104,10 @@ public:
     return ldmatrixX4(b, loc, tile, row, col, false);
   }
 
-  SmallVector<Value>
-  emitLoadATransposedFragment(OpBuilder &b, Location loc, Value tile,
-                              Value lane, Value row0,
-                              Value col0) const override {
+  SmallVector<Value> emitLoadATransposedFragment(OpBuilder &b, Location loc,
+                                                 Value tile, Value lane,
+                                                 Value row0,
+                                                 Value col0) const override {
     // Transposed: register m = lane / 8 holds A rows [row0 + 8 (m % 2), + 8)
     // and columns [col0 + 8 (m / 2), + 8), which the tile stores as its rows
     // col0 + 8 (m / 2) + i, columns from row0 + 8 (m % 2).
@@ -257,15 +257,14 @@ public:
     // keeps every use after the wait and emits no instruction.
     SmallVector<Value> fenced;
     for (Value v : results)
-      fenced.push_back(
-          LLVM::InlineAsmOp::create(
-              b, loc, v.getType(), ValueRange{v}, "", "=f,0",
-              /*has_side_effects=*/true, /*is_align_stack=*/false,
-              LLVM::tailcallkind::TailCallKind::None,
-              LLVM::AsmDialectAttr::get(b.getContext(),
-                                        LLVM::AsmDialect::AD_ATT),
-              /*operand_attrs=*/ArrayAttr())
-              .getResult(0));
+      fenced.push_back(LLVM::InlineAsmOp::create(
+                           b, loc, v.getType(), ValueRange{v}, "", "=f,0",
+                           /*has_side_effects=*/true, /*is_align_stack=*/false,
+                           LLVM::tailcallkind::TailCallKind::None,
+                           LLVM::AsmDialectAttr::get(b.getContext(),
+                                                     LLVM::AsmDialect::AD_ATT),
+                           /*operand_attrs=*/ArrayAttr())
+                           .getResult(0));
     return fenced;
   }
   void emitWarpgroupOperandFence(OpBuilder &b, Location loc) const override {

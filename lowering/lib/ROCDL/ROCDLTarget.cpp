@@ -29,8 +29,8 @@
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -211,13 +211,12 @@ public:
                      .getResult(0);
     Value base = LLVM::ExtractValueOp::create(b, loc, desc, 1);
     Value offset = arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
-    Value ptr = LLVM::GEPOp::create(b, loc, base.getType(),
-                                    type.getElementType(), base,
-                                    ValueRange{offset},
-                                    LLVM::GEPNoWrapFlags::inbounds);
-    auto add = LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, ptr,
-                                         value,
-                                         LLVM::AtomicOrdering::monotonic);
+    Value ptr =
+        LLVM::GEPOp::create(b, loc, base.getType(), type.getElementType(), base,
+                            ValueRange{offset}, LLVM::GEPNoWrapFlags::inbounds);
+    auto add =
+        LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, ptr, value,
+                                  LLVM::AtomicOrdering::monotonic);
     for (StringRef name :
          {kAmdgpuNoFineGrainedMemoryAttrName, kAmdgpuNoRemoteMemoryAttrName,
           kAmdgpuIgnoreDenormalModeAttrName})

@@ -109,8 +109,7 @@ public:
 
 private:
   void iterate(Body body, void *ctx, int64_t n, int64_t grain) {
-    for (int64_t i = next_.fetch_add(grain); i < n;
-         i = next_.fetch_add(grain))
+    for (int64_t i = next_.fetch_add(grain); i < n; i = next_.fetch_add(grain))
       callBody(body, ctx, i, std::min(i + grain, n));
   }
 

@@ -311,10 +311,10 @@ Status runRingDevice(Transport &t, CudaRingDevice &dev, const RingKernels &k,
             const void *x;
             float *acc;
             int64_t count;
-          } sums[] = {{dqT.get(), static_cast<float *>(dq[i].get()),
-                       p.qElements()},
-                      {dkT.get(), dkv, static_cast<int64_t>(dkCount)},
-                      {dvT.get(), dkv + dkCount, static_cast<int64_t>(dvCount)}};
+          } sums[] = {
+              {dqT.get(), static_cast<float *>(dq[i].get()), p.qElements()},
+              {dkT.get(), dkv, static_cast<int64_t>(dkCount)},
+              {dvT.get(), dkv + dkCount, static_cast<int64_t>(dvCount)}};
           for (size_t si = 0; si < std::size(sums); ++si) {
             const auto &sum = sums[si];
             if (si > 0 && dkvInFlight) { // dk, dv: into the arrived packet

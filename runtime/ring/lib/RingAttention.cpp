@@ -74,8 +74,7 @@ Status checkRingKernels(const RingKernels &k, const RingConfig &c) {
       {"backward", k.bwd, KernelKind::Backward, false, c.backward},
       {"causal backward", k.bwdCausal, KernelKind::Backward, true,
        c.backward && c.causal},
-      {"accumulate", k.accumulate, KernelKind::Accumulate, false,
-       c.backward}};
+      {"accumulate", k.accumulate, KernelKind::Accumulate, false, c.backward}};
   const BundleMeta *ref = k.fwd ? &k.fwd->meta() : nullptr;
   for (const Role &r : roles) {
     if (!r.kernel) {
@@ -124,9 +123,8 @@ Status checkRingKernels(const RingKernels &k, const RingConfig &c) {
                  std::to_string(ref->hq) + " hk=" + std::to_string(ref->hk) +
                  " d=" + std::to_string(ref->d) +
                  " dv=" + std::to_string(ref->dv));
-    if (attention &&
-        (m.effectiveScale() != ref->effectiveScale() ||
-         m.softcap != ref->softcap))
+    if (attention && (m.effectiveScale() != ref->effectiveScale() ||
+                      m.softcap != ref->softcap))
       return bad(who + " has another scale or softcap than the forward "
                        "bundle");
   }

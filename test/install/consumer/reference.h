@@ -47,8 +47,8 @@ static inline double fmhaTestMaxError(int64_t B, int64_t hq, int64_t hk,
           for (int64_t j = 0; j < sk; ++j) {
             double s = 0;
             for (int64_t e = 0; e < D; ++e)
-              s += fmhaTestAt(q, qs, b, h, i, e) *
-                   fmhaTestAt(k, ks, b, g, j, e);
+              s +=
+                  fmhaTestAt(q, qs, b, h, i, e) * fmhaTestAt(k, ks, b, g, j, e);
             const double p = exp(scale * s - m);
             l += p;
             acc += p * fmhaTestAt(v, vs, b, g, j, c);

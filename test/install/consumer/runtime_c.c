@@ -64,9 +64,9 @@ int main(int argc, char **argv) {
                 ks[] = {hk * sk * D, sk * D, D, 1},
                 vs[] = {hk * sk * dv, sk * dv, dv, 1},
                 os[] = {hq * sq * dv, sq * dv, dv, 1};
-  const double err = fmhaTestMaxError(B, hq, hk, sq, sk, D, dv,
-                                      info.effective_scale, q, qs, k, ks, v,
-                                      vs, o, os);
+  const double err =
+      fmhaTestMaxError(B, hq, hk, sq, sk, D, dv, info.effective_scale, q, qs, k,
+                       ks, v, vs, o, os);
   fmhaKernelDestroy(kernel);
   free(q);
   free(k);

@@ -35,8 +35,7 @@ int main(int argc, char **argv) {
   }
   const Kernel &kernel = **loaded;
   const BundleMeta &m = kernel.meta();
-  const int64_t B = 2, sq = 9, sk = 6, hq = m.hq, hk = m.hk, D = m.d,
-                dv = m.dv;
+  const int64_t B = 2, sq = 9, sk = 6, hq = m.hq, hk = m.hk, D = m.d, dv = m.dv;
   // BSHD memory: logical [b][h][s][d] at ((b S + s) H + h) D + d.
   auto bshd = [](int64_t h, int64_t s, int64_t d) {
     return std::vector<int64_t>{s * h * d, d, h * d, 1};

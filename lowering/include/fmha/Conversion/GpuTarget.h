@@ -173,10 +173,11 @@ public:
   /// N-major B); B is K-major, or N-major with `bNMajor` (rows along N).
   /// `acc` holds the n / 2 f32 elements of D; empty, D = A * B.
   /// Asynchronous: the results are valid after emitWarpgroupWait.
-  virtual SmallVector<Value>
-  emitWarpgroupMma(OpBuilder &b, Location loc, Type elementType, int64_t n,
-                   Value descA, bool aMMajor, Value descB, bool bNMajor,
-                   ArrayRef<Value> acc) const;
+  virtual SmallVector<Value> emitWarpgroupMma(OpBuilder &b, Location loc,
+                                              Type elementType, int64_t n,
+                                              Value descA, bool aMMajor,
+                                              Value descB, bool bNMajor,
+                                              ArrayRef<Value> acc) const;
   /// The same product with A from registers: warp w % 4 of the warpgroup
   /// holds rows [16 (w % 4), 16 (w % 4) + 16) of A as the A fragment of the
   /// warp-level instruction (getACoord), numA / 2 registers of two 16-bit
