@@ -229,7 +229,7 @@ void addDpsEffects(
 /// A tile op takes all tensors (values) or all memrefs (buffers). A tensor
 /// tile may carry a register layout (#fmha.layout) of its static shape: a
 /// rows x cols layout for a 2-D tile, rows x 1 for a row vector.
-LogicalResult verifyTileOperandKinds(Operation *op) {
+LogicalResult verifyTileOperands(Operation *op) {
   std::optional<bool> tensors;
   for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
     if (!isa<ShapedType>(operand.getType()))
@@ -561,13 +561,13 @@ FMHA_TILE_DPS_EFFECTS(TilePVOp, true)
 FMHA_TILE_DPS_EFFECTS(TileFinalizeOp, false)
 #undef FMHA_TILE_DPS_EFFECTS
 
-LogicalResult TileInitOp::verify() { return verifyTileOperandKinds(*this); }
-LogicalResult TileSoftmaxOp::verify() { return verifyTileOperandKinds(*this); }
-LogicalResult TilePVOp::verify() { return verifyTileOperandKinds(*this); }
-LogicalResult TileFinalizeOp::verify() { return verifyTileOperandKinds(*this); }
+LogicalResult TileInitOp::verify() { return verifyTileOperands(*this); }
+LogicalResult TileSoftmaxOp::verify() { return verifyTileOperands(*this); }
+LogicalResult TilePVOp::verify() { return verifyTileOperands(*this); }
+LogicalResult TileFinalizeOp::verify() { return verifyTileOperands(*this); }
 
 LogicalResult TileQKOp::verify() {
-  if (failed(verifyTileOperandKinds(*this)))
+  if (failed(verifyTileOperands(*this)))
     return failure();
   if (!getMaskCoords().empty() && getMaskCoords().size() != 4)
     return emitOpError() << "expects 4 mask coordinates [row0, col0, Sq, Sk], "

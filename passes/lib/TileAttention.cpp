@@ -67,16 +67,6 @@ Value tileView(OpBuilder &b, Location loc, Value source,
                                    offsets, sizes, strides);
 }
 
-/// The result types of a tile op with outs `outs`: theirs on tensors (the op
-/// returns its updated outs), none on memrefs (it writes them in place).
-SmallVector<Type> resultTypesFor(ValueRange outs) {
-  SmallVector<Type> types;
-  for (Value out : outs)
-    if (isa<TensorType>(out.getType()))
-      types.push_back(out.getType());
-  return types;
-}
-
 /// The outs of a tile op once it ran: its results on tensors, the outs
 /// themselves on memrefs.
 SmallVector<Value> updatedOuts(Operation *op) {
@@ -94,6 +84,12 @@ SmallVector<Value> carried(ValueRange state) {
     if (isa<TensorType>(v.getType()))
       values.push_back(v);
   return values;
+}
+
+/// The result types of a tile op with outs `outs`: theirs on tensors (the op
+/// returns its updated outs), none on memrefs (it writes them in place).
+SmallVector<Type> resultTypesFor(ValueRange outs) {
+  return llvm::to_vector(ValueRange(carried(outs)).getTypes());
 }
 
 /// A read-only memref view of an input tensor (the backward's bridge to its
@@ -202,14 +198,13 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   SmallVector<Value> outs = {op.getO()};
   if (op.getLse())
     outs.push_back(op.getLse());
-  Operation *grid;
+  scf::ForallOp forall;
   Value b, h, qt, o, lse;
   if (onTensors) {
-    auto forall = scf::ForallOp::create(
+    forall = scf::ForallOp::create(
         rewriter, loc,
         getAsOpFoldResult(ValueRange{batch, im.c(hq), numQTiles}), outs,
         /*mapping=*/std::nullopt);
-    grid = forall;
     rewriter.setInsertionPointToStart(forall.getBody());
     b = forall.getInductionVar(0);
     h = forall.getInductionVar(1);
@@ -221,7 +216,6 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     auto parallel = scf::ParallelOp::create(
         rewriter, loc, ValueRange{zero, zero, zero},
         ValueRange{batch, im.c(hq), numQTiles}, ValueRange{one, one, one});
-    grid = parallel;
     // scf.parallel is an automatic allocation scope: the allocas below are
     // per-iteration scratch (m, l, acc and the score tile).
     rewriter.setInsertionPointToStart(parallel.getBody());
@@ -323,7 +317,6 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     return success();
   }
   // Each q tile's o and lse rows go back into the shared outs.
-  auto forall = cast<scf::ForallOp>(grid);
   rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
   SmallVector<OpFoldResult> oStrides(4, i1), lseStrides(3, i1);
   tensor::ParallelInsertSliceOp::create(rewriter, loc, written[0], o, oOffsets,
