@@ -573,8 +573,6 @@ LogicalResult TileQKOp::verify() {
     return emitOpError() << "expects 4 mask coordinates [row0, col0, Sq, Sk], "
                             "got "
                          << getMaskCoords().size();
-  if (!getMaskCoords().empty() && !getMaskAttr())
-    return emitOpError() << "with mask coordinates requires a 'mask'";
   int64_t dq = dimOf(getQ(), 1), dk = dimOf(getK(), 1);
   if (!ShapedType::isDynamic(dq) && !ShapedType::isDynamic(dk) && dq != dk)
     return emitOpError() << "'k' head dim (" << dk << ") must equal 'q' head "

@@ -36,6 +36,7 @@
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/TransformOps/DialectExtension.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
@@ -75,6 +76,8 @@ void mlir::fmha::registerAllFmhaDialects(DialectRegistry &registry) {
       registry);
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  // tensor.pad (the edges of static tiles) bufferizes into a linalg.map.
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
   // The tiled attention on values: scf.forall, scf.for and scf.if on
   // tensors.
   scf::registerBufferizableOpInterfaceExternalModels(registry);

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -66,10 +67,15 @@ void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
   tile.blockM = options.blockM;
   tile.blockN = options.blockN;
   tile.backwardOnTensors = false;
+  tile.staticTiles = options.staticTiles;
   pm.addPass(createFmhaTileAttentionPass(tile));
   addBufferization(pm);
+  // The padding of static tiles bufferizes into linalg.map fills.
+  if (options.staticTiles)
+    pm.addPass(createConvertLinalgToLoopsPass());
   // The backward is tiled on memrefs (its tile ops take buffers).
   tile.backwardOnTensors = true;
+  tile.staticTiles = false;
   pm.addPass(createFmhaTileAttentionPass(tile));
   pm.addPass(createForallToParallelLoopPass());
   // The loops stop carrying the buffers (and the insertions of the o and

@@ -31,7 +31,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::fmha {
@@ -130,10 +132,12 @@ struct ScoreConfig {
 };
 
 /// Scores of the q tile rows [r0, r1) against the kv tile keys [c0, c1) into
-/// `s`: the element mask only when the tile crosses a mask edge. Returns the
-/// updated `s`.
+/// `s`: the element mask only when the tile crosses a mask edge or, with
+/// `padded` (a static tile of keys [c0, c1) that may reach past Sk), the end
+/// of K. Returns the updated `s`.
 Value emitScores(OpBuilder &b, Location loc, const ScoreConfig &cfg, Value q,
-                 Value k, Value s, Value r0, Value r1, Value c0, Value c1) {
+                 Value k, Value s, Value r0, Value r1, Value c0, Value c1,
+                 bool padded = false) {
   auto emitQK = [&](OpBuilder &qb, bool masked) {
     SmallVector<Value> coords;
     if (masked)
@@ -143,10 +147,14 @@ Value emitScores(OpBuilder &b, Location loc, const ScoreConfig &cfg, Value q,
                          cfg.softcap, masked ? cfg.maskAttr : MaskAttr());
     return updatedOuts(op).front();
   };
-  if (cfg.mask.isNone())
+  if (cfg.mask.isNone() && !padded)
     return emitQK(b, /*masked=*/false);
   Value full =
       emitKvTileIsFull(b, loc, cfg.mask, r0, r1, c0, c1, cfg.sq, cfg.sk);
+  if (padded) {
+    IndexMath im{b, loc};
+    full = b.createOrFold<arith::AndIOp>(loc, full, im.le(c1, cfg.sk));
+  }
   auto branch = scf::IfOp::create(
       b, loc, full,
       [&](OpBuilder &then, Location) {
@@ -165,6 +173,10 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
                                         const TileAttentionOptions &options) {
   if (failed(checkTileSizes(op, options)))
     return failure();
+  if (options.staticTiles && !isa<RankedTensorType>(op.getQ().getType()))
+    return op.emitOpError()
+           << "static-tiles tiles the forward on tensors (its tiles are "
+              "values); got memrefs";
   Location loc = op.getLoc();
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
@@ -235,28 +247,56 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   SmallVector<OpFoldResult> oOffsets = {b, h, r0, i0};
   SmallVector<OpFoldResult> oSizes = {i1, i1, rows, rewriter.getIndexAttr(dv)};
   SmallVector<OpFoldResult> lseOffsets = {b, h, r0}, lseSizes = {i1, i1, rows};
-  Value qTile = tileView(rewriter, loc, q, {b, h, r0, i0},
-                         {i1, i1, rows, rewriter.getIndexAttr(d)}, 2);
-  Value oTile = tileView(rewriter, loc, o, oOffsets, oSizes, 2);
-  Value lseTile;
-  if (lse)
-    lseTile = tileView(rewriter, loc, lse, lseOffsets, lseSizes, 1);
+  // With static tiles, the slices in range padded with zeros to `tileRows`.
+  const bool padded = options.staticTiles;
+  auto inputTile = [&](OpBuilder &builder, Value source,
+                       ArrayRef<OpFoldResult> offsets, Value extent,
+                       int64_t tileRows, int64_t cols) -> Value {
+    Value slice = tileView(builder, loc, source, offsets,
+                           {i1, i1, extent, builder.getIndexAttr(cols)}, 2);
+    if (!padded)
+      return slice;
+    auto type = RankedTensorType::get({tileRows, cols},
+                                      getElementTypeOrSelf(source.getType()));
+    Value zeroElem = arith::ConstantOp::create(
+        builder, loc, builder.getZeroAttr(type.getElementType()));
+    return tensor::createPadHighOp(type, slice, zeroElem, /*nofold=*/false, loc,
+                                   builder);
+  };
+  Value qTile = inputTile(rewriter, q, {b, h, r0, i0}, rows, bm, d);
 
   // Scratch of a static tile shape, viewed at the tile's extent: on tensors
   // an alloc_tensor each (distinct buffers, never merged by CSE; the CPU
-  // pipeline puts them on the stack), allocas on memrefs.
-  auto scratch = [&](ArrayRef<int64_t> shape) -> Value {
+  // pipeline puts them on the stack), allocas on memrefs. Static tiles are
+  // values of the whole shape (tensor.empty; registers on the GPU).
+  auto scratch = [&](ArrayRef<int64_t> shape, Type type) -> Value {
+    if (padded)
+      return tensor::EmptyOp::create(rewriter, loc, shape, type);
     if (onTensors)
       return bufferization::AllocTensorOp::create(
-          rewriter, loc, RankedTensorType::get(shape, f32), ValueRange{});
-    return memref::AllocaOp::create(rewriter, loc, MemRefType::get(shape, f32));
+          rewriter, loc, RankedTensorType::get(shape, type), ValueRange{});
+    return memref::AllocaOp::create(rewriter, loc,
+                                    MemRefType::get(shape, type));
   };
-  Value mBuf = scratch({bm}), lBuf = scratch({bm});
-  Value accBuf = scratch({bm, dv}), sBuf = scratch({bm, bn});
-  Value mTile = tileView(rewriter, loc, mBuf, {i0}, {rows}, 1);
-  Value lTile = tileView(rewriter, loc, lBuf, {i0}, {rows}, 1);
-  Value accTile = tileView(rewriter, loc, accBuf, {i0, i0},
-                           {rows, rewriter.getIndexAttr(dv)}, 2);
+  Value oTile, lseTile;
+  if (padded) {
+    oTile = scratch({bm, dv}, getElementTypeOrSelf(o.getType()));
+    if (lse)
+      lseTile = scratch({bm}, f32);
+  } else {
+    oTile = tileView(rewriter, loc, o, oOffsets, oSizes, 2);
+    if (lse)
+      lseTile = tileView(rewriter, loc, lse, lseOffsets, lseSizes, 1);
+  }
+  Value mTile = scratch({bm}, f32), lTile = scratch({bm}, f32);
+  Value accTile = scratch({bm, dv}, f32);
+  Value sBuf = padded ? Value() : scratch({bm, bn}, f32);
+  if (!padded) {
+    mTile = tileView(rewriter, loc, mTile, {i0}, {rows}, 1);
+    lTile = tileView(rewriter, loc, lTile, {i0}, {rows}, 1);
+    accTile = tileView(rewriter, loc, accTile, {i0, i0},
+                       {rows, rewriter.getIndexAttr(dv)}, 2);
+  }
   // The running max, sum and accumulator of the q tile.
   SmallVector<Value> state = {mTile, lTile, accTile};
   state = updatedOuts(TileInitOp::create(rewriter, loc, resultTypesFor(state),
@@ -272,13 +312,13 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     IndexMath bi{builder, loc};
     Value c0 = bi.mul(kt, bi.c(bn));
     Value cols = bi.min(bi.c(bn), bi.sub(sk, c0));
-    Value kTile = tileView(builder, loc, k, {b, kvHead, c0, i0},
-                           {i1, i1, cols, builder.getIndexAttr(d)}, 2);
-    Value vTile = tileView(builder, loc, v, {b, kvHead, c0, i0},
-                           {i1, i1, cols, builder.getIndexAttr(dv)}, 2);
-    Value sTile = tileView(builder, loc, sBuf, {i0, i0}, {rows, cols}, 2);
+    Value kTile = inputTile(builder, k, {b, kvHead, c0, i0}, cols, bn, d);
+    Value vTile = inputTile(builder, v, {b, kvHead, c0, i0}, cols, bn, dv);
+    Value sTile = padded
+                      ? tensor::EmptyOp::create(builder, loc, {bm, bn}, f32)
+                      : tileView(builder, loc, sBuf, {i0, i0}, {rows, cols}, 2);
     sTile = emitScores(builder, loc, scores, qTile, kTile, sTile, r0, r1, c0,
-                       bi.add(c0, cols));
+                       bi.add(c0, padded ? bi.c(bn) : cols), padded);
     SmallVector<Value> softmaxOuts = {sTile, in[0], in[1], in[2]};
     SmallVector<Value> next = updatedOuts(TileSoftmaxOp::create(
         builder, loc, resultTypesFor(softmaxOuts), sTile, in[0], in[1], in[2]));
@@ -316,7 +356,14 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     rewriter.eraseOp(op);
     return success();
   }
-  // Each q tile's o and lse rows go back into the shared outs.
+  // Each q tile's o and lse rows go back into the shared outs (of a static
+  // tile, the rows in range).
+  if (padded) {
+    written[0] = tileView(rewriter, loc, written[0], {i0, i0},
+                          {rows, rewriter.getIndexAttr(dv)}, 2);
+    if (lse)
+      written[1] = tileView(rewriter, loc, written[1], {i0}, {rows}, 1);
+  }
   rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
   SmallVector<OpFoldResult> oStrides(4, i1), lseStrides(3, i1);
   tensor::ParallelInsertSliceOp::create(rewriter, loc, written[0], o, oOffsets,
@@ -615,7 +662,7 @@ struct FmhaTileAttentionPass
   using Base::Base;
 
   void runOnOperation() override {
-    TileAttentionOptions tileOptions{blockM, blockN};
+    TileAttentionOptions tileOptions{blockM, blockN, staticTiles};
     IRRewriter rewriter(&getContext());
     bool failedAny = false;
     getOperation()->walk([&](Operation *op) {

@@ -336,14 +336,6 @@ func.func @f(%q: memref<?x64xf32>, %s: memref<?x?xf32>, %i: index) {
 
 // -----
 
-func.func @f(%q: memref<?x64xf32>, %s: memref<?x?xf32>, %i: index) {
-  // expected-error @+1 {{with mask coordinates requires a 'mask'}}
-  fmha.tile_qk %q, %q into %s masked[%i, %i, %i, %i] {scale = 1.0 : f32} : memref<?x64xf32>, memref<?x64xf32>, memref<?x?xf32>
-  return
-}
-
-// -----
-
 func.func @f(%q: memref<?x64xf32>, %k: memref<?x32xf32>, %s: memref<?x?xf32>) {
   // expected-error @+1 {{'k' head dim (32) must equal 'q' head dim (64)}}
   fmha.tile_qk %q, %k into %s {scale = 1.0 : f32} : memref<?x64xf32>, memref<?x32xf32>, memref<?x?xf32>

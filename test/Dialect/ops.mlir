@@ -82,6 +82,8 @@ func.func @merge(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>) {
 // CHECK: fmha.tile_init
 // CHECK: fmha.tile_qk %{{.+}}, %{{.+}} into %{{.+}} {scale = 5.000000e-01 : f32}
 // CHECK: fmha.tile_qk %{{.+}}, %{{.+}} into %{{.+}} masked[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] {mask = #fmha.mask<"b">, scale = 5.000000e-01 : f32, softcap = 2.000000e+00 : f32}
+// The element mask without a mask hides the keys at or past Sk alone.
+// CHECK: fmha.tile_qk %{{.+}}, %{{.+}} into %{{.+}} masked[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] {scale = 5.000000e-01 : f32}
 // CHECK: fmha.tile_softmax
 // CHECK: fmha.tile_pv %{{.+}}, %{{.+}} into %{{.+}}
 // CHECK: fmha.tile_finalize %{{.+}}, %{{.+}}, %{{.+}} into %{{.+}}, %{{.+}} :
@@ -89,6 +91,7 @@ func.func @tile_ops(%q: memref<?x64xf16>, %s: memref<?x?xf32>, %m: memref<?xf32>
   fmha.tile_init %m, %m, %acc : memref<?xf32>, memref<?xf32>, memref<?x64xf32>
   fmha.tile_qk %q, %q into %s {scale = 0.5 : f32} : memref<?x64xf16>, memref<?x64xf16>, memref<?x?xf32>
   fmha.tile_qk %q, %q into %s masked[%i, %i, %i, %i] {mask = #fmha.mask<"b">, scale = 0.5 : f32, softcap = 2.0 : f32} : memref<?x64xf16>, memref<?x64xf16>, memref<?x?xf32>
+  fmha.tile_qk %q, %q into %s masked[%i, %i, %i, %i] {scale = 0.5 : f32} : memref<?x64xf16>, memref<?x64xf16>, memref<?x?xf32>
   fmha.tile_softmax %s, %m, %m, %acc : memref<?x?xf32>, memref<?xf32>, memref<?xf32>, memref<?x64xf32>
   fmha.tile_pv %s, %q into %acc : memref<?x?xf32>, memref<?x64xf16>, memref<?x64xf32>
   fmha.tile_finalize %m, %m, %acc into %q, %m : memref<?xf32>, memref<?xf32>, memref<?x64xf32>, memref<?x64xf16>, memref<?xf32>

@@ -11,7 +11,13 @@ With --bwd the same for the backward kernels (fmha-compile --bwd): dq, dk, dv
 against the float64 reference over every mask, GQA ratios 1, 2, 4, 8 and MQA,
 atomic and deterministic modes (fmha-run reruns a deterministic bundle and
 requires identical bits), softcap and scale, f16/bf16, and on the small
-problems a finite-difference check of the gradients (fmha-run --grad-check)."""
+problems a finite-difference check of the gradients (fmha-run --grad-check).
+
+With --static-tiles the forward sweep compiles every bundle from tensors with
+the GPU's static tiles (fmha-compile --from-tensors --static-tiles: q, k and v
+tiles padded at the edges of Sq and Sk, the element mask on kv tiles past
+Sk), so that the tiled form the GPU pipeline lowers runs against the
+reference on the host."""
 
 import argparse
 import concurrent.futures
@@ -100,6 +106,8 @@ def check_signature(args, tmp, index, sig, shapes):
                    f"--dtype={dtype}", f"--hq={hq}", f"--hk={hk}", "-d", str(d),
                    f"--dv={dv}", f"--mask={mask}", f"--block-m={bm}",
                    f"--block-n={bn}", "-o", bundle, *extra]
+    if args.static_tiles:
+        compile_cmd += ["--from-tensors", "--static-tiles"]
     rc, text = run(compile_cmd)
     if rc != 0:
         return [f"COMPILE FAIL {' '.join(compile_cmd)}\n{text}"], 0, 0.0
@@ -138,7 +146,11 @@ def main():
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--bwd", action="store_true",
                         help="sweep the backward kernels instead")
+    parser.add_argument("--static-tiles", action="store_true",
+                        help="forward bundles with the GPU's static tiles")
     args = parser.parse_args()
+    if args.static_tiles and args.bwd:
+        parser.error("--static-tiles tiles the forward; drop --bwd")
     sigs = bwd_signatures() if args.bwd else signatures()
     failures, runs, worst = [], 0, 0.0
     with tempfile.TemporaryDirectory() as tmp, \
@@ -152,7 +164,8 @@ def main():
             worst = max(worst, w)
     for f in failures:
         print(f)
-    print(f"cpu {'backward ' if args.bwd else ''}sweep: {len(sigs)} bundles, {runs} problems, "
+    kind = "backward " if args.bwd else "static-tile " if args.static_tiles else ""
+    print(f"cpu {kind}sweep: {len(sigs)} bundles, {runs} problems, "
           f"{len(failures)} failures, worst f32 rel_err {worst:.3e}")
     return 1 if failures else 0
 

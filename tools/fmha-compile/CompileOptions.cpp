@@ -126,6 +126,13 @@ cl::opt<bool> fromTensors(
              "outs) and let the pipeline bufferize it; the bundle is the "
              "same as from memrefs"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> staticTiles(
+    "static-tiles",
+    cl::desc("CPU forward: tile with the GPU's static tiles (q, k and v "
+             "tiles padded at the edges of Sq and Sk, the element mask on "
+             "kv tiles past Sk); needs --from-tensors. Runs the GPU's tiled "
+             "form on the host"),
+    cl::init(false), cl::cat(category));
 cl::opt<int64_t> bundleVersion(
     "bundle-version",
     cl::desc("the bundle format to write: 2 (with a launch manifest), or 1 "
@@ -384,6 +391,11 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                    "bufferize row-major); drop --strides=any");
     strides = "contiguous";
   }
+  if (staticTiles && (!fromTensors || meta.target != rt::Target::Cpu ||
+                      meta.kind != rt::KernelKind::Forward))
+    return error("--static-tiles tiles the CPU forward on tensors: give "
+                 "--from-tensors, --target=cpu and no --bwd, --merge or "
+                 "--accumulate");
   if (emit != "bundle" && emit != "mlir" && emit != "llvm" && emit != "isa")
     return error("unknown --emit '" + emit +
                  "' (expected bundle, mlir, llvm or isa)");

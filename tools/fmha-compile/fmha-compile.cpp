@@ -525,6 +525,7 @@ int main(int argc, char **argv) {
   mlir::fmha::CpuPipelineOptions options;
   options.blockM = blockM;
   options.blockN = blockN;
+  options.staticTiles = staticTiles;
   options.chip = chip;
   mlir::fmha::buildFmhaToCpuPipeline(pm, options);
   if (failed(pm.run(*module)) || sawError)

@@ -61,9 +61,10 @@ struct LoopBuilder {
   }
   Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
 
-  /// for (iv = 0; iv < ub; ++iv) body(iv)
-  void forEach(Value ub, function_ref<void(LoopBuilder &, Value)> body) {
-    scf::ForOp::create(b, loc, idx(0), ub, idx(1), ValueRange{},
+  /// for (iv = lb (0 when null); iv < ub; ++iv) body(iv)
+  void forEach(Value ub, function_ref<void(LoopBuilder &, Value)> body,
+               Value lb = {}) {
+    scf::ForOp::create(b, loc, lb ? lb : idx(0), ub, idx(1), ValueRange{},
                        [&](OpBuilder &nested, Location, Value iv, ValueRange) {
                          LoopBuilder inner{nested, loc};
                          body(inner, iv);

@@ -81,9 +81,24 @@ struct TileQKLowering : OpRewritePattern<TileQKOp> {
       invCap = lb.f32(1.0 / *softcap);
     }
 
-    Value cols = lb.dim(k, 0);
+    // The element mask hides the keys at or past Sk (a static tile's
+    // padding) by the bound of the loop that computes scores, not by a test
+    // per element: keys [keysInK, cols) are -inf.
+    Value cols = lb.dim(k, 0), keysInK = cols;
+    if (masked) {
+      Value left = arith::SubIOp::create(rewriter, loc, op.getMaskCoords()[3],
+                                         op.getMaskCoords()[1]);
+      keysInK = arith::MaxSIOp::create(
+          rewriter, loc, lb.idx(0),
+          arith::MinSIOp::create(rewriter, loc, cols, left));
+    }
     lb.forEach(lb.dim(q, 0), [&](LoopBuilder &row, Value i) {
-      row.forEach(cols, [&](LoopBuilder &col, Value j) {
+      if (masked)
+        row.forEach(
+            cols,
+            [&](LoopBuilder &col, Value j) { col.store(negInf, s, {i, j}); },
+            keysInK);
+      row.forEach(keysInK, [&](LoopBuilder &col, Value j) {
         Value dot = col.reduce(
             headDim, zero, [&](LoopBuilder &red, Value d, Value acc) {
               return red.add(acc,
@@ -468,10 +483,50 @@ struct FmhaLowerToCpuPass
 
 } // namespace
 
+namespace {
+
+/// memref.copy between views that are not both contiguous with a static
+/// shape (the slice of a static tile's padding: a slice of q, k or v into
+/// the tile's buffer) as loops of loads and stores; LLVM's lowering would
+/// call a runtime library (`memrefCopy`) that bundles do not link.
+struct StridedCopyLowering : OpRewritePattern<memref::CopyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(memref::CopyOp op,
+                                PatternRewriter &rewriter) const override {
+    auto contiguous = [](Type type) {
+      auto memref = cast<MemRefType>(type);
+      return memref.hasStaticShape() && memref.getLayout().isIdentity();
+    };
+    if (contiguous(op.getSource().getType()) &&
+        contiguous(op.getTarget().getType()))
+      return failure();
+    LoopBuilder lb{rewriter, op.getLoc()};
+    SmallVector<Value> indices;
+    std::function<void(LoopBuilder &, int64_t)> nest = [&](LoopBuilder &b,
+                                                           int64_t dim) {
+      if (dim == cast<MemRefType>(op.getSource().getType()).getRank()) {
+        b.store(b.load(op.getSource(), indices), op.getTarget(), indices);
+        return;
+      }
+      b.forEach(b.dim(op.getSource(), dim), [&](LoopBuilder &inner, Value i) {
+        indices.push_back(i);
+        nest(inner, dim + 1);
+        indices.pop_back();
+      });
+    };
+    nest(lb, 0);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
 void mlir::fmha::populateFmhaTileOpsToLoopsPatterns(
     RewritePatternSet &patterns) {
   patterns.add<TileInitLowering, TileQKLowering, TileSoftmaxLowering,
                TilePVLowering, TileFinalizeLowering, TileFillLowering,
                TileStoreLowering, TileMatmulLowering, TileRowDotLowering,
-               TileBwdProbsLowering, TileBwdDsLowering>(patterns.getContext());
+               TileBwdProbsLowering, TileBwdDsLowering, StridedCopyLowering>(
+      patterns.getContext());
 }

@@ -219,8 +219,9 @@ def Fmha_TileQKOp : Fmha_TileDpsOp<"tile_qk"> {
   let description = [{
     `s[i, j] = softcap(scale * dot(q[i, :], k[j, :]))` for the rows of `q`
     and the rows of `k` (`s` is the out). When `masked [row0, col0, Sq, Sk]`
-    is given, scores of keys that `mask` hides from query `row0 + i` (key
-    `col0 + j`) become -inf; tiles without it need no element mask.
+    is given, scores of keys that `mask` (when given) hides from query
+    `row0 + i` and of keys at or past Sk (key `col0 + j`; the padding of a
+    static tile) become -inf; tiles without it need no element mask.
   }];
   let arguments = (ins Fmha_ValueTile2D:$q, Fmha_ValueTile2D:$k,
                        Fmha_F32ValueTile2D:$s, Variadic<Index>:$maskCoords,

@@ -49,6 +49,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                          llvm::cl::init(64)};
   Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("Keys per kv tile"),
                          llvm::cl::init(64)};
+  Option<bool> staticTiles{
+      *this, "static-tiles",
+      llvm::cl::desc("Tile the forward with the GPU's static tiles (padded "
+                     "at the edges of Sq and Sk; the forward on tensors)"),
+      llvm::cl::init(false)};
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("Host CPU (recorded; codegen uses "
                                           "the host when empty)"),

@@ -28,6 +28,10 @@ namespace fmha {
 struct TileAttentionOptions {
   int64_t blockM = 64;
   int64_t blockN = 64;
+  /// The forward's tiles of a static shape (tensors only): q, k and v tiles
+  /// padded with zeros at the edges of Sq and Sk, the scratch `tensor.empty`,
+  /// the o and lse tiles sliced back to the rows in range.
+  bool staticTiles = false;
 };
 
 /// Rewrites `op` into the tiled flash-attention form. Emits a diagnostic and

@@ -27,6 +27,13 @@ def FmhaTileAttentionPass : Pass<"fmha-tile-attention"> {
     into fresh buffers; with `backward-on-tensors=false` it is left for a run
     after bufferization (what fmha-to-cpu-pipeline does: its gradients are
     then written into the outs' buffers).
+    With `static-tiles` (the GPU's register tiles) every tile of the
+    forward on tensors has a static shape: the q, k and v tiles are their
+    slices padded with zeros (`tensor.pad`) to block-m or block-n rows, the
+    running max, sum, accumulator and scores start as `tensor.empty`, the
+    o and lse tiles are written block-m rows and sliced back to the rows in
+    range; a kv tile that reaches past Sk gets the element mask (which
+    hides keys at or past Sk).
   }];
   let dependentDialects = [
     "::mlir::fmha::FmhaDialect", "::mlir::arith::ArithDialect",
@@ -41,7 +48,10 @@ def FmhaTileAttentionPass : Pass<"fmha-tile-attention"> {
            "Keys per kv tile">,
     Option<"backwardOnTensors", "backward-on-tensors", "bool", "true",
            "Tile fmha.attention_bwd on tensors too (bridged through fresh "
-           "buffers); false leaves it untouched">
+           "buffers); false leaves it untouched">,
+    Option<"staticTiles", "static-tiles", "bool", "false",
+           "Tiles of static shape, padded at the edges of Sq and Sk (the "
+           "forward on tensors)">
   ];
 }
 
