@@ -229,6 +229,34 @@ void addDpsEffects(
 /// A tile op takes all tensors (values) or all memrefs (buffers). A tensor
 /// tile may carry a register layout (#fmha.layout) of its static shape: a
 /// rows x cols layout for a 2-D tile, rows x 1 for a row vector.
+/// A tile's encoding, when it has one, is a #fmha.layout of its shape (a
+/// row vector's layout has 1 column). `what` names the value in messages.
+LogicalResult verifyTileEncoding(Operation *op, const Twine &what,
+                                 RankedTensorType tensor) {
+  if (!tensor.getEncoding())
+    return success();
+  auto layout = dyn_cast<LayoutAttr>(tensor.getEncoding());
+  if (!layout)
+    return op->emitOpError()
+           << what << ": a tile's encoding is a #fmha.layout, got "
+           << tensor.getEncoding();
+  if (tensor.getRank() != 1 && tensor.getRank() != 2)
+    return op->emitOpError() << what << ": a tile with a layout has rank 1 or "
+                             << "2, got " << tensor;
+  SmallVector<int64_t> expected = {layout.getRows()};
+  if (tensor.getRank() == 2)
+    expected.push_back(layout.getCols());
+  else if (layout.getCols() != 1)
+    return op->emitOpError() << what << ": the layout of a row "
+                             << "vector has 1 column, got " << layout.getCols();
+  if (tensor.getShape() != ArrayRef<int64_t>(expected))
+    return op->emitOpError()
+           << what << ": the tile's shape must be the layout's ("
+           << layout.getRows() << "x" << layout.getCols() << "), got "
+           << tensor;
+  return success();
+}
+
 LogicalResult verifyTileOperands(Operation *op) {
   std::optional<bool> tensors;
   for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
@@ -239,25 +267,9 @@ LogicalResult verifyTileOperands(Operation *op) {
       return op->emitOpError() << "takes all tensors or all memrefs, not both";
     tensors = isTensor;
     auto tensor = dyn_cast<RankedTensorType>(operand.getType());
-    if (!tensor || !tensor.getEncoding())
-      continue;
-    auto layout = dyn_cast<LayoutAttr>(tensor.getEncoding());
-    if (!layout)
-      return op->emitOpError() << "operand #" << i
-                               << ": a tile's encoding is a #fmha.layout, got "
-                               << tensor.getEncoding();
-    SmallVector<int64_t> expected = {layout.getRows()};
-    if (tensor.getRank() == 2)
-      expected.push_back(layout.getCols());
-    else if (layout.getCols() != 1)
-      return op->emitOpError()
-             << "operand #" << i << ": the layout of a row "
-             << "vector has 1 column, got " << layout.getCols();
-    if (tensor.getShape() != ArrayRef<int64_t>(expected))
-      return op->emitOpError()
-             << "operand #" << i << ": the tile's shape must be the layout's ("
-             << layout.getRows() << "x" << layout.getCols() << "), got "
-             << tensor;
+    if (tensor &&
+        failed(verifyTileEncoding(op, "operand #" + Twine(i), tensor)))
+      return failure();
   }
   return success();
 }
@@ -560,6 +572,32 @@ FMHA_TILE_DPS_EFFECTS(TileSoftmaxOp, true)
 FMHA_TILE_DPS_EFFECTS(TilePVOp, true)
 FMHA_TILE_DPS_EFFECTS(TileFinalizeOp, false)
 #undef FMHA_TILE_DPS_EFFECTS
+
+LogicalResult ConvertLayoutOp::verify() {
+  auto source = getSource().getType(), result = getResult().getType();
+  if (source.getShape() != result.getShape() ||
+      source.getElementType() != result.getElementType())
+    return emitOpError() << "converts a tile's layout, not its shape or "
+                         << "element type: " << source << " -> " << result;
+  if (failed(verifyTileEncoding(*this, "source", source)) ||
+      failed(verifyTileEncoding(*this, "result", result)))
+    return failure();
+  return success();
+}
+
+OpFoldResult ConvertLayoutOp::fold(FoldAdaptor) {
+  // Equal layouts are the same attribute: the same type.
+  if (getSource().getType() == getType())
+    return getSource();
+  // A chain of conversions is one conversion from the first source.
+  if (auto inner = getSource().getDefiningOp<ConvertLayoutOp>()) {
+    if (inner.getSource().getType() == getType())
+      return inner.getSource();
+    getSourceMutable().assign(inner.getSource());
+    return getResult();
+  }
+  return {};
+}
 
 LogicalResult TileInitOp::verify() { return verifyTileOperands(*this); }
 LogicalResult TileSoftmaxOp::verify() { return verifyTileOperands(*this); }

@@ -198,13 +198,20 @@ std::vector<TileCoord> concat(std::vector<TileCoord> a,
 }
 
 LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
-                           int64_t cols, int64_t warps, std::string *error) {
+                           int64_t cols, int64_t warps, std::string *error,
+                           WarpSplit split) {
   std::ostringstream os;
   if (!isPowerOfTwo(rows) || !isPowerOfTwo(cols) || !isPowerOfTwo(warps))
     os << "tile " << rows << "x" << cols << " over " << warps
        << " warps: sizes must be powers of two";
-  else if (rows % warps != 0 || (rows / warps) % instr.getRows() != 0 ||
-           cols % instr.getCols() != 0)
+  else if (split == WarpSplit::Replicated &&
+           (rows % instr.getRows() != 0 || cols % instr.getCols() != 0))
+    os << "tile " << rows << "x" << cols << " (every warp's) is not a whole "
+       << "number of " << instr.getRows() << "x" << instr.getCols()
+       << " fragments";
+  else if (split == WarpSplit::Rows &&
+           (rows % warps != 0 || (rows / warps) % instr.getRows() != 0 ||
+            cols % instr.getCols() != 0))
     os << "tile " << rows << "x" << cols << " over " << warps
        << " warps: each warp's " << rows / std::max<int64_t>(warps, 1) << "x"
        << cols << " band is not a whole number of " << instr.getRows() << "x"
@@ -216,14 +223,32 @@ LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
       *error = os.str();
     return instr;
   }
-  const int64_t band = rows / warps;
+  const bool replicated = split == WarpSplit::Replicated;
+  const int64_t band = replicated ? rows : rows / warps;
   std::vector<TileCoord> registers = instr.getBases(LayoutInput::Register);
   registers = concat(registers,
                      colRun(log2Of(cols / instr.getCols()), instr.getCols()));
   registers = concat(registers,
                      rowRun(log2Of(band / instr.getRows()), instr.getRows()));
+  std::vector<TileCoord> warpBases =
+      replicated ? std::vector<TileCoord>(log2Of(warps), TileCoord{})
+                 : rowRun(log2Of(warps), band);
   return LinearLayout(rows, cols, registers, instr.getBases(LayoutInput::Lane),
-                      rowRun(log2Of(warps), band));
+                      warpBases);
+}
+
+LinearLayout rowSlice(const LinearLayout &tile) {
+  auto rowsOnly = [](const std::vector<TileCoord> &bases, bool dropColumns) {
+    std::vector<TileCoord> out;
+    for (TileCoord basis : bases)
+      if (!dropColumns || basis.row != 0)
+        out.push_back({basis.row, 0});
+    return out;
+  };
+  return LinearLayout(tile.getRows(), 1,
+                      rowsOnly(tile.getBases(LayoutInput::Register), true),
+                      rowsOnly(tile.getBases(LayoutInput::Lane), false),
+                      rowsOnly(tile.getBases(LayoutInput::Warp), false));
 }
 
 } // namespace fmha

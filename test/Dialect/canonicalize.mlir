@@ -86,3 +86,21 @@ func.func @bwd(%q: memref<1x2x32x64xf32>, %l: memref<1x2x32xf32>) {
   fmha.attention_bwd ins(%q, %q, %q, %q, %l, %q : memref<1x2x32x64xf32>, memref<1x2x32x64xf32>, memref<1x2x32x64xf32>, memref<1x2x32x64xf32>, memref<1x2x32xf32>, memref<1x2x32x64xf32>) outs(%q, %q, %q : memref<1x2x32x64xf32>, memref<1x2x32x64xf32>, memref<1x2x32x64xf32>) {mask = #fmha.mask<"b:-1,0">}
   return
 }
+
+// -----
+
+// A conversion to the type it has folds away, a chain of conversions is one
+// conversion from the first source, and one back to where the chain started
+// folds to that value.
+// CHECK-LABEL: func @convert_layout_folds
+// CHECK-SAME: (%[[S:[^:]+]]: tensor<16x8xf32>
+// CHECK: %[[A:.+]] = fmha.convert_layout %[[S]] : tensor<16x8xf32> -> tensor<16x8xf32, #{{.+}}>
+// CHECK-NOT: fmha.convert_layout
+// CHECK: return %[[S]], %[[A]], %[[S]]
+func.func @convert_layout_folds(%s: tensor<16x8xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32, #fmha.layout<16x8, register = [[1, 0], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>>, tensor<16x8xf32>) {
+  %same = fmha.convert_layout %s : tensor<16x8xf32> -> tensor<16x8xf32>
+  %c = fmha.convert_layout %s : tensor<16x8xf32> -> tensor<16x8xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>
+  %a = fmha.convert_layout %c : tensor<16x8xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>> -> tensor<16x8xf32, #fmha.layout<16x8, register = [[1, 0], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>>
+  %back = fmha.convert_layout %a : tensor<16x8xf32, #fmha.layout<16x8, register = [[1, 0], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>> -> tensor<16x8xf32>
+  return %same, %a, %back : tensor<16x8xf32>, tensor<16x8xf32, #fmha.layout<16x8, register = [[1, 0], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>>, tensor<16x8xf32>
+}

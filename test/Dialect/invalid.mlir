@@ -549,3 +549,43 @@ func.func @f(%m: tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], 
   %i:3 = fmha.tile_init %m, %m, %acc : tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16x64xf32> -> tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16x64xf32>
   return
 }
+
+// -----
+
+func.func @f(%s: tensor<16x8xf32>) {
+  // expected-error @+1 {{'fmha.convert_layout' op converts a tile's layout, not its shape or element type: 'tensor<16x8xf32>' -> 'tensor<8x16xf32>'}}
+  %c = fmha.convert_layout %s : tensor<16x8xf32> -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: tensor<16x8xf32>) {
+  // expected-error @+1 {{'fmha.convert_layout' op converts a tile's layout, not its shape or element type}}
+  %c = fmha.convert_layout %s : tensor<16x8xf32> -> tensor<16x8xf16, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>
+  return
+}
+
+// -----
+
+func.func @f(%s: tensor<8x16xf32>) {
+  // expected-error @+1 {{'fmha.convert_layout' op result: the tile's shape must be the layout's (16x8), got}}
+  %c = fmha.convert_layout %s : tensor<8x16xf32> -> tensor<8x16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>
+  return
+}
+
+// -----
+
+func.func @f(%s: tensor<16x8xf32, "rows">) {
+  // expected-error @+1 {{'fmha.convert_layout' op source: a tile's encoding is a #fmha.layout, got "rows"}}
+  %c = fmha.convert_layout %s : tensor<16x8xf32, "rows"> -> tensor<16x8xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>
+  return
+}
+
+// -----
+
+func.func @f(%s: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{'fmha.convert_layout' op result: a tile with a layout has rank 1 or 2, got}}
+  %c = fmha.convert_layout %s : tensor<2x16x8xf32> -> tensor<2x16x8xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>
+  return
+}

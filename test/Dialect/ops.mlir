@@ -1,6 +1,10 @@
 // RUN: fmha-opt %s | fmha-opt | FileCheck %s
 // RUN: fmha-opt %s --mlir-print-op-generic | fmha-opt | FileCheck %s
 
+// Register layouts print once, as aliases at the top; types name them.
+// CHECK-DAG: #[[ACC:layout[0-9]*]] = #fmha.layout<64x64, register = {{\[\[0, 1\], \[8, 0\], \[0, 8\], \[0, 16\], \[0, 32\]\]}}, lane = {{\[\[0, 2\], \[0, 4\], \[1, 0\], \[2, 0\], \[4, 0\]\]}}, warp = {{\[\[16, 0\], \[32, 0\]\]}}>
+// CHECK-DAG: #[[ROW:layout[0-9]*]] = #fmha.layout<64x1, register = {{\[\[8, 0\]\]}}, lane = {{\[\[0, 0\], \[0, 0\], \[1, 0\], \[2, 0\], \[4, 0\]\]}}, warp = {{\[\[16, 0\], \[32, 0\]\]}}>
+
 // CHECK-LABEL: func @attention_tensor
 // CHECK-SAME: (%[[Q:.+]]: tensor<2x8x?x64xf16>, %[[K:.+]]: tensor<2x2x?x64xf16>, %[[V:.+]]: tensor<2x2x?x32xf16>, %[[O:.+]]: tensor<2x8x?x32xf16>, %[[L:.+]]: tensor<2x8x?xf32>)
 // CHECK: %{{.+}}:2 = fmha.attention ins(%[[Q]], %[[K]], %[[V]] : tensor<2x8x?x64xf16>, tensor<2x2x?x64xf16>, tensor<2x2x?x32xf16>) outs(%[[O]] : tensor<2x8x?x32xf16>, %[[L]] : tensor<2x8x?xf32>)
@@ -121,7 +125,8 @@ func.func @tile_ops_on_values(%q: tensor<?x64xf16>, %s: tensor<?x?xf32>, %m: ten
 // Register tiles typed with their layout: mma.sync's accumulators of a 64 x 64
 // tile over 4 warps, and the row vector of their row maxima.
 // CHECK-LABEL: func @tile_ops_with_layouts
-// CHECK-SAME: tensor<64x64xf32, #fmha.layout<64x64, register = {{\[\[0, 1\], \[8, 0\], \[0, 8\], \[0, 16\], \[0, 32\]\]}}, lane = {{\[\[0, 2\], \[0, 4\], \[1, 0\], \[2, 0\], \[4, 0\]\]}}, warp = {{\[\[16, 0\], \[32, 0\]\]}}>>
+// CHECK-SAME: tensor<64x64xf32, #[[ACC]]>
+// CHECK-SAME: tensor<64xf32, #[[ROW]]>
 // CHECK: fmha.tile_softmax
 func.func @tile_ops_with_layouts(%s: tensor<64x64xf32, #fmha.layout<64x64, register = [[0, 1], [8, 0], [0, 8], [0, 16], [0, 32]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>>,
                                  %m: tensor<64xf32, #fmha.layout<64x1, register = [[8, 0]], lane = [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>>,
@@ -162,4 +167,14 @@ func.func @accumulate(%x: memref<?xbf16>, %acc: memref<?xf32>, %y: memref<2x?x8x
   fmha.accumulate ins(%y : memref<2x?x8xf32>) outs(%y : memref<2x?x8xf32>)
   %r = fmha.accumulate ins(%t : tensor<4x?xf16>) outs(%ta : tensor<4x?xf32>) -> tensor<4x?xf32>
   return %r : tensor<4x?xf32>
+}
+
+// A tile moving between layouts, and between registers and plain tensors.
+// CHECK-LABEL: func @convert_layout
+// CHECK: %[[R:.+]] = fmha.convert_layout %{{.+}} : tensor<64x64xf32> -> tensor<64x64xf32, #[[ACC]]>
+// CHECK: fmha.convert_layout %[[R]] : tensor<64x64xf32, #[[ACC]]> -> tensor<64x64xf32>
+func.func @convert_layout(%t: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %r = fmha.convert_layout %t : tensor<64x64xf32> -> tensor<64x64xf32, #fmha.layout<64x64, register = [[0, 1], [8, 0], [0, 8], [0, 16], [0, 32]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>>
+  %p = fmha.convert_layout %r : tensor<64x64xf32, #fmha.layout<64x64, register = [[0, 1], [8, 0], [0, 8], [0, 16], [0, 32]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>> -> tensor<64x64xf32>
+  return %p : tensor<64x64xf32>
 }

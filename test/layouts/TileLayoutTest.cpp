@@ -29,6 +29,7 @@
 
 #include "gtest/gtest.h"
 
+#include <set>
 #include <string>
 
 using fmha::LinearLayout;
@@ -149,6 +150,82 @@ INSTANTIATE_TEST_SUITE_P(
                               MmaInstruction::amdWmmaRdna3},
                       AmdTile{"rdna4-v_wmma_f32_16x16x16_f16.csv",
                               MmaInstruction::amdWmmaRdna4}));
+
+TEST(TileFragments, MmaSyncBOperandsEveryWarpHolds) {
+  // V of O += P V (keys x Dv) as B fragments k16 x n8: every warp holds the
+  // whole tile, register (kb * nblocks + nb) * 4 + e the PTX ISA's b_e of the
+  // fragment at keys 16 kb, columns 8 nb. K of S = Q K^T is the transposed B
+  // (keys x head dim): element (key, d) where B has (d, key).
+  MmaInstruction mma = MmaInstruction::nvidiaMmaSyncM16N8K16();
+  std::string error;
+  LinearLayout v =
+      tileFragments(mma.b, 64, 32, 4, &error, fmha::WarpSplit::Replicated);
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(v.validate(), "");
+  EXPECT_EQ(v.getCopies(), 4);
+  expectHolds(v, [&](int64_t r, int64_t l, int64_t) {
+    int64_t e = r % 4, nb = (r / 4) % 4, kb = r / 16;
+    TileCoord b = layout_table::ptxB(l, e);
+    return TileCoord{16 * kb + b.row, 8 * nb + b.col};
+  });
+  LinearLayout k =
+      tileFragments(mma.b, 128, 64, 4, &error, fmha::WarpSplit::Replicated)
+          .transposed();
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(k.getRows(), 64);
+  EXPECT_EQ(k.getCols(), 128);
+  expectHolds(k, [&](int64_t r, int64_t l, int64_t) {
+    int64_t e = r % 4, nb = (r / 4) % 8, kb = r / 32;
+    TileCoord b = layout_table::ptxB(l, e);
+    return TileCoord{8 * nb + b.col, 16 * kb + b.row};
+  });
+  tileFragments(mma.b, 8, 32, 4, &error, fmha::WarpSplit::Replicated);
+  EXPECT_EQ(error, "tile 8x32 (every warp's) is not a whole number of 16x8 "
+                   "fragments");
+}
+
+TEST(TileFragments, RowSliceHoldsEachRegistersRow) {
+  // For every instruction's accumulator tiling, register r of lane l of
+  // warp w of the row slice holds the row that register r' of the tile
+  // holds, for each r' whose column bits are dropped: a row's max or sum
+  // sits in the lane (and warp) of its elements.
+  for (auto [mma, warps] :
+       {std::pair{MmaInstruction::nvidiaMmaSyncM16N8K16(), 4},
+        std::pair{MmaInstruction::amdMfma16x16x16(), 4},
+        std::pair{MmaInstruction::amdMfma32x32x8(), 2},
+        std::pair{MmaInstruction::amdWmmaRdna3(), 2},
+        std::pair{MmaInstruction::amdWmmaRdna4(), 4}}) {
+    std::string error;
+    LinearLayout tile = tileFragments(mma.c, 64, 64, warps, &error);
+    ASSERT_EQ(error, "") << mma.name;
+    LinearLayout rows = fmha::rowSlice(tile);
+    ASSERT_EQ(rows.validate(), "") << mma.name;
+    EXPECT_EQ(rows.getCols(), 1);
+    const auto &bases = tile.getBases(fmha::LayoutInput::Register);
+    for (int64_t w = 0; w < tile.getNumWarps(); ++w)
+      for (int64_t l = 0; l < tile.getNumLanes(); ++l) {
+        // The slice's registers hold the rows the lane's tile registers do,
+        // each once.
+        std::set<int64_t> tileRows, sliceRows;
+        for (int64_t r = 0; r < tile.getNumRegisters(); ++r)
+          tileRows.insert(tile.apply(r, l, w).row);
+        for (int64_t r = 0; r < rows.getNumRegisters(); ++r)
+          sliceRows.insert(rows.apply(r, l, w).row);
+        EXPECT_EQ(tileRows, sliceRows) << mma.name;
+        EXPECT_EQ(int64_t(sliceRows.size()), rows.getNumRegisters());
+        for (int64_t r = 0; r < tile.getNumRegisters(); ++r) {
+          // Register r's bits on the bases with a row part.
+          int64_t sliceReg = 0, bit = 0;
+          for (size_t i = 0; i < bases.size(); ++i)
+            if (bases[i].row != 0)
+              sliceReg |= ((r >> i) & 1) << bit++;
+          ASSERT_EQ(rows.apply(sliceReg, l, w).row, tile.apply(r, l, w).row)
+              << mma.name << " register " << r << " lane " << l << " warp "
+              << w;
+        }
+      }
+  }
+}
 
 TEST(TileFragments, TilesThatDoNotSplit) {
   MmaInstruction mma = MmaInstruction::nvidiaMmaSyncM16N8K16();

@@ -294,6 +294,29 @@ def Fmha_TileFinalizeOp : Fmha_TileDpsOp<"tile_finalize"> {
   }];
 }
 
+def Fmha_ConvertLayoutOp : Fmha_Op<"convert_layout", [Pure]> {
+  let summary = "The same tile in another register layout";
+  let description = [{
+    `result` holds the elements of `source`: only where they live (which
+    register of which lane of which warp, the `#fmha.layout` encodings)
+    changes. Either side may be a tensor without an encoding, a tile that is
+    not in registers: from it, the tile is loaded into its layout; to it,
+    the tile leaves registers (to be stored). A conversion between equal
+    layouts folds away; on the GPU the others move elements between lanes
+    or through workgroup memory (AMD's P between the MFMAs of S and of PV).
+
+    Example:
+    ```mlir
+    %p = fmha.convert_layout %s : tensor<64x64xf32, #c> -> tensor<64x64xf32, #a>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$source);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Tile ops of the backward pass
 //===----------------------------------------------------------------------===//

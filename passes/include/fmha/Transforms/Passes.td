@@ -55,6 +55,40 @@ def FmhaTileAttentionPass : Pass<"fmha-tile-attention"> {
   ];
 }
 
+def FmhaAssignLayoutsPass : Pass<"fmha-assign-layouts"> {
+  let summary = "Type the forward's register tiles with their fragment "
+                "layouts";
+  let description = [{
+    The GPU tile level's first step: each static tile of the forward on
+    values (`--fmha-tile-attention{static-tiles=1}`) gets the `#fmha.layout`
+    encoding of the register fragments that hold it, derived from a matrix
+    instruction's fragments (support/MmaInstruction.h) tiled over a warp's
+    band of rows and over `warps` warps (fmha::tileFragments): the scores,
+    the accumulator and o in the layout of the instruction's C; q and p in
+    that of A (S = Q K^T and O += P V); k as the transposed B of S and v as
+    the B of O, every warp holding the whole tile; the running max, sum and
+    lse in the row slice of C (fmha::rowSlice). `tensor.empty` outs are
+    built in their layout, the kv loops and the branches carry the typed
+    tiles, and `fmha.convert_layout` marks each place a tile changes layout:
+    where q, k and v enter registers, where o and lse leave them, and where
+    p, an accumulator of S, becomes an A operand of PV in a layout of its
+    own (AMD's MFMA and WMMA; mma.sync's C of S is its A of PV, no
+    conversion). Tiles whose shape the instruction does not divide get a
+    diagnostic naming the op and the sizes.
+  }];
+  let dependentDialects = [
+    "::mlir::fmha::FmhaDialect", "::mlir::tensor::TensorDialect"
+  ];
+  let options = [
+    Option<"mma", "mma", "std::string", "\"mma.sync\"",
+           "The matrix instruction: mma.sync (NVIDIA m16n8k16), mfma16 "
+           "(AMD 16x16x16), mfma32 (AMD 32x32x8), wmma-rdna3 or wmma-rdna4 "
+           "(AMD 16x16x16)">,
+    Option<"warps", "warps", "int64_t", "4",
+           "Warps (waves) of a workgroup, each a band of the q tile's rows">
+  ];
+}
+
 def FmhaTileElementwisePass : Pass<"fmha-tile-elementwise"> {
   let summary = "Rewrite fmha.merge and fmha.accumulate into parallel loops";
   let description = [{

@@ -103,8 +103,22 @@ std::vector<TileCoord> concat(std::vector<TileCoord> a,
 /// warp w holds rows [w rows / warps, (w + 1) rows / warps). The C of
 /// mma.sync tiled over 4 warps is wgmma's m64nNk16 accumulator. Sets `error`
 /// (and returns the fragment) when the tile does not split that way.
+/// How the warps of a workgroup share a tile: each a band of rows (the
+/// accumulators, the A operands), or each the whole tile (a B operand every
+/// warp multiplies by: zero warp bases).
+enum class WarpSplit { Rows, Replicated };
+
 LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
-                           int64_t cols, int64_t warps, std::string *error);
+                           int64_t cols, int64_t warps, std::string *error,
+                           WarpSplit split = WarpSplit::Rows);
+
+/// The layout of a tile's row vector (rows x 1: a row's max, sum or lse)
+/// that lives where the tile's rows do: the register bases that move along
+/// columns alone are dropped, the column part of the others is cleared, and
+/// lanes or warps that differ only in columns hold the same row (zero
+/// bases: replicas). Each register of `tile` then finds its row's value in
+/// the same lane and warp.
+LinearLayout rowSlice(const LinearLayout &tile);
 
 } // namespace fmha
 

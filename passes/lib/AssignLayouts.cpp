@@ -1,0 +1,283 @@
+//===- AssignLayouts.cpp - Register layouts of the forward's tiles --------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// --fmha-assign-layouts: the static tiles of the forward on values get the
+// #fmha.layout of the register fragments that hold them. Each operand of a
+// tile op has a role in the two products S = Q K^T and O += P V:
+//
+//   q, p            A of the instruction, each warp a band of rows
+//   k               B of S transposed (the tile is keys x head dim), every
+//                   warp the whole tile
+//   v               B of O, every warp the whole tile
+//   s, acc, o       C, each warp a band of rows
+//   m, l, lse       the row slice of C (a row's value where its row lives)
+//
+// The pass walks the function in order: a tile op's `tensor.empty` outs are
+// rebuilt in their layout, any other operand in another layout (q, k and v
+// entering registers; p on AMD, where C of S is not A of PV) gets an
+// fmha.convert_layout; its results take their outs' types; scf.for carries
+// the types its inits have and scf.if returns what its branches yield; an
+// op outside the tile level that reads a typed tile (o and lse going back to
+// the shared outs) reads it through a conversion to the plain tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Dialect/FmhaAttrs.h"
+#include "fmha/Dialect/FmhaOps.h"
+#include "fmha/Support/MmaInstruction.h"
+#include "fmha/Transforms/Passes.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+namespace mlir::fmha {
+#define GEN_PASS_DEF_FMHAASSIGNLAYOUTSPASS
+#include "fmha/Transforms/Passes.h.inc"
+} // namespace mlir::fmha
+
+using namespace mlir;
+using namespace mlir::fmha;
+using ::fmha::LinearLayout;
+using ::fmha::MmaInstruction;
+using ::fmha::WarpSplit;
+
+namespace {
+
+/// What a tile is to the matrix instruction.
+enum class Role { A, BTransposed, B, C, Row };
+
+/// The roles of a forward tile op's tensor operands, in order; empty for
+/// other ops.
+SmallVector<Role> rolesOf(Operation *op) {
+  if (isa<TileInitOp>(op))
+    return {Role::Row, Role::Row, Role::C};
+  if (isa<TileQKOp>(op))
+    return {Role::A, Role::BTransposed, Role::C};
+  if (isa<TileSoftmaxOp>(op))
+    return {Role::C, Role::Row, Role::Row, Role::C};
+  if (isa<TilePVOp>(op))
+    return {Role::A, Role::B, Role::C};
+  if (isa<TileFinalizeOp>(op))
+    return {Role::Row, Role::Row, Role::C, Role::C, Role::Row};
+  return {};
+}
+
+std::optional<MmaInstruction> instructionNamed(StringRef key) {
+  using Make = MmaInstruction (*)();
+  Make make = llvm::StringSwitch<Make>(key)
+                  .Case("mma.sync", MmaInstruction::nvidiaMmaSyncM16N8K16)
+                  .Case("mfma16", MmaInstruction::amdMfma16x16x16)
+                  .Case("mfma32", MmaInstruction::amdMfma32x32x8)
+                  .Case("wmma-rdna3", MmaInstruction::amdWmmaRdna3)
+                  .Case("wmma-rdna4", MmaInstruction::amdWmmaRdna4)
+                  .Default(nullptr);
+  if (!make)
+    return std::nullopt;
+  return make();
+}
+
+RankedTensorType withoutEncoding(RankedTensorType type) {
+  return RankedTensorType::get(type.getShape(), type.getElementType());
+}
+
+bool hasLayout(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa_and_nonnull<LayoutAttr>(tensor.getEncoding());
+}
+
+struct LayoutAssigner {
+  MmaInstruction instr;
+  int64_t warps;
+  llvm::DenseMap<std::pair<Value, Type>, Value> conversions;
+
+  LayoutAssigner(MmaInstruction instr, int64_t warps)
+      : instr(std::move(instr)), warps(warps) {}
+
+  /// `type` (without its encoding) in the layout of `role`; a diagnostic on
+  /// `op` when the instruction does not tile it.
+  FailureOr<RankedTensorType> typeFor(Operation *op, Role role,
+                                      RankedTensorType type) const {
+    if (!type.hasStaticShape() || type.getRank() > 2) {
+      op->emitOpError()
+          << "has a tile of type " << type
+          << ": layouts are assigned to static tiles of rank 1 or 2 (tile "
+             "with --fmha-tile-attention=\"static-tiles=1\")";
+      return failure();
+    }
+    const int64_t rows = type.getDimSize(0);
+    const int64_t cols = type.getRank() == 2 ? type.getDimSize(1) : 1;
+    std::string error;
+    LinearLayout layout;
+    switch (role) {
+    case Role::A:
+      layout = tileFragments(instr.a, rows, cols, warps, &error);
+      break;
+    case Role::B:
+      layout = tileFragments(instr.b, rows, cols, warps, &error,
+                             WarpSplit::Replicated);
+      break;
+    case Role::BTransposed:
+      layout = tileFragments(instr.b, cols, rows, warps, &error,
+                             WarpSplit::Replicated)
+                   .transposed();
+      break;
+    case Role::C:
+      layout = tileFragments(instr.c, rows, cols, warps, &error);
+      break;
+    case Role::Row:
+      layout = rowSlice(tileFragments(instr.c, rows, instr.n, warps, &error));
+      break;
+    }
+    if (!error.empty()) {
+      op->emitOpError() << "cannot hold its " << type << " tile in "
+                        << instr.name << " fragments over " << warps
+                        << " warps: " << error;
+      return failure();
+    }
+    return RankedTensorType::get(type.getShape(), type.getElementType(),
+                                 LayoutAttr::get(op->getContext(), layout));
+  }
+
+  /// A tile op: each tensor operand in its role's layout, the results in
+  /// their outs' types.
+  LogicalResult assignTileOp(Operation *op, ArrayRef<Role> roles) {
+    size_t next = 0;
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+      if (!type)
+        continue;
+      FailureOr<RankedTensorType> want =
+          typeFor(op, roles[next++], withoutEncoding(type));
+      if (failed(want))
+        return failure();
+      if (type == *want)
+        continue;
+      if (auto empty = operand.get().getDefiningOp<tensor::EmptyOp>()) {
+        OpBuilder b(empty);
+        operand.set(tensor::EmptyOp::create(b, empty.getLoc(), want->getShape(),
+                                            want->getElementType(),
+                                            want->getEncoding()));
+        continue;
+      }
+      operand.set(convertOnce(operand.get(), *want));
+    }
+    auto dps = cast<DestinationStyleOpInterface>(op);
+    for (OpResult result : op->getResults())
+      result.setType(dps.getTiedOpOperand(result)->get().getType());
+    return success();
+  }
+
+  /// The loop carries what its inits are.
+  static void retypeLoop(scf::ForOp loop) {
+    for (auto [init, arg, result] : llvm::zip(
+             loop.getInitArgs(), loop.getRegionIterArgs(), loop.getResults())) {
+      arg.setType(init.getType());
+      result.setType(init.getType());
+    }
+  }
+
+  /// A loop yields what it carries; a branch returns what its `then` region
+  /// yields, and its `else` region yields the same.
+  void fixYield(scf::YieldOp yield) {
+    Operation *parent = yield->getParentOp();
+    SmallVector<Type> expected;
+    if (auto loop = dyn_cast<scf::ForOp>(parent)) {
+      expected =
+          llvm::to_vector(ValueRange(loop.getRegionIterArgs()).getTypes());
+    } else if (auto branch = dyn_cast<scf::IfOp>(parent)) {
+      if (yield->getParentRegion() == &branch.getThenRegion()) {
+        for (auto [result, value] :
+             llvm::zip(branch.getResults(), yield.getOperands()))
+          result.setType(value.getType());
+        return;
+      }
+      expected = llvm::to_vector(branch.getResultTypes());
+    } else {
+      return;
+    }
+    convertOperands(yield, [&](unsigned i) { return expected[i]; });
+  }
+
+  /// Converts each operand of `op` whose type is not `expected(i)`.
+  template <typename Fn> void convertOperands(Operation *op, Fn expected) {
+    for (OpOperand &operand : op->getOpOperands()) {
+      Type want = expected(operand.getOperandNumber());
+      if (operand.get().getType() != want)
+        operand.set(convertOnce(operand.get(), cast<RankedTensorType>(want)));
+    }
+  }
+
+  /// `value` in the layout of `type`, converted once, where it is defined:
+  /// q enters registers once per q tile, not at each use in the kv loop.
+  Value convertOnce(Value value, RankedTensorType type) {
+    Value &converted = conversions[{value, type}];
+    if (!converted) {
+      OpBuilder b(value.getContext());
+      b.setInsertionPointAfterValue(value);
+      converted = ConvertLayoutOp::create(b, value.getLoc(), type, value);
+    }
+    return converted;
+  }
+
+  LogicalResult run(Operation *root) {
+    SmallVector<tensor::EmptyOp> empties;
+    root->walk([&](tensor::EmptyOp empty) { empties.push_back(empty); });
+    WalkResult walk = root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      SmallVector<Role> roles = rolesOf(op);
+      if (!roles.empty())
+        return failed(assignTileOp(op, roles)) ? WalkResult::interrupt()
+                                               : WalkResult::advance();
+      if (auto loop = dyn_cast<scf::ForOp>(op))
+        retypeLoop(loop);
+      else if (auto yield = dyn_cast<scf::YieldOp>(op))
+        fixYield(yield);
+      else if (!isa<ConvertLayoutOp>(op))
+        // Outside the tile level tiles are plain tensors.
+        convertOperands(op, [&](unsigned i) -> Type {
+          Type type = op->getOperand(i).getType();
+          return hasLayout(type) ? withoutEncoding(cast<RankedTensorType>(type))
+                                 : type;
+        });
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+    for (tensor::EmptyOp empty : empties)
+      if (empty->use_empty())
+        empty->erase();
+    return success();
+  }
+};
+
+struct FmhaAssignLayoutsPass
+    : mlir::fmha::impl::FmhaAssignLayoutsPassBase<FmhaAssignLayoutsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    std::optional<MmaInstruction> instr = instructionNamed(mma);
+    if (!instr) {
+      emitError(UnknownLoc::get(&getContext()))
+          << "fmha-assign-layouts: unknown mma '" << mma
+          << "' (expected mma.sync, mfma16, mfma32, wmma-rdna3 or "
+             "wmma-rdna4)";
+      return signalPassFailure();
+    }
+    if (warps < 1) {
+      emitError(UnknownLoc::get(&getContext()))
+          << "fmha-assign-layouts: warps must be positive, got "
+          << static_cast<int64_t>(warps);
+      return signalPassFailure();
+    }
+    LayoutAssigner assigner(*instr, warps);
+    if (failed(assigner.run(getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
