@@ -9,6 +9,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
   libclang-rt-22-dev  # ASan/UBSan runtimes and libFuzzer (sanitizer build)
   clang-format-22  # scripts/check-format.sh (test: format)
+  libzstd-dev zlib1g-dev  # static archives for scripts/build-static-compiler.sh
   rocm-device-libs
   libamdhip64-5
   openmpi-bin libopenmpi-dev

@@ -98,6 +98,13 @@ cl::opt<std::string>
                  "--block-n, --warp-rows, --q-in-shared) is given, "
                  "mma.sync elsewhere"),
         cl::init(""), cl::cat(category));
+cl::opt<std::string> cudaBinary(
+    "cuda-binary",
+    cl::desc("cuda bundles: cubin (SASS for --chip, needs a CUDA toolkit's "
+             "ptxas), ptx (the driver compiles it on first load, also for "
+             "newer GPUs than --chip), or auto (the default: cubin where a "
+             "toolkit is found, else ptx)"),
+    cl::init("auto"), cl::cat(category));
 cl::opt<std::string> rescale(
     "rescale",
     cl::desc(
@@ -396,6 +403,11 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     return error("--static-tiles tiles the CPU forward on tensors: give "
                  "--from-tensors, --target=cpu and no --bwd, --merge or "
                  "--accumulate");
+  if (cudaBinary != "auto" && cudaBinary != "cubin" && cudaBinary != "ptx")
+    return error("unknown --cuda-binary '" + cudaBinary +
+                 "' (expected auto, cubin or ptx)");
+  if (cudaBinary.getNumOccurrences() && meta.target != rt::Target::Cuda)
+    return error("--cuda-binary is for --target=cuda");
   if (emit != "bundle" && emit != "mlir" && emit != "llvm" && emit != "isa")
     return error("unknown --emit '" + emit +
                  "' (expected bundle, mlir, llvm or isa)");

@@ -25,7 +25,7 @@ namespace fmha::compile {
 
 extern llvm::cl::OptionCategory category;
 extern llvm::cl::opt<std::string> target, chip, dtype, mask, emit, output, mma,
-    rescale, strides;
+    cudaBinary, rescale, strides;
 extern llvm::cl::opt<int64_t> hq, hk, headDim, headDimV, blockM, blockN,
     warpRows, mfma, indexBits, bundleVersion;
 extern llvm::cl::opt<double> scale, softcap;

@@ -359,7 +359,12 @@ int compileGpu(ModuleOp module, const rt::Manifest &host,
     options.mma = mma;
     options.kernelName = meta.kernel;
     options.indexBitwidth = meta.indexBits;
-    std::string toolkit = findCudaToolkit();
+    // --cuda-binary=ptx: no toolkit (PTX, nothing of libdevice linked).
+    std::string toolkit = cudaBinary == "ptx" ? "" : findCudaToolkit();
+    if (cudaBinary == "cubin" && toolkit.empty())
+      fail("--cuda-binary=cubin needs a CUDA toolkit (bin/ptxas and "
+           "nvvm/libdevice/libdevice.10.bc): set $CUDA_HOME or put ptxas on "
+           "PATH, or write --cuda-binary=ptx");
     if (emit == "llvm")
       options.format = "llvm";
     else if (emit == "bundle" && !toolkit.empty())

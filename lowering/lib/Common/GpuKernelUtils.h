@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -51,9 +52,11 @@ struct FloatMath {
     return arith::MaximumFOp::create(b, loc, x, y);
   }
   Value exp2(Value x) { return target.emitExp2(b, loc, x); }
-  /// x * y + z, rounded once.
+  /// x * y + z, rounded once: LLVM's intrinsic, which every target has as
+  /// an instruction (math.fma would become a call into NVIDIA's libdevice,
+  /// which a PTX bundle written without a CUDA toolkit cannot resolve).
   Value fma(Value x, Value y, Value z) {
-    return math::FmaOp::create(b, loc, x, y, z);
+    return LLVM::FMAOp::create(b, loc, x, y, z);
   }
   Value log2(Value x) { return target.emitLog2(b, loc, x); }
   /// tanh(x) = 1 - 2 / (exp(2x) + 1), from exp2 alone (no math library on
