@@ -8,11 +8,15 @@
 // by the tiling pass and every lowering (CPU, GPU) so that all of them visit
 // the same kv tiles and hide the same keys. Formulas, for the q tile holding
 // rows [r0, r1) and off = 0 (top-left) or Sk - Sq (bottom-right):
-//   window keys   [jlo, jhi] = [max(0, r0 + off - L), min(Sk - 1, r1 - 1 + off
-//   + R)] main loop     kv tiles [jlo / BN, max(jhi / BN + 1, sinkTiles)) sink
-//   loop     kv tiles [0, min(sinkTiles, jlo / BN)),  sinkTiles = ceil(min(S,
-//   Sk) / BN) full tile     (r1 - 1 + off - L <= c0 and c1 - 1 <= r0 + off + R)
-//   or c1 <= S
+// clang-format off
+//   window keys  [jlo, jhi] = [max(0, r0 + off - L),
+//                              min(Sk - 1, r1 - 1 + off + R)]
+//   main loop    kv tiles [jlo / BN, max(jhi / BN + 1, sinkTiles))
+//   sink loop    kv tiles [0, min(sinkTiles, jlo / BN)),
+//                sinkTiles = ceil(min(S, Sk) / BN)
+//   full tile    (r1 - 1 + off - L <= c0 and c1 - 1 <= r0 + off + R)
+//                or c1 <= S
+// clang-format on
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,9 +1,10 @@
-/*===- fmha_runtime.h - FMHA runtime C API -------------------------*- C
--*-===*\
+/* clang-format off */
+/*===- fmha_runtime.h - FMHA runtime C API ------------------------*- C -*-===*\
 |*                                                                            *|
 |* Part of the FMHA project.                                                  *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
+/* clang-format on */
 /*
  * A C interface to the FMHA runtime (Runtime.h), for callers that are not
  * C++ (Python ctypes, other languages' FFIs).
