@@ -226,11 +226,31 @@ void addDpsEffects(
   }
 }
 
+/// `layout` fits a tile of `shape`: a rows x cols layout for a 2-D tile,
+/// rows x 1 for a row vector. `what` names the value and `type` is printed in
+/// messages.
+LogicalResult verifyLayoutShape(Operation *op, const Twine &what,
+                                LayoutAttr layout, ArrayRef<int64_t> shape,
+                                Type type) {
+  if (shape.size() != 1 && shape.size() != 2)
+    return op->emitOpError() << what << ": a tile with a layout has rank 1 or "
+                             << "2, got " << type;
+  SmallVector<int64_t> expected = {layout.getRows()};
+  if (shape.size() == 2)
+    expected.push_back(layout.getCols());
+  else if (layout.getCols() != 1)
+    return op->emitOpError() << what << ": the layout of a row "
+                             << "vector has 1 column, got " << layout.getCols();
+  if (shape != ArrayRef<int64_t>(expected))
+    return op->emitOpError()
+           << what << ": the tile's shape must be the layout's ("
+           << layout.getRows() << "x" << layout.getCols() << "), got " << type;
+  return success();
+}
+
 /// A tile op takes all tensors (values) or all memrefs (buffers). A tensor
-/// tile may carry a register layout (#fmha.layout) of its static shape: a
-/// rows x cols layout for a 2-D tile, rows x 1 for a row vector.
-/// A tile's encoding, when it has one, is a #fmha.layout of its shape (a
-/// row vector's layout has 1 column). `what` names the value in messages.
+/// tile may carry a register layout (#fmha.layout) of its static shape.
+/// `what` names the value in messages.
 LogicalResult verifyTileEncoding(Operation *op, const Twine &what,
                                  RankedTensorType tensor) {
   if (!tensor.getEncoding())
@@ -240,21 +260,7 @@ LogicalResult verifyTileEncoding(Operation *op, const Twine &what,
     return op->emitOpError()
            << what << ": a tile's encoding is a #fmha.layout, got "
            << tensor.getEncoding();
-  if (tensor.getRank() != 1 && tensor.getRank() != 2)
-    return op->emitOpError() << what << ": a tile with a layout has rank 1 or "
-                             << "2, got " << tensor;
-  SmallVector<int64_t> expected = {layout.getRows()};
-  if (tensor.getRank() == 2)
-    expected.push_back(layout.getCols());
-  else if (layout.getCols() != 1)
-    return op->emitOpError() << what << ": the layout of a row "
-                             << "vector has 1 column, got " << layout.getCols();
-  if (tensor.getShape() != ArrayRef<int64_t>(expected))
-    return op->emitOpError()
-           << what << ": the tile's shape must be the layout's ("
-           << layout.getRows() << "x" << layout.getCols() << "), got "
-           << tensor;
-  return success();
+  return verifyLayoutShape(op, what, layout, tensor.getShape(), tensor);
 }
 
 LogicalResult verifyTileOperands(Operation *op) {
@@ -583,6 +589,20 @@ LogicalResult ConvertLayoutOp::verify() {
       failed(verifyTileEncoding(*this, "result", result)))
     return failure();
   return success();
+}
+
+LogicalResult ToLayoutOp::verify() {
+  return verifyLayoutShape(*this, "source", getLayout(),
+                           getSource().getType().getShape(),
+                           getSource().getType());
+}
+
+OpFoldResult ToLayoutOp::fold(FoldAdaptor) {
+  // A tile anchored in the layout it already has.
+  if (auto inner = getSource().getDefiningOp<ToLayoutOp>())
+    if (inner.getLayout() == getLayout())
+      return getSource();
+  return {};
 }
 
 OpFoldResult ConvertLayoutOp::fold(FoldAdaptor) {

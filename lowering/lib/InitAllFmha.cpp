@@ -48,6 +48,7 @@
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVM/ROCDL/Target.h"
@@ -78,6 +79,8 @@ void mlir::fmha::registerAllFmhaDialects(DialectRegistry &registry) {
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   // tensor.pad (the edges of static tiles) bufferizes into a linalg.map.
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  // The vector tiles' transfers from and to the operands.
+  vector::registerBufferizableOpInterfaceExternalModels(registry);
   // The tiled attention on values: scf.forall, scf.for and scf.if on
   // tensors.
   scf::registerBufferizableOpInterfaceExternalModels(registry);

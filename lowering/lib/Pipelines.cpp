@@ -67,8 +67,12 @@ void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
   tile.blockM = options.blockM;
   tile.blockN = options.blockN;
   tile.backwardOnTensors = false;
-  tile.staticTiles = options.staticTiles;
+  tile.staticTiles = options.staticTiles || options.vectorTiles;
   pm.addPass(createFmhaTileAttentionPass(tile));
+  // The GPU's tile level on the host: vectors before bufferization, which
+  // leaves them as they are.
+  if (options.vectorTiles)
+    pm.addPass(createFmhaVectorizeTilesPass());
   addBufferization(pm);
   // The padding of static tiles bufferizes into linalg.map fills.
   if (options.staticTiles)
@@ -96,15 +100,28 @@ void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
   // from the context.
   pm.addPass(createFmhaCpuParallelForPass());
   pm.addPass(createCanonicalizerPass());
+  // Vector tiles: contractions and row reductions in the host's forms, the
+  // transfers of whole tiles (out of bounds along their rows) row by row.
+  if (options.vectorTiles) {
+    pm.addPass(createFmhaCpuLowerVectorTilesPass());
+    pm.addPass(createConvertVectorToSCFPass());
+    pm.addPass(createLowerAffinePass());
+  }
+  // bf16 conversions as integer arithmetic (round to nearest even, NaN kept
+  // quiet): x86 has no instruction for them before AVX512-BF16, and LLVM's
+  // libcall (__truncsfbf2) is not in the libraries a bundle links. Vector
+  // tiles: before their ops go to LLVM with the arith ops on vectors.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  if (options.vectorTiles) {
+    pm.addPass(arith::createArithExpandOpsPass(expand));
+    pm.addPass(createConvertVectorToLLVMPass());
+  }
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  // bf16 conversions as integer arithmetic (round to nearest even, NaN kept
-  // quiet): x86 has no instruction for them before AVX512-BF16, and LLVM's
-  // libcall (__truncsfbf2) is not in the libraries a bundle links.
-  arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
-  pm.addPass(arith::createArithExpandOpsPass(expand));
+  if (!options.vectorTiles)
+    pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());

@@ -25,7 +25,18 @@ constexpr int64_t kBoundCap = int64_t(1) << 30;
 } // namespace
 
 Value IndexMath::c(int64_t v) {
+  if (shape)
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(shape, b.getIndexAttr(v)));
   return arith::ConstantIndexOp::create(b, loc, v);
+}
+Value IndexMath::truth() {
+  if (shape)
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(shape.clone(b.getI1Type()),
+                               b.getBoolAttr(true)));
+  return arith::ConstantIntOp::create(b, loc, 1, 1);
 }
 Value IndexMath::add(Value x, Value y) { return fold<arith::AddIOp>(x, y); }
 Value IndexMath::sub(Value x, Value y) { return fold<arith::SubIOp>(x, y); }
@@ -160,9 +171,9 @@ Value mlir::fmha::emitKvTileIsFull(OpBuilder &b, Location loc,
 Value mlir::fmha::emitVisible(OpBuilder &b, Location loc,
                               const ::fmha::MaskSpec &mask, Value row,
                               Value col, Value sq, Value sk) {
-  IndexMath im{b, loc};
+  IndexMath im{b, loc, dyn_cast<VectorType>(row.getType())};
   if (mask.isNone())
-    return arith::ConstantIntOp::create(b, loc, 1, 1);
+    return im.truth();
   Value diag = im.addOpt(row, im.offset(mask, sq, sk));
   Value visible;
   if (mask.hasLeft())
@@ -174,7 +185,7 @@ Value mlir::fmha::emitVisible(OpBuilder &b, Location loc,
         visible,
         im.le(col, im.add(diag, im.c(std::min(mask.right, kBoundCap)))));
   if (!visible)
-    return arith::ConstantIntOp::create(b, loc, 1, 1);
+    return im.truth();
   if (mask.sink > 0)
     visible =
         arith::OrIOp::create(b, loc, visible,

@@ -104,3 +104,18 @@ func.func @convert_layout_folds(%s: tensor<16x8xf32>) -> (tensor<16x8xf32>, tens
   %back = fmha.convert_layout %a : tensor<16x8xf32, #fmha.layout<16x8, register = [[1, 0], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>> -> tensor<16x8xf32>
   return %same, %a, %back : tensor<16x8xf32>, tensor<16x8xf32, #fmha.layout<16x8, register = [[1, 0], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>>, tensor<16x8xf32>
 }
+
+// -----
+
+// A vector anchored twice in one layout is anchored once; an anchor in
+// another layout stays (a conversion).
+// CHECK-LABEL: func @to_layout_folds
+// CHECK: %[[C:.+]] = fmha.to_layout %{{.+}} to layout(#[[L:.+]]) : vector<16x8xf32>
+// CHECK-NEXT: %[[A:.+]] = fmha.to_layout %[[C]] to layout(#{{.+}}) : vector<16x8xf32>
+// CHECK-NEXT: return %[[C]], %[[A]]
+func.func @to_layout_folds(%s: vector<16x8xf32>) -> (vector<16x8xf32>, vector<16x8xf32>) {
+  %c = fmha.to_layout %s to layout(#fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>) : vector<16x8xf32>
+  %same = fmha.to_layout %c to layout(#fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>) : vector<16x8xf32>
+  %a = fmha.to_layout %c to layout(#fmha.layout<16x8, register = [[1, 0], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>) : vector<16x8xf32>
+  return %same, %a : vector<16x8xf32>, vector<16x8xf32>
+}

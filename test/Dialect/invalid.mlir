@@ -589,3 +589,27 @@ func.func @f(%s: tensor<2x16x8xf32>) {
   %c = fmha.convert_layout %s : tensor<2x16x8xf32> -> tensor<2x16x8xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>
   return
 }
+
+// -----
+
+func.func @f(%s: vector<8x16xf32>) {
+  // expected-error @+1 {{'fmha.to_layout' op source: the tile's shape must be the layout's (16x8), got 'vector<8x16xf32>'}}
+  %c = fmha.to_layout %s to layout(#fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>) : vector<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: vector<16xf32>) {
+  // expected-error @+1 {{'fmha.to_layout' op source: the layout of a row vector has 1 column, got 8}}
+  %c = fmha.to_layout %s to layout(#fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>) : vector<16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: vector<2x16x8xf32>) {
+  // expected-error @+1 {{'fmha.to_layout' op source: a tile with a layout has rank 1 or 2, got 'vector<2x16x8xf32>'}}
+  %c = fmha.to_layout %s to layout(#fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>) : vector<2x16x8xf32>
+  return
+}

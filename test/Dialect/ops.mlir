@@ -178,3 +178,16 @@ func.func @convert_layout(%t: tensor<64x64xf32>) -> tensor<64x64xf32> {
   %p = fmha.convert_layout %r : tensor<64x64xf32, #fmha.layout<64x64, register = [[0, 1], [8, 0], [0, 8], [0, 16], [0, 32]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0]]>> -> tensor<64x64xf32>
   return %p : tensor<64x64xf32>
 }
+
+// A vector tile anchored in a layout (the form of convert_layout on vectors),
+// a row vector in a layout of one column.
+// CHECK-LABEL: func @to_layout
+// CHECK: %[[C:.+]] = fmha.to_layout %{{.+}} to layout(#{{.+}}) : vector<16x8xf32>
+// CHECK: fmha.to_layout %[[C]] to layout(#{{.+}}) : vector<16x8xf32>
+// CHECK: fmha.to_layout %{{.+}} to layout(#{{.+}}) : vector<16xf32>
+func.func @to_layout(%s: vector<16x8xf32>, %m: vector<16xf32>) -> (vector<16x8xf32>, vector<16xf32>) {
+  %c = fmha.to_layout %s to layout(#fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>) : vector<16x8xf32>
+  %a = fmha.to_layout %c to layout(#fmha.layout<16x8, register = [[1, 0], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>) : vector<16x8xf32>
+  %r = fmha.to_layout %m to layout(#fmha.layout<16x1, register = [[8, 0]], lane = [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]], warp = []>) : vector<16xf32>
+  return %a, %r : vector<16x8xf32>, vector<16xf32>
+}

@@ -17,7 +17,11 @@ With --static-tiles the forward sweep compiles every bundle from tensors with
 the GPU's static tiles (fmha-compile --from-tensors --static-tiles: q, k and v
 tiles padded at the edges of Sq and Sk, the element mask on kv tiles past
 Sk), so that the tiled form the GPU pipeline lowers runs against the
-reference on the host."""
+reference on the host. With --vector-tiles the same with those tiles as
+vectors and the tile ops as generic vector ops (fmha-vectorize-tiles: what
+the GPU pipeline distributes to lanes); the host unrolls each tile's
+products in full, so the sweep's 64 x 64 and 128 x 64 tiles become 16 x 16
+and 16 x 32 (compile time grows with the tile's area)."""
 
 import argparse
 import concurrent.futures
@@ -36,6 +40,8 @@ SHAPES = [(1, 1, 1), (1, 1, 200), (2, 77, 77), (1, 130, 65), (1, 65, 130),
 HEADS = [(4, 4), (4, 2), (8, 1), (3, 1)]
 DIMS = [(32, 32), (64, 64), (128, 128), (64, 32), (32, 128)]
 F32_BAR = 1e-6  # "far under 1e-5"
+# The tiles of the --vector-tiles sweep in place of the large ones.
+VECTOR_BLOCKS = {(64, 64): (16, 16), (128, 64): (16, 32)}
 
 
 def signatures():
@@ -101,6 +107,8 @@ def run(cmd):
 
 def check_signature(args, tmp, index, sig, shapes):
     dtype, hq, hk, d, dv, mask, extra, (bm, bn) = sig
+    if args.vector_tiles:
+        bm, bn = VECTOR_BLOCKS.get((bm, bn), (bm, bn))
     bundle = os.path.join(tmp, f"s{index}.fmha")
     compile_cmd = [os.path.join(args.bin, "fmha-compile"), "--target=cpu",
                    f"--dtype={dtype}", f"--hq={hq}", f"--hk={hk}", "-d", str(d),
@@ -108,6 +116,8 @@ def check_signature(args, tmp, index, sig, shapes):
                    f"--block-n={bn}", "-o", bundle, *extra]
     if args.static_tiles:
         compile_cmd += ["--from-tensors", "--static-tiles"]
+    if args.vector_tiles:
+        compile_cmd += ["--from-tensors", "--vector-tiles"]
     rc, text = run(compile_cmd)
     if rc != 0:
         return [f"COMPILE FAIL {' '.join(compile_cmd)}\n{text}"], 0, 0.0
@@ -148,9 +158,13 @@ def main():
                         help="sweep the backward kernels instead")
     parser.add_argument("--static-tiles", action="store_true",
                         help="forward bundles with the GPU's static tiles")
+    parser.add_argument("--vector-tiles", action="store_true",
+                        help="forward bundles with the static tiles as "
+                             "vectors")
     args = parser.parse_args()
-    if args.static_tiles and args.bwd:
-        parser.error("--static-tiles tiles the forward; drop --bwd")
+    if (args.static_tiles or args.vector_tiles) and args.bwd:
+        parser.error("--static-tiles and --vector-tiles tile the forward; "
+                     "drop --bwd")
     sigs = bwd_signatures() if args.bwd else signatures()
     failures, runs, worst = [], 0, 0.0
     with tempfile.TemporaryDirectory() as tmp, \
@@ -164,7 +178,8 @@ def main():
             worst = max(worst, w)
     for f in failures:
         print(f)
-    kind = "backward " if args.bwd else "static-tile " if args.static_tiles else ""
+    kind = ("backward " if args.bwd else "vector-tile " if args.vector_tiles
+            else "static-tile " if args.static_tiles else "")
     print(f"cpu {kind}sweep: {len(sigs)} bundles, {runs} problems, "
           f"{len(failures)} failures, worst f32 rel_err {worst:.3e}")
     return 1 if failures else 0

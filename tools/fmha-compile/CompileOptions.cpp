@@ -140,6 +140,13 @@ cl::opt<bool> staticTiles(
              "kv tiles past Sk); needs --from-tensors. Runs the GPU's tiled "
              "form on the host"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> vectorTiles(
+    "vector-tiles",
+    cl::desc("CPU forward: the static tiles as vectors and the tile ops as "
+             "generic vector ops (fmha-vectorize-tiles, what the GPU "
+             "pipeline distributes to lanes); implies --static-tiles, needs "
+             "--from-tensors"),
+    cl::init(false), cl::cat(category));
 cl::opt<int64_t> bundleVersion(
     "bundle-version",
     cl::desc("the bundle format to write: 2 (with a launch manifest), or 1 "
@@ -398,11 +405,13 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                    "bufferize row-major); drop --strides=any");
     strides = "contiguous";
   }
-  if (staticTiles && (!fromTensors || meta.target != rt::Target::Cpu ||
-                      meta.kind != rt::KernelKind::Forward))
-    return error("--static-tiles tiles the CPU forward on tensors: give "
-                 "--from-tensors, --target=cpu and no --bwd, --merge or "
-                 "--accumulate");
+  if ((staticTiles || vectorTiles) &&
+      (!fromTensors || meta.target != rt::Target::Cpu ||
+       meta.kind != rt::KernelKind::Forward))
+    return error(
+        std::string(vectorTiles ? "--vector-tiles" : "--static-tiles") +
+        " tiles the CPU forward on tensors: give --from-tensors, "
+        "--target=cpu and no --bwd, --merge or --accumulate");
   if (cudaBinary != "auto" && cudaBinary != "cubin" && cudaBinary != "ptx")
     return error("unknown --cuda-binary '" + cudaBinary +
                  "' (expected auto, cubin or ptx)");

@@ -531,6 +531,7 @@ int main(int argc, char **argv) {
   options.blockM = blockM;
   options.blockN = blockN;
   options.staticTiles = staticTiles;
+  options.vectorTiles = vectorTiles;
   options.chip = chip;
   mlir::fmha::buildFmhaToCpuPipeline(pm, options);
   if (failed(pm.run(*module)) || sawError)

@@ -317,6 +317,31 @@ def Fmha_ConvertLayoutOp : Fmha_Op<"convert_layout", [Pure]> {
   let hasFolder = 1;
 }
 
+def Fmha_ToLayoutOp : Fmha_Op<"to_layout", [Pure,
+    AllTypesMatch<["source", "result"]>]> {
+  let summary = "A vector tile from here on in a register layout (an anchor)";
+  let description = [{
+    The form of `fmha.convert_layout` on vectors, which carry no encoding:
+    `result` is `source`, held in `layout` (a `#fmha.layout` of the vector's
+    shape; a row vector's layout has 1 column). `--fmha-vectorize-tiles`
+    anchors every tile it gives in the layout its tensor had, so that the
+    distribution to lanes reads each tile's layout where it is defined, as
+    IREE's `to_layout` anchors do. Where the source is anchored in another
+    layout, this is a conversion.
+
+    Example:
+    ```mlir
+    %a = fmha.to_layout %s to layout(#c) : vector<64x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyVectorOfNonZeroRank:$source, Fmha_LayoutAttr:$layout);
+  let results = (outs AnyVectorOfNonZeroRank:$result);
+  let assemblyFormat =
+      "$source `to` `layout` `(` $layout `)` attr-dict `:` type($source)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Tile ops of the backward pass
 //===----------------------------------------------------------------------===//

@@ -54,6 +54,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("Tile the forward with the GPU's static tiles (padded "
                      "at the edges of Sq and Sk; the forward on tensors)"),
       llvm::cl::init(false)};
+  Option<bool> vectorTiles{
+      *this, "vector-tiles",
+      llvm::cl::desc("The static tiles as vectors, the tile ops as generic "
+                     "vector ops (fmha-vectorize-tiles); implies "
+                     "static-tiles"),
+      llvm::cl::init(false)};
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("Host CPU (recorded; codegen uses "
                                           "the host when empty)"),

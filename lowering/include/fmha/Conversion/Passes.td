@@ -50,6 +50,24 @@ def FmhaCpuParallelForPass
   ];
 }
 
+def FmhaCpuLowerVectorTilesPass : Pass<"fmha-cpu-lower-vector-tiles"> {
+  let summary = "The vector tiles' contractions and reductions in the forms "
+                "the host runs";
+  let description = [{
+    The host's side of `--fmha-vectorize-tiles`: the operands of a
+    contraction with f16/bf16 operands and an f32 accumulator are extended
+    to f32 first (the host has no arithmetic on narrow vectors; the matrix
+    instructions of the GPU take the narrow operands), then S = Q K^T (both
+    operands' rows along the reduced head dim) unrolls into dot products of
+    rows, O += P V into outer products, and the row reductions into
+    reductions of rows. `fmha-to-cpu-pipeline{vector-tiles=1}` runs it before
+    the upstream vector lowerings.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 def FmhaLowerToGpuPass : Pass<"fmha-lower-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower fmha.attention to a GPU flash-attention kernel";
   let description = [{

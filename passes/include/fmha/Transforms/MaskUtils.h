@@ -30,12 +30,17 @@
 namespace mlir::fmha {
 
 /// Index arithmetic on `arith` ops that folds constants as it goes, so that
-/// emitted bounds read like the formulas above.
+/// emitted bounds read like the formulas above. With `shape` (a vector of
+/// index) the values are vectors of that shape, elementwise: constants are
+/// splats.
 struct IndexMath {
   OpBuilder &b;
   Location loc;
+  VectorType shape = {};
 
   Value c(int64_t v);
+  /// `true` as an i1 (of the shape).
+  Value truth();
   Value add(Value x, Value y);
   Value sub(Value x, Value y);
   Value mul(Value x, Value y);
@@ -95,7 +100,9 @@ Value emitKvTileIsFull(OpBuilder &b, Location loc, const ::fmha::MaskSpec &mask,
                        Value r0, Value r1, Value c0, Value c1, Value sq,
                        Value sk);
 
-/// Emits visible(row, col) of DESIGN.md section 1 (an i1).
+/// Emits visible(row, col) of DESIGN.md section 1 (an i1). The four values
+/// may also be vectors of index of one shape (the rows and keys of a tile):
+/// then the result is a vector of i1 of that shape.
 Value emitVisible(OpBuilder &b, Location loc, const ::fmha::MaskSpec &mask,
                   Value row, Value col, Value sq, Value sk);
 

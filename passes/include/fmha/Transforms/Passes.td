@@ -89,6 +89,40 @@ def FmhaAssignLayoutsPass : Pass<"fmha-assign-layouts"> {
   ];
 }
 
+def FmhaVectorizeTilesPass : Pass<"fmha-vectorize-tiles"> {
+  let summary = "The forward's static tiles as vectors, its tile ops as "
+                "generic vector ops";
+  let description = [{
+    The GPU tile level's second step, before bufferization: each static
+    tile of the forward on values (`--fmha-tile-attention{static-tiles=1}`,
+    after `--fmha-assign-layouts` or not) becomes a `vector` of its shape.
+    A q, k or v tile (a `tensor.pad` of a slice of the operand) is a
+    `vector.transfer_read` of the slice, out of bounds along its rows (the
+    rows past them read 0);
+    `tile_init` gives splats; `tile_qk` a `vector.contract` over the head
+    dim, the scale and softcap, and where it is masked a select on
+    `visible(r0 + i, c0 + j)` and `c0 + j < Sk` computed on index vectors;
+    `tile_softmax` two `vector.multi_reduction`s along the columns (the row
+    max, accumulated into the running max; the row sum, into l times the
+    rescale) and `exp`; `tile_pv` a `vector.contract` of p, in v's element
+    type, and v into the accumulator; `tile_finalize` acc / l and m + log l
+    (0 and -inf for rows that saw no key). The o and lse tiles are written
+    by a `vector.transfer_write` into the slice of the shared out the
+    `tensor.parallel_insert_slice` fills, out of bounds along its rows (the
+    rows past Sq are not written). Row vectors
+    broadcast over columns through a `vector.shape_cast` to rows x 1. A
+    tile that had a `#fmha.layout` is anchored in it by `fmha.to_layout`
+    where its vector is made (and where `fmha.convert_layout` stood). The
+    kv loops and branches carry the vectors; vectors pass through One-Shot
+    Bufferize untouched.
+  }];
+  let dependentDialects = [
+    "::mlir::fmha::FmhaDialect", "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def FmhaTileElementwisePass : Pass<"fmha-tile-elementwise"> {
   let summary = "Rewrite fmha.merge and fmha.accumulate into parallel loops";
   let description = [{

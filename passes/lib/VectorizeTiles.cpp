@@ -1,0 +1,552 @@
+//===- VectorizeTiles.cpp - The forward's static tiles as vectors ---------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// --fmha-vectorize-tiles: the static tiles of the forward on values
+// (--fmha-tile-attention{static-tiles=1}, typed or not by
+// --fmha-assign-layouts) become vectors, and the tile ops the generic
+// vector ops they are made of:
+//
+//   q, k, v tiles    vector.transfer_read of a slice of the operand that
+//                    may run past its rows (a tensor.pad of the slice: the
+//                    rows past it read 0)
+//   tile_init        splat constants
+//   tile_qk          vector.contract (i, j, d), scale and softcap, the element
+//                    mask as a select on the rows' and keys' indices
+//   tile_softmax     vector.multi_reduction (row max, with the running max as
+//                    its accumulator; row sum), exp, broadcasts of rows
+//   tile_pv          p in v's element type, vector.contract (i, j, c) into acc
+//   tile_finalize    acc / l, m + log l, in o's element type
+//   o, lse tiles     vector.transfer_write into the slice of the shared out
+//                    they go to, the rows past it not written
+//
+// A row vector (m, l, lse) broadcasts over a tile's columns through a
+// shape_cast to rows x 1. Where a tile had a #fmha.layout, its vector is
+// anchored in it by fmha.to_layout right where it is made, so that the
+// distribution to lanes finds each tile's layout at its definition. The pass
+// walks the function in order, keeping each tile's vector; the kv loops and
+// branches are retyped in place and the tile-level ops erased at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fmha/Dialect/FmhaAttrs.h"
+#include "fmha/Dialect/FmhaOps.h"
+#include "fmha/Transforms/MaskUtils.h"
+#include "fmha/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
+
+#include <limits>
+
+namespace mlir::fmha {
+#define GEN_PASS_DEF_FMHAVECTORIZETILESPASS
+#include "fmha/Transforms/Passes.h.inc"
+} // namespace mlir::fmha
+
+using namespace mlir;
+using namespace mlir::fmha;
+
+namespace {
+
+/// A static tile of rank 1 or 2 (what the tile level holds in registers).
+bool isTileType(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() &&
+         (tensor.getRank() == 1 || tensor.getRank() == 2);
+}
+
+VectorType vectorTypeOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return VectorType::get(tensor.getShape(), tensor.getElementType());
+}
+
+/// Vector arithmetic of one tile op, f32 unless said.
+struct VectorMath {
+  OpBuilder &b;
+  Location loc;
+
+  Value splat(VectorType type, double value) {
+    auto element = llvm::cast<FloatType>(type.getElementType());
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
+  }
+  Value negInf(VectorType type) {
+    return splat(type, -std::numeric_limits<double>::infinity());
+  }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value cmp(arith::CmpFPredicate p, Value x, Value y) {
+    return arith::CmpFOp::create(b, loc, p, x, y);
+  }
+  /// `x` in `element` (an extension or truncation; nothing when equal).
+  Value cast(Value x, Type element) {
+    auto type = llvm::cast<VectorType>(x.getType());
+    if (type.getElementType() == element)
+      return x;
+    VectorType to = type.clone(element);
+    if (element.getIntOrFloatBitWidth() >
+        type.getElementType().getIntOrFloatBitWidth())
+      return arith::ExtFOp::create(b, loc, to, x);
+    return arith::TruncFOp::create(b, loc, to, x);
+  }
+  /// A row vector (rows) over the columns of `type` (rows x cols).
+  Value rows(Value row, VectorType type) {
+    auto rowType = llvm::cast<VectorType>(row.getType());
+    VectorType column =
+        VectorType::get({type.getDimSize(0), 1}, rowType.getElementType());
+    Value shaped = vector::ShapeCastOp::create(b, loc, column, row);
+    return vector::BroadcastOp::create(
+        b, loc, type.clone(rowType.getElementType()), shaped);
+  }
+  /// The reduction of a rows x cols tile along its columns into `acc`.
+  Value reduceRows(Value tile, Value acc, vector::CombiningKind kind) {
+    return vector::MultiDimReductionOp::create(
+        b, loc, tile, acc, ArrayRef<bool>{false, true}, kind);
+  }
+  /// c (+)= sum over k of a[i, k] b[k, j]; `bTransposed` reads b as [j, k].
+  Value contract(Value lhs, Value rhs, Value acc, bool bTransposed) {
+    MLIRContext *ctx = b.getContext();
+    AffineExpr i, j, k;
+    bindDims(ctx, i, j, k);
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(3, 0, {i, k}, ctx),
+        AffineMap::get(3, 0,
+                       bTransposed ? ArrayRef<AffineExpr>{j, k}
+                                   : ArrayRef<AffineExpr>{k, j},
+                       ctx),
+        AffineMap::get(3, 0, {i, j}, ctx)};
+    auto parallel =
+        vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel);
+    auto reduction =
+        vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction);
+    return vector::ContractionOp::create(
+        b, loc, lhs, rhs, acc, b.getAffineMapArrayAttr(maps),
+        b.getArrayAttr({parallel, parallel, reduction}));
+  }
+};
+
+struct TileVectorizer {
+  /// Each tile (a tensor value) and its vector.
+  llvm::DenseMap<Value, Value> vectors;
+  /// The tile-level ops, erased once every use has moved to the vectors.
+  SmallVector<Operation *> replaced;
+
+  /// The vector of a tile: a value retyped in place (loop arguments and
+  /// results) is its own vector.
+  Value vectorOf(Value tile) const {
+    if (isa<VectorType>(tile.getType()))
+      return tile;
+    return vectors.lookup(tile);
+  }
+
+  /// `vector` anchored in the layout `tensorType` had, if any.
+  static Value anchor(OpBuilder &b, Location loc, Value vector,
+                      Type tensorType) {
+    auto tensor = dyn_cast<RankedTensorType>(tensorType);
+    auto layout =
+        tensor ? dyn_cast_or_null<LayoutAttr>(tensor.getEncoding()) : nullptr;
+    if (!layout)
+      return vector;
+    return ToLayoutOp::create(b, loc, vector.getType(), vector, layout);
+  }
+
+  void define(OpBuilder &b, Value tile, Value vector) {
+    vectors[tile] = anchor(b, tile.getLoc(), vector, tile.getType());
+  }
+
+  /// A tile op's results are `results` (anchored in their layouts); the op
+  /// goes with the tile level.
+  LogicalResult replaceTileOp(OpBuilder &b, Operation *op,
+                              ArrayRef<Value> results) {
+    for (auto [tile, vector] : llvm::zip_equal(op->getResults(), results))
+      define(b, tile, vector);
+    replaced.push_back(op);
+    return success();
+  }
+
+  /// The vectors of a tile op's operands; a diagnostic when one has none.
+  FailureOr<SmallVector<Value>> operandVectors(Operation *op) {
+    SmallVector<Value> out;
+    for (Value operand : op->getOperands()) {
+      if (!isa<TensorType, VectorType>(operand.getType())) {
+        out.push_back(operand);
+        continue;
+      }
+      Value vector = vectorOf(operand);
+      if (!vector && operand.getDefiningOp<tensor::EmptyOp>()) {
+        out.push_back(Value()); // An out only written.
+        continue;
+      }
+      if (!vector)
+        return op->emitOpError()
+               << "fmha-vectorize-tiles: operand #" << out.size()
+               << " is not a static tile of the forward (tile with "
+                  "--fmha-tile-attention=\"static-tiles=1\")";
+      out.push_back(vector);
+    }
+    return out;
+  }
+
+  /// Indices of a slice's offsets and the map from the sliced tensor to the
+  /// dims it keeps.
+  static std::pair<SmallVector<Value>, AffineMap>
+  sliceAccess(OpBuilder &b, Location loc, tensor::ExtractSliceOp slice) {
+    SmallVector<Value> indices;
+    for (OpFoldResult offset : slice.getMixedOffsets())
+      indices.push_back(getValueOrCreateConstantIndexOp(b, loc, offset));
+    llvm::SmallBitVector dropped = slice.getDroppedDims();
+    SmallVector<AffineExpr> kept;
+    for (int64_t d = 0; d < slice.getSourceType().getRank(); ++d)
+      if (!dropped.test(d))
+        kept.push_back(b.getAffineDimExpr(d));
+    return {indices, AffineMap::get(slice.getSourceType().getRank(), 0, kept,
+                                    b.getContext())};
+  }
+
+  static bool hasUnitStrides(OffsetSizeAndStrideOpInterface op) {
+    return llvm::all_of(op.getMixedStrides(), [](OpFoldResult stride) {
+      return isConstantIntValue(stride, 1);
+    });
+  }
+
+  /// A tile read from an operand: a `tensor.pad` of a slice (zeros past the
+  /// rows in range) is a read of the slice that may run past its rows; a
+  /// static slice is a read of the operand.
+  LogicalResult readTile(Operation *op, tensor::ExtractSliceOp slice,
+                         Attribute padding) {
+    if (!hasUnitStrides(slice))
+      return op->emitOpError()
+             << "fmha-vectorize-tiles: a tile read with non-unit strides";
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    VectorType type = vectorTypeOf(op->getResult(0).getType());
+    Value paddingValue = arith::ConstantOp::create(
+        b, loc,
+        cast<TypedAttr>(padding ? padding
+                                : b.getZeroAttr(type.getElementType())));
+    Value read;
+    if (slice.getType().hasStaticShape()) {
+      auto [indices, map] = sliceAccess(b, loc, slice);
+      read = vector::TransferReadOp::create(
+          b, loc, type, slice.getSource(), indices, AffineMapAttr::get(map),
+          paddingValue, Value(),
+          b.getBoolArrayAttr(SmallVector<bool>(type.getRank(), true)));
+    } else {
+      // Out of bounds along a dynamic dim of the slice (its rows) reads the
+      // padding.
+      SmallVector<bool> inBounds;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        inBounds.push_back(!slice.getType().isDynamicDim(d));
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      read = vector::TransferReadOp::create(
+          b, loc, type, slice.getResult(),
+          SmallVector<Value>(type.getRank(), zero),
+          AffineMapAttr::get(b.getMultiDimIdentityMap(type.getRank())),
+          paddingValue, Value(), b.getBoolArrayAttr(inBounds));
+    }
+    define(b, op->getResult(0), read);
+    replaced.push_back(op);
+    return success();
+  }
+
+  LogicalResult visitPad(tensor::PadOp pad) {
+    auto slice = pad.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+    if (!slice || !isTileType(pad.getType()) ||
+        !llvm::all_of(pad.getMixedLowPad(), [](OpFoldResult low) {
+          return isConstantIntValue(low, 0);
+        }))
+      return pad.emitOpError()
+             << "fmha-vectorize-tiles: a padded tile is a slice of an "
+                "operand padded at its high end";
+    Attribute padding;
+    if (Value value = pad.getConstantPaddingValue())
+      matchPattern(value, m_Constant(&padding));
+    if (!padding)
+      return pad.emitOpError()
+             << "fmha-vectorize-tiles: a tile's padding is a constant";
+    return readTile(pad, slice, padding);
+  }
+
+  LogicalResult visitTileInit(TileInitOp op) {
+    OpBuilder b(op);
+    VectorMath vm{b, op.getLoc()};
+    return replaceTileOp(b, op,
+                         {vm.negInf(vectorTypeOf(op.getM().getType())),
+                          vm.splat(vectorTypeOf(op.getL().getType()), 0),
+                          vm.splat(vectorTypeOf(op.getAcc().getType()), 0)});
+  }
+
+  LogicalResult visitTileQK(TileQKOp op, ArrayRef<Value> vs) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    VectorMath vm{b, loc};
+    VectorType type = vectorTypeOf(op.getS().getType());
+    Value s = vm.contract(vs[0], vs[1], vm.splat(type, 0),
+                          /*bTransposed=*/true);
+    s = vm.mul(s, vm.splat(type, op.getScale().convertToDouble()));
+    if (std::optional<APFloat> cap = op.getSoftcap()) {
+      double c = cap->convertToDouble();
+      Value t = math::TanhOp::create(b, loc, vm.mul(s, vm.splat(type, 1 / c)));
+      s = vm.mul(vm.splat(type, c), t);
+    }
+    if (ValueRange coords = op.getMaskCoords(); !coords.empty()) {
+      // visible(r0 + i, c0 + j) and c0 + j < Sk, on index vectors.
+      VectorType index = type.clone(b.getIndexType());
+      auto splat = [&](Value x) {
+        return vector::BroadcastOp::create(b, loc, index, x).getResult();
+      };
+      int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+      Value rowIds = vector::StepOp::create(
+          b, loc, VectorType::get({rows}, b.getIndexType()));
+      Value colIds = vector::StepOp::create(
+          b, loc, VectorType::get({cols}, b.getIndexType()));
+      Value row = arith::AddIOp::create(b, loc, vm.rows(rowIds, index),
+                                        splat(coords[0]));
+      Value col = arith::AddIOp::create(
+          b, loc, vector::BroadcastOp::create(b, loc, index, colIds),
+          splat(coords[1]));
+      Value sk = splat(coords[3]);
+      ::fmha::MaskSpec mask =
+          op.getMaskAttr() ? op.getMaskAttr().getSpec() : ::fmha::MaskSpec{};
+      Value visible = emitVisible(b, loc, mask, row, col, splat(coords[2]), sk);
+      Value inK =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, col, sk);
+      visible = arith::AndIOp::create(b, loc, visible, inK);
+      s = vm.select(visible, s, vm.negInf(type));
+    }
+    return replaceTileOp(b, op, {s});
+  }
+
+  LogicalResult visitTileSoftmax(TileSoftmaxOp op, ArrayRef<Value> vs) {
+    OpBuilder b(op);
+    VectorMath vm{b, op.getLoc()};
+    Value s = vs[0], m = vs[1], l = vs[2], acc = vs[3];
+    auto tile = cast<VectorType>(s.getType());
+    auto row = cast<VectorType>(m.getType());
+    Value mNew = vm.reduceRows(s, m, vector::CombiningKind::MAXIMUMF);
+    // A row whose keys are all hidden so far keeps m = -inf; subtracting 0
+    // instead keeps exp(-inf - m) = 0 rather than NaN.
+    Value allHidden = vm.cmp(arith::CmpFPredicate::OEQ, mNew, vm.negInf(row));
+    Value mSafe = vm.select(allHidden, vm.splat(row, 0), mNew);
+    Value alpha = vm.exp(vm.sub(m, mSafe));
+    Value p = vm.exp(vm.sub(s, vm.rows(mSafe, tile)));
+    Value lNew = vm.reduceRows(p, vm.mul(l, alpha), vector::CombiningKind::ADD);
+    Value accNew = vm.mul(acc, vm.rows(alpha, cast<VectorType>(acc.getType())));
+    return replaceTileOp(b, op, {p, mNew, lNew, accNew});
+  }
+
+  LogicalResult visitTilePV(TilePVOp op, ArrayRef<Value> vs) {
+    OpBuilder b(op);
+    VectorMath vm{b, op.getLoc()};
+    Value v = vs[1];
+    // P enters the product in V's element type, as the matrix instructions
+    // take it.
+    Value p = vm.cast(vs[0], cast<VectorType>(v.getType()).getElementType());
+    return replaceTileOp(b, op,
+                         {vm.contract(p, v, vs[2], /*bTransposed=*/false)});
+  }
+
+  LogicalResult visitTileFinalize(TileFinalizeOp op, ArrayRef<Value> vs) {
+    OpBuilder b(op);
+    VectorMath vm{b, op.getLoc()};
+    Value m = vs[0], l = vs[1], acc = vs[2];
+    auto row = cast<VectorType>(l.getType());
+    auto tile = cast<VectorType>(acc.getType());
+    Value any = vm.cmp(arith::CmpFPredicate::OGT, l, vm.splat(row, 0));
+    Value safeL = vm.select(any, l, vm.splat(row, 1));
+    Value inv = arith::DivFOp::create(b, op.getLoc(), vm.splat(row, 1), safeL);
+    Value anyTile = vector::BroadcastOp::create(
+        b, op.getLoc(), tile.clone(b.getI1Type()),
+        vector::ShapeCastOp::create(
+            b, op.getLoc(),
+            VectorType::get({row.getDimSize(0), 1}, b.getI1Type()), any));
+    Value o =
+        vm.select(anyTile, vm.mul(acc, vm.rows(inv, tile)), vm.splat(tile, 0));
+    Type oElement = cast<ShapedType>(op.getO().getType()).getElementType();
+    SmallVector<Value> results = {vm.cast(o, oElement)};
+    if (op.getLse()) {
+      Value logL = math::LogOp::create(b, op.getLoc(), safeL);
+      results.push_back(vm.select(any, vm.add(m, logL), vm.negInf(row)));
+    }
+    return replaceTileOp(b, op, results);
+  }
+
+  /// A loop carries the vectors of its tile inits.
+  void visitFor(scf::ForOp loop) {
+    for (auto [init, arg, result] :
+         llvm::zip(loop.getInitArgsMutable(), loop.getRegionIterArgs(),
+                   loop.getResults())) {
+      Value vector = vectorOf(init.get());
+      if (!vector)
+        continue;
+      init.set(vector);
+      arg.setType(vector.getType());
+      result.setType(vector.getType());
+    }
+  }
+
+  /// A yield gives the vectors of its tiles; a branch returns what its
+  /// `then` region yields.
+  void visitYield(scf::YieldOp yield) {
+    for (OpOperand &operand : yield->getOpOperands())
+      if (Value vector = vectorOf(operand.get()))
+        operand.set(vector);
+    auto branch = dyn_cast<scf::IfOp>(yield->getParentOp());
+    if (branch && yield->getParentRegion() == &branch.getThenRegion())
+      for (auto [result, value] :
+           llvm::zip(branch.getResults(), yield.getOperands()))
+        result.setType(value.getType());
+  }
+
+  /// An o or lse tile (or its rows in range) going back into the shared
+  /// out: a write into the slice of the out it fills (the rows past the
+  /// slice are not written).
+  LogicalResult visitParallelInsert(tensor::ParallelInsertSliceOp insert) {
+    Value source = insert.getSource(), tile = vectorOf(source);
+    if (!tile) {
+      auto rows = source.getDefiningOp<tensor::ExtractSliceOp>();
+      if (!rows || !(tile = vectorOf(rows.getSource())))
+        return success(); // Not a tile of the forward.
+      if (!hasUnitStrides(rows) ||
+          !llvm::all_of(rows.getMixedOffsets(),
+                        [](OpFoldResult offset) {
+                          return isConstantIntValue(offset, 0);
+                        }) ||
+          rows.getType().getRank() != rows.getSourceType().getRank())
+        return insert.emitOpError()
+               << "fmha-vectorize-tiles: the rows of a tile in range are a "
+                  "leading slice of it";
+      replaced.push_back(rows);
+    }
+    auto forall = insert->getParentOfType<scf::ForallOp>();
+    OpBuilder b(forall.getTerminator());
+    Location loc = insert.getLoc();
+    auto destType = tensor::ExtractSliceOp::inferCanonicalRankReducedResultType(
+        insert.getSourceType().getRank(), insert.getDestType(),
+        insert.getMixedSizes());
+    Value dest = tensor::ExtractSliceOp::create(
+        b, loc, cast<RankedTensorType>(destType), insert.getDest(),
+        insert.getMixedOffsets(), insert.getMixedSizes(),
+        insert.getMixedStrides());
+    auto type = cast<VectorType>(tile.getType());
+    // Out of bounds along a dynamic dim of the slice (the rows past Sq) is
+    // not written.
+    SmallVector<bool> inBounds;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      inBounds.push_back(!cast<RankedTensorType>(destType).isDynamicDim(d));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    auto write = vector::TransferWriteOp::create(
+        b, loc, tile, dest, SmallVector<Value>(type.getRank(), zero),
+        AffineMapAttr::get(b.getMultiDimIdentityMap(type.getRank())),
+        b.getBoolArrayAttr(inBounds));
+    insert.getSourceMutable().assign(write.getResult());
+    return success();
+  }
+
+  LogicalResult visit(Operation *op) {
+    if (auto pad = dyn_cast<tensor::PadOp>(op))
+      return visitPad(pad);
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      // A static tile sliced from an operand without padding.
+      if (isTileType(slice.getType()) && !vectorOf(slice.getSource()) &&
+          !slice->use_empty())
+        return readTile(slice, slice, Attribute());
+      return success();
+    }
+    if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
+      if (isTileType(empty.getType()))
+        replaced.push_back(empty);
+      return success();
+    }
+    if (auto convert = dyn_cast<ConvertLayoutOp>(op)) {
+      Value source = vectorOf(convert.getSource());
+      if (!source)
+        return convert.emitOpError()
+               << "fmha-vectorize-tiles: converts a value that is not a "
+                  "static tile";
+      OpBuilder b(op);
+      define(b, convert.getResult(), source);
+      replaced.push_back(op);
+      return success();
+    }
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      visitFor(loop);
+      return success();
+    }
+    if (auto yield = dyn_cast<scf::YieldOp>(op)) {
+      visitYield(yield);
+      return success();
+    }
+    if (auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(op))
+      return visitParallelInsert(insert);
+    if (auto init = dyn_cast<TileInitOp>(op))
+      return visitTileInit(init);
+    if (isa<TileQKOp, TileSoftmaxOp, TilePVOp, TileFinalizeOp>(op)) {
+      if (isa<MemRefType>(op->getOperand(0).getType()))
+        return op->emitOpError()
+               << "fmha-vectorize-tiles: takes the forward on tensors "
+                  "(tile ops on values, not buffers)";
+      FailureOr<SmallVector<Value>> vs = operandVectors(op);
+      if (failed(vs))
+        return failure();
+      if (auto qk = dyn_cast<TileQKOp>(op))
+        return visitTileQK(qk, *vs);
+      if (auto softmax = dyn_cast<TileSoftmaxOp>(op))
+        return visitTileSoftmax(softmax, *vs);
+      if (auto pv = dyn_cast<TilePVOp>(op))
+        return visitTilePV(pv, *vs);
+      return visitTileFinalize(cast<TileFinalizeOp>(op), *vs);
+    }
+    return success();
+  }
+
+  LogicalResult run(Operation *root) {
+    SmallVector<Operation *> ops;
+    root->walk<WalkOrder::PreOrder>([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : ops)
+      if (failed(visit(op)))
+        return failure();
+    // Every use of a tile has moved to its vector, except among the
+    // tile-level ops themselves.
+    for (Operation *op : llvm::reverse(replaced)) {
+      for (Value result : op->getResults())
+        for (Operation *user : result.getUsers())
+          if (!llvm::is_contained(replaced, user))
+            return user->emitOpError()
+                   << "fmha-vectorize-tiles: uses a tile outside the tile "
+                      "ops (only the kv loops, their branches and the "
+                      "shared outs may)";
+    }
+    for (Operation *op : llvm::reverse(replaced)) {
+      op->dropAllUses();
+      op->erase();
+    }
+    return success();
+  }
+};
+
+struct FmhaVectorizeTilesPass
+    : mlir::fmha::impl::FmhaVectorizeTilesPassBase<FmhaVectorizeTilesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    TileVectorizer vectorizer;
+    if (failed(vectorizer.run(getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
