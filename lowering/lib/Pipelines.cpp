@@ -103,7 +103,7 @@ void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
   // Vector tiles: contractions and row reductions in the host's forms, the
   // transfers of whole tiles (out of bounds along their rows) row by row.
   if (options.vectorTiles) {
-    pm.addPass(createFmhaCpuLowerVectorTilesPass());
+    pm.addPass(createFmhaUnrollVectorTilesPass());
     pm.addPass(createConvertVectorToSCFPass());
     pm.addPass(createLowerAffinePass());
   }
@@ -135,7 +135,31 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
                         const Options &options, unsigned indexBitwidth,
                         int64_t mfma = 0, StringRef mma = "",
                         bool mmaGiven = false) {
+  // The staged forward: tiled on tensors with the static tiles, which
+  // become vectors before bufferization.
+  if (options.vectorTiles) {
+    mlir::fmha::FmhaTileAttentionPassOptions tile;
+    tile.blockM = options.blockM;
+    tile.blockN = options.blockN;
+    tile.backwardOnTensors = false;
+    tile.staticTiles = true;
+    pm.addPass(mlir::fmha::createFmhaTileAttentionPass(tile));
+    pm.addPass(mlir::fmha::createFmhaVectorizeTilesPass());
+  }
   addBufferization(pm);
+  // The q-tile loop of the staged forward: a workgroup per q tile, its one
+  // thread the whole tile (the element form of fmha-map-parallel-to-gpu
+  // with one thread and one iteration a workgroup).
+  if (options.vectorTiles) {
+    pm.addPass(createForallToParallelLoopPass());
+    pm.addPass(createCSEPass());
+    mlir::fmha::FmhaMapParallelToGpuPassOptions map;
+    map.kernelName = options.kernelName;
+    map.blockThreads = 1;
+    map.rowThreads = 1;
+    map.threadElements = 1;
+    pm.addPass(mlir::fmha::createFmhaMapParallelToGpuPass(map));
+  }
   // The elementwise ops (merge, accumulate): their loops, mapped to a grid.
   // CSE only: the canonicalizer would inline a loop of one iteration
   // (a rank-0 accumulate) into the host function.
@@ -177,14 +201,21 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
 /// adds the target's conversions between the common passes.
 void addKernelLowering(OpPassManager &pm, StringRef target,
                        function_ref<void(OpPassManager &)> toTarget,
-                       StringRef format) {
+                       StringRef format, bool vectorTiles) {
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  // The vector tiles of a workgroup's one thread, unrolled.
+  if (vectorTiles) {
+    kernels.addPass(mlir::fmha::createFmhaUnrollVectorTilesPass());
+    kernels.addPass(createConvertVectorToSCFPass());
+  }
   mlir::fmha::FmhaGpuMathToTargetPassOptions math;
   math.target = target.str();
   kernels.addPass(mlir::fmha::createFmhaGpuMathToTargetPass(math));
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(memref::createExpandStridedMetadataPass());
   kernels.addPass(createLowerAffinePass());
+  if (vectorTiles)
+    kernels.addPass(createConvertVectorToLLVMPass());
   toTarget(kernels);
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
@@ -200,8 +231,10 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
                                          const NVVMPipelineOptions &options) {
   // 32-bit indices by default, as fmha-compile (measured on the H200,
   // docs/PERFORMANCE.md, v13).
-  const unsigned indexBitwidth =
-      options.indexBitwidth.hasValue() ? options.indexBitwidth : 32;
+  const unsigned indexBitwidth = options.vectorTiles ? 64
+                                 : options.indexBitwidth.hasValue()
+                                     ? options.indexBitwidth
+                                     : 32;
   addGpuKernelPasses(pm, "nvvm", options, indexBitwidth, /*mfma=*/0,
                      options.mma, options.mma.hasValue());
   GpuNVVMAttachTargetOptions attach;
@@ -227,12 +260,14 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
         // NVVM ops written as inline PTX (wgmma.mma_async).
         kernels.addPass(createConvertNVVMToLLVMPass());
       },
-      options.format);
+      options.format, options.vectorTiles);
 }
 
 void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
                                           const ROCDLPipelineOptions &options) {
-  addGpuKernelPasses(pm, "rocdl", options, options.indexBitwidth, options.mfma);
+  const unsigned indexBitwidth =
+      options.vectorTiles ? 64 : static_cast<unsigned>(options.indexBitwidth);
+  addGpuKernelPasses(pm, "rocdl", options, indexBitwidth, options.mfma);
   GpuROCDLAttachTargetOptions attach;
   attach.chip = options.chip;
   attach.optLevel = 3;
@@ -243,7 +278,6 @@ void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
                       target->getWarpSize() == 64;
   pm.addPass(createGpuROCDLAttachTarget(attach));
   std::string chip = options.chip;
-  const unsigned indexBitwidth = options.indexBitwidth;
   addKernelLowering(
       pm, "rocdl",
       [&](OpPassManager &kernels) {
@@ -258,7 +292,7 @@ void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
         rocdl.runtime = gpu::amd::Runtime::HIP;
         kernels.addPass(createConvertGpuOpsToROCDLOps(rocdl));
       },
-      options.format);
+      options.format, options.vectorTiles);
 }
 
 void mlir::fmha::registerFmhaPipelines() {

@@ -142,10 +142,11 @@ cl::opt<bool> staticTiles(
     cl::init(false), cl::cat(category));
 cl::opt<bool> vectorTiles(
     "vector-tiles",
-    cl::desc("CPU forward: the static tiles as vectors and the tile ops as "
-             "generic vector ops (fmha-vectorize-tiles, what the GPU "
-             "pipeline distributes to lanes); implies --static-tiles, needs "
-             "--from-tensors"),
+    cl::desc("the forward from the staged passes: the static tiles as "
+             "vectors and the tile ops as generic vector ops "
+             "(fmha-vectorize-tiles); on a GPU a workgroup per q tile whose "
+             "one thread runs the whole tile (before the distribution to "
+             "lanes: a check, not a fast kernel). Needs --from-tensors"),
     cl::init(false), cl::cat(category));
 cl::opt<int64_t> bundleVersion(
     "bundle-version",
@@ -225,6 +226,14 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       return error("--index-bits=32 needs a GPU target (the cpu kernels "
                    "keep 64-bit indices)");
     meta.indexBits = indexBits;
+  }
+  // The staged forward's kernels keep 64-bit indices (upstream's vector
+  // lowerings know no other).
+  if (vectorTiles && meta.target != rt::Target::Cpu) {
+    if (indexBits.getNumOccurrences() && indexBits == 32)
+      return error("--vector-tiles kernels take 64-bit indices: drop "
+                   "--index-bits=32");
+    meta.indexBits = 64;
   }
   if (accumulate) {
     if (bwd || deterministic || merge)
@@ -405,13 +414,17 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                    "bufferize row-major); drop --strides=any");
     strides = "contiguous";
   }
-  if ((staticTiles || vectorTiles) &&
-      (!fromTensors || meta.target != rt::Target::Cpu ||
-       meta.kind != rt::KernelKind::Forward))
-    return error(
-        std::string(vectorTiles ? "--vector-tiles" : "--static-tiles") +
-        " tiles the CPU forward on tensors: give --from-tensors, "
-        "--target=cpu and no --bwd, --merge or --accumulate");
+  if (staticTiles && (!fromTensors || meta.target != rt::Target::Cpu ||
+                      meta.kind != rt::KernelKind::Forward))
+    return error("--static-tiles tiles the CPU forward on tensors: give "
+                 "--from-tensors, --target=cpu and no --bwd, --merge or "
+                 "--accumulate");
+  if (vectorTiles && (!fromTensors || meta.kind != rt::KernelKind::Forward))
+    return error("--vector-tiles tiles the forward on tensors: give "
+                 "--from-tensors and no --bwd, --merge or --accumulate");
+  if (vectorTiles && meta.target == rt::Target::Hip)
+    return error("--vector-tiles runs on --target=cpu and --target=cuda (the "
+                 "ROCDL kernels come with the distribution to lanes)");
   if (cudaBinary != "auto" && cudaBinary != "cubin" && cudaBinary != "ptx")
     return error("unknown --cuda-binary '" + cudaBinary +
                  "' (expected auto, cubin or ptx)");

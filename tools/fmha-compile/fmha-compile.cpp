@@ -358,6 +358,7 @@ int compileGpu(ModuleOp module, const rt::Manifest &host,
     options.rescale = rescale;
     options.mma = mma;
     options.kernelName = meta.kernel;
+    options.vectorTiles = vectorTiles;
     options.indexBitwidth = meta.indexBits;
     // --cuda-binary=ptx: no toolkit (PTX, nothing of libdevice linked).
     std::string toolkit = cudaBinary == "ptx" ? "" : findCudaToolkit();
@@ -365,6 +366,12 @@ int compileGpu(ModuleOp module, const rt::Manifest &host,
       fail("--cuda-binary=cubin needs a CUDA toolkit (bin/ptxas and "
            "nvvm/libdevice/libdevice.10.bc): set $CUDA_HOME or put ptxas on "
            "PATH, or write --cuda-binary=ptx");
+    // The staged forward's vector math calls libdevice until its
+    // distribution maps it to the target's instructions.
+    if (vectorTiles && emit == "bundle" && toolkit.empty())
+      fail("--vector-tiles kernels link libdevice (a CUDA toolkit: bin/ptxas "
+           "and nvvm/libdevice/libdevice.10.bc); set $CUDA_HOME or put ptxas "
+           "on PATH, and drop --cuda-binary=ptx");
     if (emit == "llvm")
       options.format = "llvm";
     else if (emit == "bundle" && !toolkit.empty())
@@ -387,6 +394,7 @@ int compileGpu(ModuleOp module, const rt::Manifest &host,
     options.rescale = rescale;
     options.mfma = mfma;
     options.kernelName = meta.kernel;
+    options.vectorTiles = vectorTiles;
     options.format = emit == "llvm" ? "llvm" : emit == "bundle" ? "bin" : "isa";
     format = options.format;
     mlir::fmha::buildFmhaToROCDLPipeline(pm, options);

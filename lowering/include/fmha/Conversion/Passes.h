@@ -89,6 +89,13 @@ struct GpuPipelineOptions : public PassPipelineOptions<Derived> {
       llvm::cl::init("")};
   typename Base::template Option<std::string> kernelName{
       *this, "kernel-name", llvm::cl::desc("Kernel name"), llvm::cl::init("")};
+  typename Base::template Option<bool> vectorTiles{
+      *this, "vector-tiles",
+      llvm::cl::desc("The forward from the staged passes: static tiles as "
+                     "vectors (fmha-vectorize-tiles), a workgroup per q tile "
+                     "whose one thread runs the whole tile (before the "
+                     "distribution to lanes); 64-bit indices"),
+      llvm::cl::init(false)};
   typename Base::template Option<unsigned> indexBitwidth{
       *this, "index-bitwidth",
       llvm::cl::desc("Bits of the kernels' index type: 64, or 32 (index "

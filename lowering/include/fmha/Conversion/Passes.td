@@ -50,18 +50,21 @@ def FmhaCpuParallelForPass
   ];
 }
 
-def FmhaCpuLowerVectorTilesPass : Pass<"fmha-cpu-lower-vector-tiles"> {
-  let summary = "The vector tiles' contractions and reductions in the forms "
-                "the host runs";
+def FmhaUnrollVectorTilesPass : Pass<"fmha-unroll-vector-tiles"> {
+  let summary = "The vector tiles' contractions and reductions unrolled, "
+                "for vector units without matrix instructions";
   let description = [{
-    The host's side of `--fmha-vectorize-tiles`: the operands of a
-    contraction with f16/bf16 operands and an f32 accumulator are extended
-    to f32 first (the host has no arithmetic on narrow vectors; the matrix
-    instructions of the GPU take the narrow operands), then S = Q K^T (both
-    operands' rows along the reduced head dim) unrolls into dot products of
-    rows, O += P V into outer products, and the row reductions into
-    reductions of rows. `fmha-to-cpu-pipeline{vector-tiles=1}` runs it before
-    the upstream vector lowerings.
+    What runs `--fmha-vectorize-tiles`'s form without distributing it: the
+    host CPU, and a GPU kernel before the distribution to lanes (one thread
+    a workgroup). The operands of a contraction with f16/bf16 operands and
+    an f32 accumulator are extended to f32 first (plain vector units have
+    no arithmetic on narrow vectors; the matrix instructions take the narrow
+    operands), truncations to bf16 vectors become integer arithmetic, then
+    S = Q K^T (both operands' rows along the reduced head dim) unrolls into
+    dot products of rows, O += P V into outer products, and the row
+    reductions into reductions of rows. `fmha-to-cpu-pipeline{vector-tiles=1}`
+    and the GPU pipelines with `vector-tiles=1` run it before the upstream
+    vector lowerings.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::vector::VectorDialect"

@@ -1,21 +1,23 @@
-//===- VectorTilesToCpu.cpp - The vector tiles' products on the host ------===//
+//===- UnrollVectorTiles.cpp - Vector tiles without matrix units ----------===//
 //
 // Part of the FMHA project.
 //
 //===----------------------------------------------------------------------===//
 //
-// --fmha-cpu-lower-vector-tiles: the generic vector ops that
-// --fmha-vectorize-tiles makes of the forward's tiles, in the forms the host
-// runs well. The matrix instructions take f16/bf16 operands into an f32
-// accumulator; the host has no arithmetic on narrow vectors (bf16 vectors
-// would be legalized element by element through libcalls), so the operands
-// of a mixed contraction are extended first, where arith-expand can still
-// turn bf16 extensions into integer shifts; truncations to bf16 vectors are
-// integer arithmetic too. Then each contraction is
-// unrolled in the form its operands are laid out for: S = Q K^T (both
-// operands rows along the reduced head dim) as dot products of rows, O += P V
-// (V's rows along the output columns) as outer products, and the row
-// reductions as reductions of rows.
+// --fmha-unroll-vector-tiles: the generic vector ops that
+// --fmha-vectorize-tiles makes of the forward's tiles, in the forms a
+// processor runs them in without matrix units and without distributing
+// them: the host CPU, and a GPU kernel before the distribution to lanes
+// (one thread a workgroup, the whole tile). The matrix instructions take
+// f16/bf16 operands into an f32 accumulator; plain vector units have no
+// arithmetic on narrow vectors (x86 legalizes bf16 vectors element by
+// element through libcalls), so the operands of a mixed contraction are
+// extended first, where arith-expand can still turn bf16 extensions into
+// integer shifts; truncations to bf16 vectors are integer arithmetic too.
+// Then each contraction is unrolled in the form its operands are laid out
+// for: S = Q K^T (both operands rows along the reduced head dim) as dot
+// products of rows, O += P V (V's rows along the output columns) as outer
+// products, and the row reductions as reductions of rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +31,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::fmha {
-#define GEN_PASS_DEF_FMHACPULOWERVECTORTILESPASS
+#define GEN_PASS_DEF_FMHAUNROLLVECTORTILESPASS
 #include "fmha/Conversion/Passes.h.inc"
 } // namespace mlir::fmha
 
@@ -124,9 +126,9 @@ bool reducesRows(vector::ContractionOp op) {
          llvm::count_if(iterators, reduction) == 1;
 }
 
-struct FmhaCpuLowerVectorTilesPass
-    : mlir::fmha::impl::FmhaCpuLowerVectorTilesPassBase<
-          FmhaCpuLowerVectorTilesPass> {
+struct FmhaUnrollVectorTilesPass
+    : mlir::fmha::impl::FmhaUnrollVectorTilesPassBase<
+          FmhaUnrollVectorTilesPass> {
   using Base::Base;
 
   void runOnOperation() override {

@@ -1,0 +1,32 @@
+#!/bin/bash
+# The staged forward on the GPU (fmha-compile --from-tensors --vector-tiles:
+# the static tiles as vectors, a workgroup per q tile whose one thread runs
+# the whole tile, before the distribution to lanes) against the float64
+# reference. Here (with LLVM and a CUDA toolkit): vector_tiles.sh --make DIR
+# writes the bundles into DIR/vt (ptxas takes minutes on these unrolled
+# kernels); on the GPU machine: vector_tiles.sh DIR validates them
+# (DIR/bin/fmha-run, DIR/lib/libfmha_runtime.so).
+set -u
+if [ "${1:-}" = "--make" ]; then
+  dir=${2:?usage: vector_tiles.sh --make DIR [BIN]}; bin=${3:-build/bin}
+  mkdir -p "$dir/vt"
+  mk() { name=$1; shift; "$bin/fmha-compile" --target=cuda --from-tensors --vector-tiles "$@" -o "$dir/vt/$name.fmha" || echo "FAIL make $name"; }
+  mk f16_d32_t35 --chip=sm_90a --dtype=f16 --mask=t:3,5 --hq=4 --hk=4 -d 32 --block-m 16 --block-n 16 &
+  mk bf16_d64_sink_softcap --chip=sm_90a --dtype=bf16 --mask=b:40,0,4 --softcap=30 --hq=8 --hk=2 -d 64 --block-m 16 --block-n 16 &
+  mk f16_d32_window_gqa4 --chip=sm_90a --dtype=f16 --mask=xb:128 --hq=4 --hk=1 -d 32 --block-m 16 --block-n 32 &
+  wait
+  exit 0
+fi
+here=$(cd "${1:?usage: vector_tiles.sh DIR | --make DIR [BIN]}" && pwd)
+export LD_LIBRARY_PATH=$here/lib
+fails=0
+for b in "$here"/vt/*.fmha; do
+  for s in "2 77 130" "1 1 200" "1 200 333" "1 130 65" "3 64 64"; do
+    set -- $s
+    out=$("$here/bin/fmha-run" "$b" -b $1 --sq $2 --sk $3 --seed $2 --validate 2>&1 | tail -1)
+    echo "$(basename "$b") b=$1 sq=$2 sk=$3: $out"
+    case $out in PASS*) ;; *) fails=$((fails + 1)) ;; esac
+  done
+done
+echo "vector tiles on the GPU: $fails failures"
+[ $fails -eq 0 ]
