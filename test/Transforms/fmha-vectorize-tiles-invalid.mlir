@@ -33,3 +33,64 @@ func.func @escapes(%q: tensor<1x1x?x32xf16>) -> tensor<32x32xf16> {
   // expected-error @+1 {{'func.return' op fmha-vectorize-tiles: uses a tile outside the tile ops}}
   return %tile : tensor<32x32xf16>
 }
+
+// -----
+
+// A tile read with strides.
+func.func @strided(%q: tensor<1x1x64x32xf16>) -> tensor<16x32xf16> {
+  // expected-error @+1 {{'tensor.extract_slice' op fmha-vectorize-tiles: a tile read with non-unit strides}}
+  %tile = tensor.extract_slice %q[0, 0, 0, 0] [1, 1, 16, 32] [1, 1, 2, 1] : tensor<1x1x64x32xf16> to tensor<16x32xf16>
+  return %tile : tensor<16x32xf16>
+}
+
+// -----
+
+// Padding at the low end is not the padding of a tile at an edge.
+func.func @low_pad(%q: tensor<1x1x?x32xf16>, %n: index) -> tensor<32x32xf16> {
+  %c1 = arith.constant 1 : index
+  %cst = arith.constant 0.0 : f16
+  %slice = tensor.extract_slice %q[0, 0, 0, 0] [1, 1, %n, 32] [1, 1, 1, 1] : tensor<1x1x?x32xf16> to tensor<?x32xf16>
+  // expected-error @+1 {{'tensor.pad' op fmha-vectorize-tiles: a padded tile is a slice of an operand padded at its high end}}
+  %tile = tensor.pad %slice low[%c1, 0] high[0, 0] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %cst : f16
+  } : tensor<?x32xf16> to tensor<32x32xf16>
+  return %tile : tensor<32x32xf16>
+}
+
+// -----
+
+// Padding with a value that is not a constant.
+func.func @dynamic_padding(%q: tensor<1x1x?x32xf16>, %n: index, %h: index, %x: f16) -> tensor<32x32xf16> {
+  %slice = tensor.extract_slice %q[0, 0, 0, 0] [1, 1, %n, 32] [1, 1, 1, 1] : tensor<1x1x?x32xf16> to tensor<?x32xf16>
+  // expected-error @+1 {{'tensor.pad' op fmha-vectorize-tiles: a tile's padding is a constant}}
+  %tile = tensor.pad %slice low[0, 0] high[%h, 0] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %x : f16
+  } : tensor<?x32xf16> to tensor<32x32xf16>
+  return %tile : tensor<32x32xf16>
+}
+
+// -----
+
+// A conversion of a value that is not a tile.
+func.func @convert_not_a_tile(%s: tensor<16x8xf32>) -> tensor<16x8xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>> {
+  // expected-error @+1 {{'fmha.convert_layout' op fmha-vectorize-tiles: converts a value that is not a static tile}}
+  %c = fmha.convert_layout %s : tensor<16x8xf32> -> tensor<16x8xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>
+  return %c : tensor<16x8xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>
+}
+
+// -----
+
+// The rows of an o tile written back are a leading slice of it.
+func.func @rows_not_leading(%q: tensor<1x1x64x32xf16>, %o: tensor<1x1x64x32xf16>) -> tensor<1x1x64x32xf16> {
+  %r = scf.forall (%i) in (1) shared_outs(%os = %o) -> (tensor<1x1x64x32xf16>) {
+    %tile = tensor.extract_slice %q[0, 0, 0, 0] [1, 1, 32, 32] [1, 1, 1, 1] : tensor<1x1x64x32xf16> to tensor<32x32xf16>
+    %rows = tensor.extract_slice %tile[8, 0] [16, 32] [1, 1] : tensor<32x32xf16> to tensor<16x32xf16>
+    scf.forall.in_parallel {
+      // expected-error @+1 {{'tensor.parallel_insert_slice' op fmha-vectorize-tiles: the rows of a tile in range are a leading slice of it}}
+      tensor.parallel_insert_slice %rows into %os[0, 0, 0, 0] [1, 1, 16, 32] [1, 1, 1, 1] : tensor<16x32xf16> into tensor<1x1x64x32xf16>
+    }
+  }
+  return %r : tensor<1x1x64x32xf16>
+}
