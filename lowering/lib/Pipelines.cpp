@@ -55,6 +55,21 @@ bool isTileScratch(Value alloc) {
          kMaxScratchBytes;
 }
 
+/// The forward tiled on tensors (the backward left for later: its tile ops
+/// take buffers), with static tiles or as vector tiles (the GPU's tile
+/// level: vectors before bufferization, which leaves them as they are).
+void addForwardTiling(OpPassManager &pm, int64_t blockM, int64_t blockN,
+                      bool staticTiles, bool vectorTiles) {
+  mlir::fmha::FmhaTileAttentionPassOptions tile;
+  tile.blockM = blockM;
+  tile.blockN = blockN;
+  tile.backwardOnTensors = false;
+  tile.staticTiles = staticTiles;
+  pm.addPass(mlir::fmha::createFmhaTileAttentionPass(tile));
+  if (vectorTiles)
+    pm.addPass(mlir::fmha::createFmhaVectorizeTilesPass());
+}
+
 } // namespace
 
 void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
@@ -63,23 +78,17 @@ void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
   // bufferized with the rest: the q-tile scf.forall becomes the
   // scf.parallel of the form on memrefs and each tile's static scratch
   // (m, l, acc, scores) a stack buffer of its iteration.
-  FmhaTileAttentionPassOptions tile;
-  tile.blockM = options.blockM;
-  tile.blockN = options.blockN;
-  tile.backwardOnTensors = false;
-  tile.staticTiles = options.staticTiles || options.vectorTiles;
-  pm.addPass(createFmhaTileAttentionPass(tile));
-  // The GPU's tile level on the host: vectors before bufferization, which
-  // leaves them as they are.
-  if (options.vectorTiles)
-    pm.addPass(createFmhaVectorizeTilesPass());
+  addForwardTiling(pm, options.blockM, options.blockN,
+                   options.staticTiles || options.vectorTiles,
+                   options.vectorTiles);
   addBufferization(pm);
   // The padding of static tiles bufferizes into linalg.map fills.
   if (options.staticTiles)
     pm.addPass(createConvertLinalgToLoopsPass());
   // The backward is tiled on memrefs (its tile ops take buffers).
-  tile.backwardOnTensors = true;
-  tile.staticTiles = false;
+  FmhaTileAttentionPassOptions tile;
+  tile.blockM = options.blockM;
+  tile.blockN = options.blockN;
   pm.addPass(createFmhaTileAttentionPass(tile));
   pm.addPass(createForallToParallelLoopPass());
   // The loops stop carrying the buffers (and the insertions of the o and
@@ -138,13 +147,8 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
   // The staged forward: tiled on tensors with the static tiles, which
   // become vectors before bufferization.
   if (options.vectorTiles) {
-    mlir::fmha::FmhaTileAttentionPassOptions tile;
-    tile.blockM = options.blockM;
-    tile.blockN = options.blockN;
-    tile.backwardOnTensors = false;
-    tile.staticTiles = true;
-    pm.addPass(mlir::fmha::createFmhaTileAttentionPass(tile));
-    pm.addPass(mlir::fmha::createFmhaVectorizeTilesPass());
+    addForwardTiling(pm, options.blockM, options.blockN,
+                     /*staticTiles=*/true, /*vectorTiles=*/true);
   }
   addBufferization(pm);
   // The q-tile loop of the staged forward: a workgroup per q tile, its one
