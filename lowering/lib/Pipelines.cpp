@@ -20,6 +20,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace {
@@ -58,16 +60,31 @@ bool isTileScratch(Value alloc) {
 /// The forward tiled on tensors (the backward left for later: its tile ops
 /// take buffers), with static tiles or as vector tiles (the GPU's tile
 /// level: vectors before bufferization, which leaves them as they are).
+/// With `mma`, the static tiles take the register layouts of that matrix
+/// instruction over `warps` warps before they become vectors.
 void addForwardTiling(OpPassManager &pm, int64_t blockM, int64_t blockN,
-                      bool staticTiles, bool vectorTiles) {
+                      bool staticTiles, bool vectorTiles, StringRef mma = "",
+                      int64_t warps = 1) {
   mlir::fmha::FmhaTileAttentionPassOptions tile;
   tile.blockM = blockM;
   tile.blockN = blockN;
   tile.backwardOnTensors = false;
   tile.staticTiles = staticTiles;
   pm.addPass(mlir::fmha::createFmhaTileAttentionPass(tile));
+  if (!mma.empty()) {
+    mlir::fmha::FmhaAssignLayoutsPassOptions layouts;
+    layouts.mma = mma.str();
+    layouts.warps = warps;
+    pm.addPass(mlir::fmha::createFmhaAssignLayoutsPass(layouts));
+  }
   if (vectorTiles)
     pm.addPass(mlir::fmha::createFmhaVectorizeTilesPass());
+}
+
+/// Warps of the staged forward's workgroup: each a band of at least the
+/// instruction's M rows of the q tile, at most 4.
+int64_t stagedWarps(int64_t blockM, int64_t mmaM) {
+  return std::clamp<int64_t>(blockM / mmaM, 1, 4);
 }
 
 } // namespace
@@ -144,24 +161,29 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
                         const Options &options, unsigned indexBitwidth,
                         int64_t mfma = 0, StringRef mma = "",
                         bool mmaGiven = false) {
-  // The staged forward: tiled on tensors with the static tiles, which
-  // become vectors before bufferization.
+  // The staged forward: tiled on tensors with the static tiles, typed with
+  // the register layouts of the target's matrix instruction, which become
+  // vectors (anchored in those layouts) before bufferization.
+  // (The staged forward takes nvvm alone for now: mma.sync's M is 16.)
+  const int64_t warps = stagedWarps(options.blockM, /*mmaM=*/16);
   if (options.vectorTiles) {
     addForwardTiling(pm, options.blockM, options.blockN,
-                     /*staticTiles=*/true, /*vectorTiles=*/true);
+                     /*staticTiles=*/true, /*vectorTiles=*/true,
+                     target == "nvvm" ? "mma.sync" : "", warps);
   }
   addBufferization(pm);
-  // The q-tile loop of the staged forward: a workgroup per q tile, its one
-  // thread the whole tile (the element form of fmha-map-parallel-to-gpu
-  // with one thread and one iteration a workgroup).
+  // The q-tile loop of the staged forward: a workgroup per q tile whose
+  // threads all run it (the workgroup form of fmha-map-parallel-to-gpu);
+  // the kernel module's fmha-distribute-tiles spreads the tiles over them.
   if (options.vectorTiles) {
     pm.addPass(createForallToParallelLoopPass());
     pm.addPass(createCSEPass());
     mlir::fmha::FmhaMapParallelToGpuPassOptions map;
     map.kernelName = options.kernelName;
-    map.blockThreads = 1;
+    map.blockThreads = warps * 32;
     map.rowThreads = 1;
     map.threadElements = 1;
+    map.workgroup = true;
     pm.addPass(mlir::fmha::createFmhaMapParallelToGpuPass(map));
   }
   // The elementwise ops (merge, accumulate): their loops, mapped to a grid.
@@ -203,13 +225,19 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
 
 /// The kernel module's lowering to the target's LLVM dialect: `toTarget`
 /// adds the target's conversions between the common passes.
-void addKernelLowering(OpPassManager &pm, StringRef target,
+void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
                        function_ref<void(OpPassManager &)> toTarget,
                        StringRef format, bool vectorTiles) {
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
-  // The vector tiles of a workgroup's one thread, unrolled.
+  // The vector tiles spread over the threads by their layouts; the reads
+  // and writes of rows that may lie past the operands as branches.
   if (vectorTiles) {
-    kernels.addPass(mlir::fmha::createFmhaUnrollVectorTilesPass());
+    mlir::fmha::FmhaDistributeTilesPassOptions distribute;
+    distribute.target = target.str();
+    distribute.chip = chip.str();
+    kernels.addPass(mlir::fmha::createFmhaDistributeTilesPass(distribute));
+    kernels.addPass(createCanonicalizerPass());
+    kernels.addPass(createCSEPass());
     kernels.addPass(createConvertVectorToSCFPass());
   }
   mlir::fmha::FmhaGpuMathToTargetPassOptions math;
@@ -247,7 +275,7 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
   attach.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(attach));
   addKernelLowering(
-      pm, "nvvm",
+      pm, "nvvm", options.chip,
       [&](OpPassManager &kernels) {
         // One index bitwidth for every conversion of the kernel: upstream's
         // nvgpu lowering only knows 64.
@@ -283,7 +311,7 @@ void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
   pm.addPass(createGpuROCDLAttachTarget(attach));
   std::string chip = options.chip;
   addKernelLowering(
-      pm, "rocdl",
+      pm, "rocdl", chip,
       [&](OpPassManager &kernels) {
         ConvertAMDGPUToROCDLPassOptions amdgpu;
         amdgpu.chipset = chip;

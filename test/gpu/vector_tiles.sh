@@ -1,19 +1,20 @@
 #!/bin/bash
 # The staged forward on the GPU (fmha-compile --from-tensors --vector-tiles:
-# the static tiles as vectors, a workgroup per q tile whose one thread runs
-# the whole tile, before the distribution to lanes) against the float64
-# reference. Here (with LLVM and a CUDA toolkit): vector_tiles.sh --make DIR
-# writes the bundles into DIR/vt (ptxas takes minutes on these unrolled
-# kernels); on the GPU machine: vector_tiles.sh DIR validates them
-# (DIR/bin/fmha-run, DIR/lib/libfmha_runtime.so).
+# the static tiles as vectors in mma.sync's register layouts, a workgroup of
+# block-m / 16 warps per q tile, the tiles distributed to the lanes by
+# fmha-distribute-tiles) against the float64 reference. Here (with LLVM and
+# a CUDA toolkit): vector_tiles.sh --make DIR writes the bundles into DIR/vt;
+# on the GPU machine: vector_tiles.sh DIR validates them (DIR/bin/fmha-run,
+# DIR/lib/libfmha_runtime.so).
 set -u
 if [ "${1:-}" = "--make" ]; then
   dir=${2:?usage: vector_tiles.sh --make DIR [BIN]}; bin=${3:-build/bin}
   mkdir -p "$dir/vt"
   mk() { name=$1; shift; "$bin/fmha-compile" --target=cuda --from-tensors --vector-tiles "$@" -o "$dir/vt/$name.fmha" || echo "FAIL make $name"; }
   mk f16_d32_t35 --chip=sm_90a --dtype=f16 --mask=t:3,5 --hq=4 --hk=4 -d 32 --block-m 16 --block-n 16 &
-  mk bf16_d64_sink_softcap --chip=sm_90a --dtype=bf16 --mask=b:40,0,4 --softcap=30 --hq=8 --hk=2 -d 64 --block-m 16 --block-n 16 &
-  mk f16_d32_window_gqa4 --chip=sm_90a --dtype=f16 --mask=xb:128 --hq=4 --hk=1 -d 32 --block-m 16 --block-n 32 &
+  mk bf16_d64_sink_softcap --chip=sm_90a --dtype=bf16 --mask=b:40,0,4 --softcap=30 --hq=8 --hk=2 -d 64 --block-m 64 --block-n 64 &
+  mk f16_d32_window_gqa4 --chip=sm_90a --dtype=f16 --mask=xb:128 --hq=4 --hk=1 -d 32 --block-m 32 --block-n 32 &
+  mk bf16_d128_causal --chip=sm_90a --dtype=bf16 --mask=b --hq=16 --hk=4 -d 128 --block-m 64 --block-n 64 &
   wait
   exit 0
 fi

@@ -366,12 +366,6 @@ int compileGpu(ModuleOp module, const rt::Manifest &host,
       fail("--cuda-binary=cubin needs a CUDA toolkit (bin/ptxas and "
            "nvvm/libdevice/libdevice.10.bc): set $CUDA_HOME or put ptxas on "
            "PATH, or write --cuda-binary=ptx");
-    // The staged forward's vector math calls libdevice until its
-    // distribution maps it to the target's instructions.
-    if (vectorTiles && emit == "bundle" && toolkit.empty())
-      fail("--vector-tiles kernels link libdevice (a CUDA toolkit: bin/ptxas "
-           "and nvvm/libdevice/libdevice.10.bc); set $CUDA_HOME or put ptxas "
-           "on PATH, and drop --cuda-binary=ptx");
     if (emit == "llvm")
       options.format = "llvm";
     else if (emit == "bundle" && !toolkit.empty())

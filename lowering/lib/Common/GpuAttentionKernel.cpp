@@ -1092,12 +1092,9 @@ struct FmhaLowerToGpuPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::unique_ptr<GpuTarget> gpuTarget = createGpuTarget(target);
-    if (!gpuTarget) {
-      module.emitError() << "unknown GPU target '" << target
-                         << "' (expected nvvm or rocdl)";
+    std::unique_ptr<GpuTarget> gpuTarget = createGpuTarget(target, module);
+    if (!gpuTarget)
       return signalPassFailure();
-    }
     std::string chipError = gpuTarget->configure(chip, mfma);
     if (!chipError.empty()) {
       module.emitError() << chipError;

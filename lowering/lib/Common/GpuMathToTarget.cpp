@@ -17,6 +17,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -36,19 +37,38 @@ Value constant(OpBuilder &b, Location loc, double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
 }
 
+/// `fn` of each f32 element of `x` (a scalar or a 1-D vector: the
+/// registers of a distributed tile), or null when `x` is neither.
+Value perElement(OpBuilder &b, Location loc, Value x,
+                 function_ref<Value(Value)> fn) {
+  if (x.getType().isF32())
+    return fn(x);
+  auto type = dyn_cast<VectorType>(x.getType());
+  if (!type || type.getRank() != 1 || type.isScalable() ||
+      !type.getElementType().isF32())
+    return nullptr;
+  SmallVector<Value> elements;
+  for (int64_t i = 0; i < type.getDimSize(0); ++i)
+    elements.push_back(
+        fn(vector::ExtractOp::create(b, loc, x, ArrayRef<int64_t>{i})));
+  return vector::FromElementsOp::create(b, loc, type, elements);
+}
+
 /// exp(x) -> exp2(x * log2(e)).
 struct ExpToTarget : OpRewritePattern<math::ExpOp> {
   ExpToTarget(MLIRContext *ctx, const GpuTarget &target)
       : OpRewritePattern(ctx), target(target) {}
   LogicalResult matchAndRewrite(math::ExpOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.getType().isF32())
-      return rewriter.notifyMatchFailure(op, "not f32");
     Location loc = op.getLoc();
-    Value x =
-        arith::MulFOp::create(rewriter, loc, op.getOperand(),
-                              constant(rewriter, loc, llvm::numbers::log2ef));
-    rewriter.replaceOp(op, target.emitExp2(rewriter, loc, x));
+    Value out = perElement(rewriter, loc, op.getOperand(), [&](Value x) {
+      x = arith::MulFOp::create(rewriter, loc, x,
+                                constant(rewriter, loc, llvm::numbers::log2ef));
+      return target.emitExp2(rewriter, loc, x);
+    });
+    if (!out)
+      return rewriter.notifyMatchFailure(op, "not f32");
+    rewriter.replaceOp(op, out);
     return success();
   }
   const GpuTarget &target;
@@ -60,12 +80,16 @@ struct LogToTarget : OpRewritePattern<math::LogOp> {
       : OpRewritePattern(ctx), target(target) {}
   LogicalResult matchAndRewrite(math::LogOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.getType().isF32())
-      return rewriter.notifyMatchFailure(op, "not f32");
     Location loc = op.getLoc();
-    Value l = target.emitLog2(rewriter, loc, op.getOperand());
-    rewriter.replaceOpWithNewOp<arith::MulFOp>(
-        op, l, constant(rewriter, loc, llvm::numbers::ln2f));
+    Value out = perElement(rewriter, loc, op.getOperand(), [&](Value x) {
+      Value l = target.emitLog2(rewriter, loc, x);
+      return arith::MulFOp::create(rewriter, loc, l,
+                                   constant(rewriter, loc, llvm::numbers::ln2f))
+          .getResult();
+    });
+    if (!out)
+      return rewriter.notifyMatchFailure(op, "not f32");
+    rewriter.replaceOp(op, out);
     return success();
   }
   const GpuTarget &target;
@@ -76,12 +100,10 @@ struct FmhaGpuMathToTargetPass
   using Base::Base;
 
   void runOnOperation() override {
-    std::unique_ptr<GpuTarget> gpuTarget = createGpuTarget(target);
-    if (!gpuTarget) {
-      getOperation()->emitError()
-          << "unknown GPU target '" << target << "' (expected nvvm or rocdl)";
+    std::unique_ptr<GpuTarget> gpuTarget =
+        createGpuTarget(target, getOperation());
+    if (!gpuTarget)
       return signalPassFailure();
-    }
     RewritePatternSet patterns(&getContext());
     patterns.add<ExpToTarget, LogToTarget>(&getContext(), *gpuTarget);
     FrozenRewritePatternSet frozen(std::move(patterns));

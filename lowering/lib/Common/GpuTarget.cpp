@@ -205,3 +205,12 @@ std::string GpuTarget::configure(StringRef chip, int64_t matrixSize) {
            std::to_string(getMmaM()) + ")";
   return checkChip(chip);
 }
+
+std::unique_ptr<GpuTarget> mlir::fmha::createGpuTarget(StringRef name,
+                                                       Operation *at) {
+  std::unique_ptr<GpuTarget> target = createGpuTarget(name);
+  if (!target)
+    at->emitError() << "unknown GPU target '" << name
+                    << "' (expected nvvm or rocdl)";
+  return target;
+}

@@ -10,6 +10,8 @@
 //   element form (no inner scf.parallel), T threads, E elements a thread:
 //     i = block * T * E + k * T + thread   (k < E)
 //     if (i < n) body(delinearize(i))
+//   workgroup form: each iteration a workgroup, every thread the body
+//     body(delinearize(block))
 //   row form (one inner 1-D scf.parallel), L threads a row:
 //     row = block * (T / L) + thread / L, lane = thread % L
 //     pre(row < rows ? row : 0)            reads only
@@ -79,9 +81,10 @@ bool mayWrite(Operation *op) {
 class Mapper {
 public:
   Mapper(ModuleOp module, StringRef kernelName, int64_t blockThreads,
-         int64_t rowThreads, int64_t threadElements)
+         int64_t rowThreads, int64_t threadElements, bool workgroup)
       : module_(module), kernelName_(kernelName), threads_(blockThreads),
-        rowThreads_(rowThreads), elements_(threadElements) {}
+        rowThreads_(rowThreads), elements_(threadElements),
+        workgroup_(workgroup) {}
 
   LogicalResult map(scf::ParallelOp loop) {
     if (loop.getNumResults() != 0)
@@ -90,6 +93,8 @@ public:
                 "--fmha-tile-elementwise have none)";
     scf::ParallelOp inner;
     for (Operation &op : loop.getBody()->without_terminator()) {
+      if (workgroup_)
+        break;
       auto nested = dyn_cast<scf::ParallelOp>(op);
       if (!nested)
         continue;
@@ -152,14 +157,17 @@ public:
     auto kernelTrips =
         llvm::map_to_vector(trips, [&](Value t) { return map.lookup(t); });
 
-    if (inner)
+    if (workgroup_)
+      buildWorkgroup(k, loc, loop, map, kernelTrips);
+    else if (inner)
       buildRows(k, loc, loop, inner, map, kernelTrips);
     else
       buildElements(k, loc, loop, map, kernelTrips);
     gpu::ReturnOp::create(k, loc);
 
-    const int64_t perBlock =
-        inner ? threads_ / rowThreads_ : threads_ * elements_;
+    const int64_t perBlock = workgroup_ ? 1
+                             : inner    ? threads_ / rowThreads_
+                                        : threads_ * elements_;
     gpu::KernelDim3 grid{h.ceilDiv(total, h.c(perBlock)), h.c(1), h.c(1)};
     gpu::KernelDim3 block{h.c(threads_), h.c(1), h.c(1)};
     Value shared =
@@ -197,6 +205,15 @@ private:
     for (Operation &op : ops)
       if (!op.hasTrait<OpTrait::IsTerminator>())
         b.clone(op, map);
+  }
+
+  /// The iteration of the workgroup's block id, run by every thread.
+  void buildWorkgroup(OpBuilder &k, Location loc, scf::ParallelOp loop,
+                      IRMapping &map, ArrayRef<Value> trips) {
+    Value bid = gpu::BlockIdOp::create(k, loc, gpu::Dimension::x);
+    mapIvs(k, loc, loop, bid, trips, map);
+    Block *body = loop.getBody();
+    cloneOps(k, {body->begin(), body->end()}, map);
   }
 
   void buildElements(OpBuilder &k, Location loc, scf::ParallelOp loop,
@@ -281,6 +298,7 @@ private:
   ModuleOp module_;
   StringRef kernelName_;
   int64_t threads_, rowThreads_, elements_;
+  bool workgroup_;
 };
 
 struct FmhaMapParallelToGpuPass
@@ -306,7 +324,8 @@ struct FmhaMapParallelToGpuPass
         loops.push_back(loop);
         return WalkResult::skip();
       });
-    Mapper mapper(module, kernelName, blockThreads, rowThreads, threadElements);
+    Mapper mapper(module, kernelName, blockThreads, rowThreads, threadElements,
+                  workgroup);
     for (scf::ParallelOp loop : loops)
       if (failed(mapper.map(loop)))
         return signalPassFailure();

@@ -34,3 +34,27 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// A thread's registers of a distributed tile (a 1-D vector of f32): element
+// by element on the target's instructions; vectors of f64 left alone.
+// CHECK-LABEL: gpu.func @registers
+// CHECK-SAME: (%[[V:[^:]+]]: vector<2xf32>
+// CHECK: %[[V0:.+]] = vector.extract %[[V]][0] : f32 from vector<2xf32>
+// CHECK: %[[S0:.+]] = arith.mulf %[[V0]], %{{.+}} : f32
+// NVVM: %[[E0:.+]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"(%[[S0]])
+// ROCDL: %[[E0:.+]] = math.exp2 %[[S0]] : f32
+// CHECK: %[[V1:.+]] = vector.extract %[[V]][1] : f32 from vector<2xf32>
+// CHECK: %[[S1:.+]] = arith.mulf %[[V1]], %{{.+}} : f32
+// NVVM: %[[E1:.+]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"(%[[S1]])
+// ROCDL: %[[E1:.+]] = math.exp2 %[[S1]] : f32
+// CHECK: vector.from_elements %[[E0]], %[[E1]] : vector<2xf32>
+// CHECK: math.exp %{{.+}} : vector<2xf64>
+gpu.module @registers_module {
+  gpu.func @registers(%v: vector<2xf32>, %w: vector<2xf64>, %out: memref<vector<2xf32>>, %out64: memref<vector<2xf64>>) kernel {
+    %e = math.exp %v : vector<2xf32>
+    memref.store %e, %out[] : memref<vector<2xf32>>
+    %e64 = math.exp %w : vector<2xf64>
+    memref.store %e64, %out64[] : memref<vector<2xf64>>
+    gpu.return
+  }
+}

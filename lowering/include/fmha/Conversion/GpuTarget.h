@@ -274,6 +274,8 @@ std::unique_ptr<GpuTarget> createROCDLTarget();
 
 /// The target called `name` (`nvvm`, `rocdl`), or null.
 std::unique_ptr<GpuTarget> createGpuTarget(StringRef name);
+/// The same, with an error on `at` naming the targets when there is none.
+std::unique_ptr<GpuTarget> createGpuTarget(StringRef name, Operation *at);
 
 } // namespace mlir::fmha
 

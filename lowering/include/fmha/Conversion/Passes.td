@@ -164,6 +164,10 @@ def FmhaMapParallelToGpuPass
       thread alone (their writes may then alias what the row read: the
       merge in place). Threads past the last row read row 0 and write
       nothing.
+    * Workgroup (`workgroup=1`): each iteration of the flattened loop is a
+      workgroup of `block-threads` threads, every one of which runs the
+      whole body; the body's vector tiles are then spread over the threads
+      by `--fmha-distribute-tiles` (the staged attention forward).
 
     A loop it cannot map gets a diagnostic naming what is supported.
   }];
@@ -179,7 +183,11 @@ def FmhaMapParallelToGpuPass
     Option<"rowThreads", "row-threads", "int64_t", "32",
            "Row form: threads of a row (divides block-threads)">,
     Option<"threadElements", "thread-elements", "int64_t", "1",
-           "Element form: iterations of a thread">
+           "Element form: iterations of a thread">,
+    Option<"workgroup", "workgroup", "bool", "false",
+           "Workgroup form: each iteration a workgroup whose threads all run "
+           "its body (vector tiles that --fmha-distribute-tiles then spreads "
+           "over them)">
   ];
 }
 
@@ -191,15 +199,53 @@ def FmhaGpuMathToTargetPass : Pass<"fmha-gpu-math-to-target"> {
     x log2(e) and `math.log(x)` the target's log2(x) times ln(2)
     (`GpuTarget::emitExp2`/`emitLog2`: `ex2.approx.ftz.f32` and
     `lg2.approx.f32` on nvvm, `math.exp2`/`math.log2` and so `v_exp_f32`,
-    `v_log_f32` on rocdl): no math library in the kernels.
+    `v_log_f32` on rocdl): no math library in the kernels. On a 1-D vector
+    of f32 (a thread's registers of a distributed tile), element by
+    element.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",
-    "::mlir::math::MathDialect"
+    "::mlir::math::MathDialect", "::mlir::vector::VectorDialect"
   ];
   let options = [
     Option<"target", "target", "std::string", "\"nvvm\"",
            "GPU target: nvvm or rocdl">
+  ];
+}
+
+def FmhaDistributeTilesPass : Pass<"fmha-distribute-tiles"> {
+  let summary = "Distribute the vector tiles of GPU kernels to the registers "
+                "of each thread, by their layouts";
+  let description = [{
+    In each `gpu.func`, every vector tile with a register layout (anchored
+    by `fmha.to_layout`, as `--fmha-assign-layouts` and
+    `--fmha-vectorize-tiles` leave them, or following from an anchor) becomes
+    the 1-D vector of the registers one thread holds, thread = warp id x
+    warp size + lane id on `gpu.thread_id x`: reads and writes at the
+    coordinates the layout gives each register (runs adjacent in a row as
+    one transfer; replicas write once), `vector.contract` as the target's
+    matrix instruction over the fragments (A, B and C must be its tilings),
+    `vector.multi_reduction` along columns over registers, then xor shuffles
+    across the lanes that split the columns, broadcasts of rows register by
+    register, elementwise ops on the registers, `fmha.to_layout` as a
+    register permutation (or nothing), loops and branches carrying the
+    registers. Values made of constants and index steps alone (the mask's
+    indices) are built in the layout of each use. What it cannot distribute
+    gets a diagnostic naming the op.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::ROCDL::ROCDLDialect", "::mlir::amdgpu::AMDGPUDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+  let options = [
+    Option<"target", "target", "std::string", "\"nvvm\"",
+           "GPU target: nvvm or rocdl">,
+    Option<"chip", "chip", "std::string", "\"sm_80\"",
+           "The chip (the target's matrix instruction follows it)">,
+    Option<"mfma", "mfma", "int64_t", "0",
+           "ROCDL: the MFMA size (16 or 32; 0: the chip's default)">
   ];
 }
 

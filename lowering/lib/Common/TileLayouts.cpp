@@ -1,0 +1,211 @@
+//===- TileLayouts.cpp - The register layout of each vector tile ----------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileLayouts.h"
+
+#include "fmha/Dialect/FmhaOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::fmha;
+using ::fmha::LayoutInput;
+using ::fmha::LinearLayout;
+using ::fmha::TileCoord;
+
+bool mlir::fmha::isTileVector(Type type) {
+  auto vector = dyn_cast<VectorType>(type);
+  return vector && (vector.getRank() == 1 || vector.getRank() == 2) &&
+         !vector.isScalable();
+}
+
+std::pair<int64_t, int64_t> mlir::fmha::tileShape(VectorType type) {
+  return {type.getDimSize(0), type.getRank() == 2 ? type.getDimSize(1) : 1};
+}
+
+SmallVector<int64_t> mlir::fmha::rowRegisters(const LinearLayout &tile,
+                                              const LinearLayout &slice) {
+  if (slice.getCols() != 1 || slice.getRows() != tile.getRows())
+    return {};
+  for (LayoutInput in : {LayoutInput::Lane, LayoutInput::Warp}) {
+    const auto &t = tile.getBases(in), &s = slice.getBases(in);
+    if (t.size() != s.size())
+      return {};
+    for (auto [tb, sb] : llvm::zip(t, s))
+      if (tb.row != sb.row || sb.col != 0)
+        return {};
+  }
+  SmallVector<int64_t> out;
+  for (int64_t r = 0; r < tile.getNumRegisters(); ++r) {
+    int64_t row = tile.apply(r, 0, 0).row, found = -1;
+    for (int64_t s = 0; s < slice.getNumRegisters() && found < 0; ++s)
+      if (slice.apply(s, 0, 0).row == row)
+        found = s;
+    if (found < 0)
+      return {};
+    out.push_back(found);
+  }
+  return out;
+}
+
+FailureOr<Tiling> mlir::fmha::asTiling(const LinearLayout &layout,
+                                       const LinearLayout &frag) {
+  const auto &regs = layout.getBases(LayoutInput::Register);
+  const auto &fragRegs = frag.getBases(LayoutInput::Register);
+  if (regs.size() < fragRegs.size() ||
+      layout.getBases(LayoutInput::Lane) != frag.getBases(LayoutInput::Lane))
+    return failure();
+  for (size_t i = 0; i < fragRegs.size(); ++i)
+    if (regs[i] != fragRegs[i])
+      return failure();
+  auto isBlock = [&](TileCoord c) {
+    return c.row % frag.getRows() == 0 && c.col % frag.getCols() == 0;
+  };
+  for (size_t i = fragRegs.size(); i < regs.size(); ++i)
+    if (!isBlock(regs[i]))
+      return failure();
+  for (TileCoord c : layout.getBases(LayoutInput::Warp))
+    if (!isBlock(c))
+      return failure();
+  Tiling t;
+  const int64_t n = frag.getNumRegisters();
+  for (int64_t r = 0; r < layout.getNumRegisters(); ++r) {
+    t.element.push_back(r % n);
+    t.block.push_back(layout.apply(r - r % n, 0, 0));
+  }
+  return t;
+}
+
+LayoutAttr mlir::fmha::rowSliceOf(LayoutAttr l) {
+  return LayoutAttr::get(l.getContext(), ::fmha::rowSlice(l.getLayout()));
+}
+
+/// Made from constants and index steps alone: built where it is used.
+bool TileLayoutAnalysis::isFree(Value v) {
+  if (!isTileVector(v.getType()))
+    return false;
+  auto it = freeCache.find(v);
+  if (it != freeCache.end())
+    return it->second;
+  bool free = false;
+  if (Operation *def = v.getDefiningOp()) {
+    if (isa<arith::ConstantOp, vector::StepOp>(def))
+      free = true;
+    else if (auto bc = dyn_cast<vector::BroadcastOp>(def))
+      free = !isa<VectorType>(bc.getSourceType()) || isFree(bc.getSource());
+    else if (auto sc = dyn_cast<vector::ShapeCastOp>(def))
+      free = isFree(sc.getSource());
+    else if (def->hasTrait<OpTrait::Elementwise>())
+      free = llvm::all_of(def->getOperands(), [&](Value o) {
+        return !isa<VectorType>(o.getType()) || isFree(o);
+      });
+  }
+  freeCache[v] = free;
+  return free;
+}
+
+/// Gives `v` the layout `l`; a diagnostic when it has another.
+LogicalResult TileLayoutAnalysis::give(Value v, LayoutAttr l, bool &changed) {
+  if (!l || !isTileVector(v.getType()) || isFree(v))
+    return success();
+  auto [it, inserted] = layouts.try_emplace(v, l);
+  if (inserted) {
+    changed = true;
+    return success();
+  }
+  if (it->second == l)
+    return success();
+  Operation *at =
+      v.getDefiningOp() ? v.getDefiningOp() : v.getParentBlock()->getParentOp();
+  return at->emitOpError()
+         << "fmha-distribute-tiles: a value would be in two layouts, "
+         << it->second << " and " << l;
+}
+
+/// All of `values` in one layout (that of any that has one).
+LogicalResult TileLayoutAnalysis::unify(ArrayRef<Value> values, bool &changed) {
+  LayoutAttr l;
+  for (Value v : values)
+    if (!l)
+      l = layouts.lookup(v);
+  for (Value v : values)
+    if (failed(give(v, l, changed)))
+      return failure();
+  return success();
+}
+
+LogicalResult TileLayoutAnalysis::propagate(Operation *op, bool &changed) {
+  if (auto anchor = dyn_cast<ToLayoutOp>(op))
+    return give(anchor.getResult(), anchor.getLayout(), changed);
+  if (op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 &&
+      isTileVector(op->getResult(0).getType())) {
+    SmallVector<Value> values(op->getResults());
+    for (Value o : op->getOperands())
+      if (isa<VectorType>(o.getType()))
+        values.push_back(o);
+    return unify(values, changed);
+  }
+  if (auto sc = dyn_cast<vector::ShapeCastOp>(op))
+    return unify({sc.getSource(), sc.getResult()}, changed);
+  if (auto bc = dyn_cast<vector::BroadcastOp>(op)) {
+    LayoutAttr l = layouts.lookup(bc.getResult());
+    auto source = dyn_cast<VectorType>(bc.getSourceType());
+    if (l && source && source.getRank() == 2 && source.getDimSize(1) == 1)
+      return give(bc.getSource(), rowSliceOf(l), changed);
+    return success();
+  }
+  if (auto red = dyn_cast<vector::MultiDimReductionOp>(op)) {
+    if (LayoutAttr l = layouts.lookup(red.getSource()))
+      if (failed(give(red.getResult(), rowSliceOf(l), changed)))
+        return failure();
+    return unify({red.getAcc(), red.getResult()}, changed);
+  }
+  if (auto contract = dyn_cast<vector::ContractionOp>(op))
+    return unify({contract.getAcc(), contract.getResult()}, changed);
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    for (auto [init, arg, result, next] :
+         llvm::zip(loop.getInitArgs(), loop.getRegionIterArgs(),
+                   loop.getResults(), yield.getOperands()))
+      if (failed(unify({init, arg, result, next}, changed)))
+        return failure();
+    return success();
+  }
+  if (auto branch = dyn_cast<scf::IfOp>(op)) {
+    for (auto [i, result] : llvm::enumerate(branch.getResults())) {
+      SmallVector<Value> values = {result};
+      for (Region *region : {&branch.getThenRegion(), &branch.getElseRegion()})
+        if (!region->empty())
+          values.push_back(region->front().getTerminator()->getOperand(i));
+      if (failed(unify(values, changed)))
+        return failure();
+    }
+  }
+  return success();
+}
+
+LogicalResult TileLayoutAnalysis::run(ArrayRef<Operation *> ops) {
+  while (true) {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (Operation *op : ops)
+        if (failed(propagate(op, changed)))
+          return failure();
+    }
+    // A value read to be anchored takes its anchor's layout (only after
+    // every other rule: a converted value has its own).
+    for (Operation *op : ops)
+      if (auto anchor = dyn_cast<ToLayoutOp>(op))
+        if (!layouts.count(anchor.getSource()) &&
+            failed(give(anchor.getSource(), anchor.getLayout(), changed)))
+          return failure();
+    if (!changed)
+      return success();
+  }
+}

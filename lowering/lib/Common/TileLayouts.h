@@ -1,0 +1,88 @@
+//===- TileLayouts.h - The register layout of each vector tile --*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What --fmha-distribute-tiles reads before it rewrites anything: the
+// register layout (#fmha.layout) of every vector tile of a kernel, found
+// from the anchors (fmha.to_layout) by a few rules, and the facts about
+// layouts its rewrites need (which register of a row slice holds a tile
+// register's row; a tile layout as a tiling of an instruction's fragment).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_LOWERING_COMMON_TILELAYOUTS_H
+#define FMHA_LOWERING_COMMON_TILELAYOUTS_H
+
+#include "fmha/Dialect/FmhaAttrs.h"
+#include "fmha/Support/LinearLayout.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::fmha {
+
+/// A static vector of rank 1 or 2: a tile (rank 1: a row vector).
+bool isTileVector(Type type);
+
+/// A rank-1 vector of R elements takes the layouts of R x 1 tiles.
+std::pair<int64_t, int64_t> tileShape(VectorType type);
+
+/// The layout of the rows of a tile in layout `l` (fmha::rowSlice).
+LayoutAttr rowSliceOf(LayoutAttr l);
+
+/// Which register of `slice` (a rows x 1 layout) holds the row of each
+/// register of `tile`, when the lanes and warps of the two agree on rows;
+/// empty otherwise.
+SmallVector<int64_t> rowRegisters(const ::fmha::LinearLayout &tile,
+                                  const ::fmha::LinearLayout &slice);
+
+/// A tile layout as a tiling of an instruction's fragment: each register's
+/// fragment element and the (row, col) of its fragment's corner, the same
+/// for every lane and warp.
+struct Tiling {
+  SmallVector<int64_t> element;
+  SmallVector<::fmha::TileCoord> block;
+};
+/// Fails unless `layout`'s first register bases and its lane bases are
+/// `frag`'s and every other basis moves by whole fragments.
+FailureOr<Tiling> asTiling(const ::fmha::LinearLayout &layout,
+                           const ::fmha::LinearLayout &frag);
+
+/// The layout of every vector tile of a region that has one of its own:
+///   - fmha.to_layout gives its result the anchor's layout;
+///   - an elementwise op, its vector operands and result share one; so do a
+///     shape cast (rows to rows x 1) and its source, a contraction's
+///     accumulator and result, a loop's init, argument, yield and result,
+///     a branch's yields and result;
+///   - a row reduction gives its result (and accumulator) the row slice of
+///     its tile, a broadcast of rows x 1 its source the row slice of its
+///     result;
+///   - last, a value anchored without a layout of its own (a read) takes
+///     the anchor's.
+/// Values made of constants, index steps and scalars alone are "free":
+/// they have none and are built in the layout of each use.
+class TileLayoutAnalysis {
+public:
+  /// Finds the layouts of the tiles that `ops` make and use; a diagnostic
+  /// when a value would need two.
+  LogicalResult run(ArrayRef<Operation *> ops);
+
+  /// The layout of `v`, or null.
+  LayoutAttr lookup(Value v) const { return layouts.lookup(v); }
+  bool isFree(Value v);
+
+private:
+  LogicalResult give(Value v, LayoutAttr l, bool &changed);
+  LogicalResult unify(ArrayRef<Value> values, bool &changed);
+  LogicalResult propagate(Operation *op, bool &changed);
+
+  llvm::DenseMap<Value, LayoutAttr> layouts;
+  llvm::DenseMap<Value, bool> freeCache;
+};
+
+} // namespace mlir::fmha
+
+#endif // FMHA_LOWERING_COMMON_TILELAYOUTS_H

@@ -1,0 +1,142 @@
+// RUN: fmha-opt %s --fmha-distribute-tiles="target=nvvm chip=sm_90a" -split-input-file -verify-diagnostics
+// RUN: not fmha-opt %s -split-input-file --fmha-distribute-tiles=target=spirv 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: error: unknown GPU target 'spirv' (expected nvvm or rocdl)
+// RUN: not fmha-opt %s -split-input-file --fmha-distribute-tiles="target=nvvm chip=sm_70" 2>&1 | FileCheck %s --check-prefix=CHIP
+// CHIP: error: fmha-distribute-tiles: {{.*}}sm_70
+
+// A tile nothing anchors has no layout to be distributed by.
+gpu.module @kernels {
+  gpu.func @unanchored(%m: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    // expected-error @+1 {{'vector.transfer_read' op fmha-distribute-tiles: reads a tile without a register layout}}
+    %t = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    vector.transfer_write %t, %m[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#t = #fmha.layout<16x16, register = [[1, 0], [0, 8], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+
+// Lanes that hold other elements need workgroup memory (not yet).
+gpu.module @kernels {
+  gpu.func @lanes_differ(%m: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %t = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %a = fmha.to_layout %t to layout(#c) : vector<16x16xf32>
+    // expected-error @+1 {{'fmha.to_layout' op fmha-distribute-tiles: converts between layouts whose lanes or warps differ}}
+    %b = fmha.to_layout %a to layout(#t) : vector<16x16xf32>
+    vector.transfer_write %b, %m[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#t = #fmha.layout<16x16, register = [[1, 0], [0, 8], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+
+// One value, two layouts.
+gpu.module @kernels {
+  gpu.func @two_layouts(%m: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %t = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %a = fmha.to_layout %t to layout(#c) : vector<16x16xf32>
+    %u = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    // expected-error @+1 {{'fmha.to_layout' op fmha-distribute-tiles: a value would be in two layouts}}
+    %b = fmha.to_layout %u to layout(#t) : vector<16x16xf32>
+    %s = arith.addf %a, %b : vector<16x16xf32>
+    vector.transfer_write %s, %m[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#w = #fmha.layout<16x16, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[0, 8]]>
+#row = #fmha.layout<16x1, register = [[8, 0]], lane = [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]], warp = [[0, 0]]>
+
+// Warps that split a row's columns would need workgroup memory to reduce.
+gpu.module @kernels {
+  gpu.func @warps_split_columns(%m: memref<16x16xf32>, %r: memref<16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %t = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %a = fmha.to_layout %t to layout(#w) : vector<16x16xf32>
+    %z = arith.constant dense<0.0> : vector<16xf32>
+    %zr = fmha.to_layout %z to layout(#row) : vector<16xf32>
+    // expected-error @+1 {{'vector.multi_reduction' op fmha-distribute-tiles: warps split the reduced columns}}
+    %s = vector.multi_reduction <add>, %a, %zr [1] : vector<16x16xf32> to vector<16xf32>
+    vector.transfer_write %s, %r[%c0] {in_bounds = [true]} : vector<16xf32>, memref<16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// A in B's layout is no tiling of the instruction's A.
+gpu.module @kernels {
+  gpu.func @not_a_tiling(%q: memref<16x16xf16>, %s: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<16x16xf32>
+    %qt = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+    %qa = fmha.to_layout %qt to layout(#bt) : vector<16x16xf16>
+    %kt = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+    %kb = fmha.to_layout %kt to layout(#bt) : vector<16x16xf16>
+    // expected-error @+1 {{'vector.contract' op fmha-distribute-tiles: the operands' layouts are not tilings of mma.sync.m16n8k16's A, B and C fragments}}
+    %st = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %qa, %kb, %zero : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+    %sc = fmha.to_layout %st to layout(#c) : vector<16x16xf32>
+    vector.transfer_write %sc, %s[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// The matrix instruction multiplies 16-bit floats.
+gpu.module @kernels {
+  gpu.func @f32_operands(%q: memref<16x16xf32>, %s: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %zero = arith.constant dense<0.0> : vector<16x16xf32>
+    %qt = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %qa = fmha.to_layout %qt to layout(#c) : vector<16x16xf32>
+    %kt = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %kb = fmha.to_layout %kt to layout(#bt) : vector<16x16xf32>
+    // expected-error @+1 {{'vector.contract' op fmha-distribute-tiles: multiplies 'f32' by 'f32' into 'f32'; the matrix instruction takes f16 or bf16 into f32}}
+    %st = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %qa, %kb, %zero : vector<16x16xf32>, vector<16x16xf32> into vector<16x16xf32>
+    %sc = fmha.to_layout %st to layout(#c) : vector<16x16xf32>
+    vector.transfer_write %sc, %s[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// An op with no distribution rule.
+gpu.module @kernels {
+  gpu.func @transpose(%m: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %t = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %a = fmha.to_layout %t to layout(#c) : vector<16x16xf32>
+    // expected-error @+1 {{'vector.transpose' op fmha-distribute-tiles: makes a vector tile and is not distributed}}
+    %b = vector.transpose %a, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
+    vector.transfer_write %b, %m[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}

@@ -1,0 +1,165 @@
+// RUN: fmha-opt %s --fmha-distribute-tiles="target=nvvm chip=sm_90a" -split-input-file | FileCheck %s
+
+// The vector tiles of a kernel become the registers of each thread, by the
+// layouts of mma.sync m16n8k16 over one warp (--fmha-assign-layouts gives
+// these): C (s, acc, o) and A (q, p) of a 16x16 tile, B^T (k), the row
+// slice (m, l, lse).
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#row = #fmha.layout<16x1, register = [[8, 0]], lane = [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// A read whose rows may run past the operand: one read of each pair of
+// registers adjacent in a row, at the lane's coordinate (row g = lane / 4,
+// column 2 (lane % 4), plus the register's constant part), masked along the
+// rows as the tile's read was; the write likewise.
+// CHECK-LABEL: gpu.func @read_write
+// CHECK-SAME: (%[[SRC:.+]]: memref<?x16xf16>, %[[DST:.+]]: memref<?x16xf16>)
+// CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK: %[[LANE:.+]] = arith.remui %[[TID]], %{{.+}} : index
+// CHECK-COUNT-4: vector.transfer_read %[[SRC]][%{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [false, true]} : memref<?x16xf16>, vector<1x2xf16>
+// CHECK-NOT: vector.transfer_read
+// CHECK-COUNT-4: vector.transfer_write %{{.+}}, %[[DST]][%{{.+}}, %{{.+}}] {in_bounds = [false, true]} : vector<1x2xf16>, memref<?x16xf16>
+// CHECK-NOT: vector<16x16xf16>
+gpu.module @kernels {
+  gpu.func @read_write(%src: memref<?x16xf16>, %dst: memref<?x16xf16>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f16
+    %t = vector.transfer_read %src[%c0, %c0], %pad {in_bounds = [false, true]} : memref<?x16xf16>, vector<16x16xf16>
+    %a = fmha.to_layout %t to layout(#c) : vector<16x16xf16>
+    vector.transfer_write %a, %dst[%c0, %c0] {in_bounds = [false, true]} : vector<16x16xf16>, memref<?x16xf16>
+    gpu.return
+  }
+}
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// S = Q K^T: the instruction over the fragments, two 8-column halves of S,
+// each one product of K = 16; A's 4 pairs and B's 2 pairs are slices of the
+// operands' registers, C's 4 values elements of the accumulator's.
+// CHECK-LABEL: gpu.func @contract
+// CHECK-NOT: vector.contract
+// CHECK-DAG: vector.extract_strided_slice %{{.+}} {offsets = [6], sizes = [2], strides = [1]} : vector<8xf16> to vector<2xf16>
+// CHECK-COUNT-2: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: %[[D:.+]] = vector.from_elements %{{.+}} : vector<8xf32>
+// CHECK: vector.transfer_write %{{.+}} : vector<1x2xf32>, memref<16x16xf32>
+gpu.module @kernels {
+  gpu.func @contract(%q: memref<16x16xf16>, %k: memref<16x16xf16>, %s: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<16x16xf32>
+    %qt = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+    %qa = fmha.to_layout %qt to layout(#c) : vector<16x16xf16>
+    %kt = vector.transfer_read %k[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+    %kb = fmha.to_layout %kt to layout(#bt) : vector<16x16xf16>
+    %st = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %qa, %kb, %zero : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+    %sc = fmha.to_layout %st to layout(#c) : vector<16x16xf32>
+    vector.transfer_write %sc, %s[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#row = #fmha.layout<16x1, register = [[8, 0]], lane = [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// A row maximum: the 4 registers of each of the lane's two rows, then the
+// lanes that split the columns (xor 1, xor 2), then the running maximum;
+// the row broadcast back over the tile takes, for each of the 8 registers,
+// the register of its row (bit 1 of the register index: row + 8). The row
+// vector is written by lane 4g alone (its replicas, lanes 4g + 1..3, not).
+// CHECK-LABEL: gpu.func @reduce_broadcast
+// CHECK-COUNT-6: arith.maximumf %{{.+}}, %{{.+}} : f32
+// CHECK: gpu.shuffle  xor %{{.+}}, %{{.+}}, %{{.+}} : f32
+// CHECK: arith.maximumf
+// CHECK: gpu.shuffle  xor
+// CHECK: %[[M:.+]] = vector.from_elements %{{.+}}, %{{.+}} : vector<2xf32>
+// CHECK: vector.shuffle %[[M]], %[[M]] [0, 0, 1, 1, 0, 0, 1, 1] : vector<2xf32>, vector<2xf32>
+// CHECK: %[[LANE3:.+]] = arith.andi %[[LANE:.+]], %{{.+}} : index
+// CHECK: %[[ONE:.+]] = arith.cmpi eq, %[[LANE3]], %{{.+}} : index
+// CHECK: scf.if %[[ONE]]
+// CHECK-COUNT-2: vector.transfer_write %{{.+}} : vector<1xf32>, memref<16xf32>
+gpu.module @kernels {
+  gpu.func @reduce_broadcast(%s: memref<16x16xf32>, %m0: memref<16xf32>, %out: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %st = vector.transfer_read %s[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %sc = fmha.to_layout %st to layout(#c) : vector<16x16xf32>
+    %mt = vector.transfer_read %m0[%c0], %pad {in_bounds = [true]} : memref<16xf32>, vector<16xf32>
+    %mr = fmha.to_layout %mt to layout(#row) : vector<16xf32>
+    %m = vector.multi_reduction <maximumf>, %sc, %mr [1] : vector<16x16xf32> to vector<16xf32>
+    %mc = vector.shape_cast %m : vector<16xf32> to vector<16x1xf32>
+    %mb = vector.broadcast %mc : vector<16x1xf32> to vector<16x16xf32>
+    %d = arith.subf %sc, %mb : vector<16x16xf32>
+    vector.transfer_write %d, %out[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    vector.transfer_write %m, %m0[%c0] {in_bounds = [true]} : vector<16xf32>, memref<16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// The mask's indices are built in the layout of their use: a step of rows
+// is the rows of the row slice (lane / 4 and lane / 4 + 8), broadcast over
+// the columns as any row vector (registers 2, 3, 6, 7 take row + 8), a step
+// of columns each register's column; the comparison and the select are
+// register by register, the -inf a splat of the registers.
+// CHECK-LABEL: gpu.func @mask
+// CHECK: %[[SLICE:.+]] = vector.from_elements %{{.+}}, %{{.+}} : vector<2xindex>
+// CHECK: %[[ROWS:.+]] = vector.shuffle %[[SLICE]], %[[SLICE]] [0, 0, 1, 1, 0, 0, 1, 1]
+// CHECK: %[[COLS:.+]] = vector.from_elements %{{.+}} : vector<8xindex>
+// CHECK: %[[VIS:.+]] = arith.cmpi sle, %[[COLS]], %[[ROWS]] : vector<8xindex>
+// CHECK: %[[NEG:.+]] = arith.constant dense<0xFF800000> : vector<8xf32>
+// CHECK: arith.select %[[VIS]], %{{.+}}, %[[NEG]] : vector<8xi1>, vector<8xf32>
+gpu.module @kernels {
+  gpu.func @mask(%s: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %st = vector.transfer_read %s[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %sc = fmha.to_layout %st to layout(#c) : vector<16x16xf32>
+    %step = vector.step : vector<16xindex>
+    %rc = vector.shape_cast %step : vector<16xindex> to vector<16x1xindex>
+    %rows = vector.broadcast %rc : vector<16x1xindex> to vector<16x16xindex>
+    %cols = vector.broadcast %step : vector<16xindex> to vector<16x16xindex>
+    %vis = arith.cmpi sle, %cols, %rows : vector<16x16xindex>
+    %neg = arith.constant dense<0xFF800000> : vector<16x16xf32>
+    %masked = arith.select %vis, %sc, %neg : vector<16x16xi1>, vector<16x16xf32>
+    vector.transfer_write %masked, %s[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#a = #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#b = #fmha.layout<16x8, register = [[8, 0], [0, 1]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// A conversion where only the registers' order differs is a permutation;
+// loops carry the registers.
+// CHECK-LABEL: gpu.func @convert_loop
+// CHECK: %[[P:.+]] = vector.shuffle %[[X:.+]], %[[X]] [0, 2, 1, 3] : vector<4xf32>, vector<4xf32>
+// CHECK: %[[R:.+]] = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %[[P]]) -> (vector<4xf32>)
+// CHECK: %[[N:.+]] = arith.addf %[[ACC]], %[[ACC]] : vector<4xf32>
+// CHECK: scf.yield %[[N]] : vector<4xf32>
+gpu.module @kernels {
+  gpu.func @convert_loop(%s: memref<16x8xf32>, %n: index) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : f32
+    %t = vector.transfer_read %s[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x8xf32>, vector<16x8xf32>
+    %x = fmha.to_layout %t to layout(#a) : vector<16x8xf32>
+    %y = fmha.to_layout %x to layout(#b) : vector<16x8xf32>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %y) -> (vector<16x8xf32>) {
+      %next = arith.addf %acc, %acc : vector<16x8xf32>
+      scf.yield %next : vector<16x8xf32>
+    }
+    vector.transfer_write %r, %s[%c0, %c0] {in_bounds = [true, true]} : vector<16x8xf32>, memref<16x8xf32>
+    gpu.return
+  }
+}
