@@ -39,7 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TileLayouts.h"
+#include "Distributor.h"
 #include "fmha/Conversion/GpuTarget.h"
 #include "fmha/Conversion/Passes.h"
 #include "fmha/Dialect/FmhaAttrs.h"
@@ -66,704 +66,374 @@ using ::fmha::LayoutInput;
 using ::fmha::LinearLayout;
 using ::fmha::TileCoord;
 
-namespace {
+InFlightDiagnostic Distributor::fail(Operation *op, const Twine &what) {
+  return op->emitOpError() << "fmha-distribute-tiles: " << what;
+}
 
-struct Distributor {
-  const GpuTarget &target;
-  /// The layout of every vector that has one of its own.
-  TileLayoutAnalysis layouts;
-  /// Each vector's registers.
-  llvm::DenseMap<Value, Value> registers;
-  /// Values without a layout of their own, built in a layout.
-  llvm::DenseMap<std::pair<Value, Attribute>, Value> built;
-  /// The lane and warp ids (index), at the function's entry.
-  Value lane, warp;
-  /// Ops whose results moved to registers, erased at the end.
-  SmallVector<Operation *> replaced;
-  /// The tile type of every value before loops and branches were retyped.
-  llvm::DenseMap<Value, VectorType> tileTypes;
+/// Index of one axis of register `reg`'s element in `l`, for this thread.
+Value Distributor::coord(OpBuilder &b, Location loc, const LinearLayout &l,
+                         int64_t reg, bool row) {
+  Value part = emitLayoutAxis(b, loc, l, lane, reg, row);
+  const auto &warps = l.getBases(LayoutInput::Warp);
+  if (llvm::all_of(warps,
+                   [&](TileCoord c) { return (row ? c.row : c.col) == 0; }))
+    return part;
+  LinearLayout warpPart(l.getRows(), l.getCols(), {}, warps);
+  Value w = emitLayoutAxis(b, loc, warpPart, warp, 0, row);
+  int64_t mine = 0, theirs = 0;
+  for (LayoutInput in : {LayoutInput::Register, LayoutInput::Lane})
+    for (TileCoord c : l.getBases(in))
+      mine |= row ? c.row : c.col;
+  for (TileCoord c : warps)
+    theirs |= row ? c.row : c.col;
+  if (mine & theirs)
+    return b.createOrFold<arith::XOrIOp>(loc, part, w);
+  return b.createOrFold<arith::AddIOp>(loc, part, w);
+}
 
-  VectorType tileType(Value v) const {
-    if (VectorType t = tileTypes.lookup(v))
-      return t;
-    return dyn_cast<VectorType>(v.getType());
-  }
-  bool isTile(Value v) const {
-    VectorType t = tileType(v);
-    return t && isTileVector(t);
-  }
+/// The registers of `v` in layout `l`: its own, or built in `l` where it
+/// has none.
+FailureOr<Value> Distributor::registersIn(Value v, LayoutAttr l,
+                                          Operation *user) {
+  if (layouts.isFree(v))
+    return build(v, l);
+  LayoutAttr own = layouts.lookup(v);
+  Value regs = registers.lookup(v);
+  if (!own || !regs)
+    return fail(user, "an operand has no register layout (anchor the "
+                      "tiles with --fmha-assign-layouts before "
+                      "--fmha-vectorize-tiles)"),
+           failure();
+  if (own != l)
+    return fail(user, "an operand is in layout ")
+               << own << " where " << l << " is needed",
+           failure();
+  return regs;
+}
 
-  explicit Distributor(const GpuTarget &target) : target(target) {}
+FailureOr<Value> Distributor::registersOf(Value v, Operation *user) {
+  LayoutAttr l = layouts.lookup(v);
+  if (!l)
+    return fail(user, "an operand has no register layout (anchor the "
+                      "tiles with --fmha-assign-layouts before "
+                      "--fmha-vectorize-tiles)"),
+           failure();
+  return registersIn(v, l, user);
+}
 
-  static InFlightDiagnostic fail(Operation *op, const Twine &what) {
-    return op->emitOpError() << "fmha-distribute-tiles: " << what;
-  }
+/// Each register of `tile` takes the register of `rows` (in the row
+/// slice `slice`) that holds its row.
+FailureOr<Value> Distributor::broadcastRows(OpBuilder &b, Location loc,
+                                            Value rows, LayoutAttr slice,
+                                            LayoutAttr tile, Operation *at) {
+  SmallVector<int64_t> map = rowRegisters(tile.getLayout(), slice.getLayout());
+  if (map.empty())
+    return fail(at, "rows in layout ")
+               << slice << " do not lie where the rows of " << tile << " do",
+           failure();
+  return vector::ShuffleOp::create(b, loc, rows, rows, map).getResult();
+}
 
-  //===--------------------------------------------------------------------===//
-  // Registers
-  //===--------------------------------------------------------------------===//
-
-  static VectorType registersType(LayoutAttr l, Type element) {
-    return VectorType::get({l.getLayout().getNumRegisters()}, element);
-  }
-  static Type elementOf(Value v) {
-    return cast<VectorType>(v.getType()).getElementType();
-  }
-
-  /// Index of one axis of register `reg`'s element in `l`, for this thread.
-  Value coord(OpBuilder &b, Location loc, const LinearLayout &l, int64_t reg,
-              bool row) {
-    Value part = emitLayoutAxis(b, loc, l, lane, reg, row);
-    const auto &warps = l.getBases(LayoutInput::Warp);
-    if (llvm::all_of(warps,
-                     [&](TileCoord c) { return (row ? c.row : c.col) == 0; }))
-      return part;
-    LinearLayout warpPart(l.getRows(), l.getCols(), {}, warps);
-    Value w = emitLayoutAxis(b, loc, warpPart, warp, 0, row);
-    int64_t mine = 0, theirs = 0;
-    for (LayoutInput in : {LayoutInput::Register, LayoutInput::Lane})
-      for (TileCoord c : l.getBases(in))
-        mine |= row ? c.row : c.col;
-    for (TileCoord c : warps)
-      theirs |= row ? c.row : c.col;
-    if (mine & theirs)
-      return b.createOrFold<arith::XOrIOp>(loc, part, w);
-    return b.createOrFold<arith::AddIOp>(loc, part, w);
-  }
-
-  Value fromElements(OpBuilder &b, Location loc, Type element,
-                     ArrayRef<Value> elements) {
-    return vector::FromElementsOp::create(
-        b, loc, VectorType::get({int64_t(elements.size())}, element), elements);
-  }
-
-  Value extract(OpBuilder &b, Location loc, Value v, int64_t i) {
-    return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i});
-  }
-
-  /// The registers of `v` in layout `l`: its own, or built in `l` where it
-  /// has none.
-  FailureOr<Value> registersIn(Value v, LayoutAttr l, Operation *user) {
-    if (layouts.isFree(v))
-      return build(v, l);
-    LayoutAttr own = layouts.lookup(v);
-    Value regs = registers.lookup(v);
-    if (!own || !regs)
-      return fail(user, "an operand has no register layout (anchor the "
-                        "tiles with --fmha-assign-layouts before "
-                        "--fmha-vectorize-tiles)"),
-             failure();
-    if (own != l)
-      return fail(user, "an operand is in layout ")
-                 << own << " where " << l << " is needed",
-             failure();
-    return regs;
-  }
-
-  FailureOr<Value> registersOf(Value v, Operation *user) {
-    LayoutAttr l = layouts.lookup(v);
-    if (!l)
-      return fail(user, "an operand has no register layout (anchor the "
-                        "tiles with --fmha-assign-layouts before "
-                        "--fmha-vectorize-tiles)"),
-             failure();
-    return registersIn(v, l, user);
-  }
-
-  /// Each register of `tile` takes the register of `rows` (in the row
-  /// slice `slice`) that holds its row.
-  FailureOr<Value> broadcastRows(OpBuilder &b, Location loc, Value rows,
-                                 LayoutAttr slice, LayoutAttr tile,
-                                 Operation *at) {
-    SmallVector<int64_t> map =
-        rowRegisters(tile.getLayout(), slice.getLayout());
-    if (map.empty())
-      return fail(at, "rows in layout ")
-                 << slice << " do not lie where the rows of " << tile << " do",
-             failure();
-    return vector::ShuffleOp::create(b, loc, rows, rows, map).getResult();
-  }
-
-  /// A value made from constants and steps, in layout `l`, built right
-  /// after its definition.
-  FailureOr<Value> build(Value v, LayoutAttr l) {
-    auto key = std::make_pair(v, Attribute(l));
-    if (Value done = built.lookup(key))
-      return done;
-    Operation *def = v.getDefiningOp();
-    OpBuilder b(def->getContext());
-    b.setInsertionPointAfter(def);
-    Location loc = def->getLoc();
-    const LinearLayout layout = l.getLayout();
-    Type element = elementOf(v);
-    VectorType type = registersType(l, element);
-    auto [rows, cols] = tileShape(cast<VectorType>(v.getType()));
-    if (layout.getRows() != rows || layout.getCols() != cols)
-      return fail(def, "a ") << v.getType() << " is used in layout " << l,
-             failure();
-    Value out;
-    if (auto constant = dyn_cast<arith::ConstantOp>(def)) {
-      auto dense = dyn_cast<SplatElementsAttr>(constant.getValue());
-      if (!dense)
-        return fail(def, "a constant tile that is not a splat"), failure();
-      out = arith::ConstantOp::create(
-          b, loc,
-          SplatElementsAttr::get(type, dense.getSplatValue<Attribute>()));
-    } else if (isa<vector::StepOp>(def)) {
-      SmallVector<Value> elements;
-      for (int64_t r = 0; r < layout.getNumRegisters(); ++r)
-        elements.push_back(coord(b, loc, layout, r, /*row=*/true));
-      out = fromElements(b, loc, element, elements);
-    } else if (auto sc = dyn_cast<vector::ShapeCastOp>(def)) {
-      auto source = cast<VectorType>(sc.getSource().getType());
-      if (tileShape(source) != std::make_pair(rows, cols))
-        return fail(def, "a shape cast other than rows to rows x 1"), failure();
-      FailureOr<Value> inner = build(sc.getSource(), l);
+/// A value made from constants and steps, in layout `l`, built right
+/// after its definition.
+FailureOr<Value> Distributor::build(Value v, LayoutAttr l) {
+  auto key = std::make_pair(v, Attribute(l));
+  if (Value done = built.lookup(key))
+    return done;
+  Operation *def = v.getDefiningOp();
+  OpBuilder b(def->getContext());
+  b.setInsertionPointAfter(def);
+  Location loc = def->getLoc();
+  const LinearLayout layout = l.getLayout();
+  Type element = elementOf(v);
+  VectorType type = registersType(l, element);
+  auto [rows, cols] = tileShape(cast<VectorType>(v.getType()));
+  if (layout.getRows() != rows || layout.getCols() != cols)
+    return fail(def, "a ") << v.getType() << " is used in layout " << l,
+           failure();
+  Value out;
+  if (auto constant = dyn_cast<arith::ConstantOp>(def)) {
+    auto dense = dyn_cast<SplatElementsAttr>(constant.getValue());
+    if (!dense)
+      return fail(def, "a constant tile that is not a splat"), failure();
+    out = arith::ConstantOp::create(
+        b, loc, SplatElementsAttr::get(type, dense.getSplatValue<Attribute>()));
+  } else if (isa<vector::StepOp>(def)) {
+    SmallVector<Value> elements;
+    for (int64_t r = 0; r < layout.getNumRegisters(); ++r)
+      elements.push_back(coord(b, loc, layout, r, /*row=*/true));
+    out = fromElements(b, loc, element, elements);
+  } else if (auto sc = dyn_cast<vector::ShapeCastOp>(def)) {
+    auto source = cast<VectorType>(sc.getSource().getType());
+    if (tileShape(source) != std::make_pair(rows, cols))
+      return fail(def, "a shape cast other than rows to rows x 1"), failure();
+    FailureOr<Value> inner = build(sc.getSource(), l);
+    if (failed(inner))
+      return failure();
+    out = *inner;
+  } else if (auto bc = dyn_cast<vector::BroadcastOp>(def)) {
+    auto source = dyn_cast<VectorType>(bc.getSourceType());
+    if (!source) {
+      out = vector::BroadcastOp::create(b, loc, type, bc.getSource());
+    } else if (source.getRank() == 2 && source.getDimSize(1) == 1) {
+      LayoutAttr slice = rowSliceOf(l);
+      FailureOr<Value> inner = build(bc.getSource(), slice);
       if (failed(inner))
         return failure();
-      out = *inner;
-    } else if (auto bc = dyn_cast<vector::BroadcastOp>(def)) {
-      auto source = dyn_cast<VectorType>(bc.getSourceType());
-      if (!source) {
-        out = vector::BroadcastOp::create(b, loc, type, bc.getSource());
-      } else if (source.getRank() == 2 && source.getDimSize(1) == 1) {
-        LayoutAttr slice = rowSliceOf(l);
-        FailureOr<Value> inner = build(bc.getSource(), slice);
-        if (failed(inner))
-          return failure();
-        b.setInsertionPointAfter(def);
-        FailureOr<Value> spread = broadcastRows(b, loc, *inner, slice, l, def);
-        if (failed(spread))
-          return failure();
-        out = *spread;
-      } else if (source.getRank() == 1 && source.getDimSize(0) == cols &&
-                 bc.getSource().getDefiningOp<vector::StepOp>()) {
-        // The column indices of a tile.
-        SmallVector<Value> elements;
-        for (int64_t r = 0; r < layout.getNumRegisters(); ++r)
-          elements.push_back(coord(b, loc, layout, r, /*row=*/false));
-        out = fromElements(b, loc, element, elements);
-      } else {
-        return fail(def, "a broadcast of ")
-                   << source << " (rows x 1, columns of a step or scalars "
-                   << "are distributed)",
-               failure();
-      }
-    } else {
-      SmallVector<Value> operands;
-      for (Value o : def->getOperands()) {
-        if (!isa<VectorType>(o.getType())) {
-          operands.push_back(o);
-          continue;
-        }
-        FailureOr<Value> inner = build(o, l);
-        if (failed(inner))
-          return failure();
-        operands.push_back(*inner);
-      }
       b.setInsertionPointAfter(def);
-      OperationState state(loc, def->getName(), operands, {type},
-                           def->getAttrs());
-      out = b.create(state)->getResult(0);
+      FailureOr<Value> spread = broadcastRows(b, loc, *inner, slice, l, def);
+      if (failed(spread))
+        return failure();
+      out = *spread;
+    } else if (source.getRank() == 1 && source.getDimSize(0) == cols &&
+               bc.getSource().getDefiningOp<vector::StepOp>()) {
+      // The column indices of a tile.
+      SmallVector<Value> elements;
+      for (int64_t r = 0; r < layout.getNumRegisters(); ++r)
+        elements.push_back(coord(b, loc, layout, r, /*row=*/false));
+      out = fromElements(b, loc, element, elements);
+    } else {
+      return fail(def, "a broadcast of ")
+                 << source << " (rows x 1, columns of a step or scalars "
+                 << "are distributed)",
+             failure();
     }
-    built[key] = out;
-    return out;
-  }
-
-  //===--------------------------------------------------------------------===//
-  // Rewrites
-  //===--------------------------------------------------------------------===//
-
-  LogicalResult elementwise(Operation *op) {
-    Value result = op->getResult(0);
-    LayoutAttr l = layouts.lookup(result);
-    if (!l)
-      return fail(op, "a tile without a register layout");
+  } else {
     SmallVector<Value> operands;
-    for (Value o : op->getOperands()) {
+    for (Value o : def->getOperands()) {
       if (!isa<VectorType>(o.getType())) {
         operands.push_back(o);
         continue;
       }
-      FailureOr<Value> regs = registersIn(o, l, op);
-      if (failed(regs))
+      FailureOr<Value> inner = build(o, l);
+      if (failed(inner))
         return failure();
-      operands.push_back(*regs);
+      operands.push_back(*inner);
     }
-    OpBuilder b(op);
-    OperationState state(op->getLoc(), op->getName(), operands,
-                         {registersType(l, elementOf(result))}, op->getAttrs());
-    registers[result] = b.create(state)->getResult(0);
-    return success();
+    b.setInsertionPointAfter(def);
+    OperationState state(loc, def->getName(), operands, {type},
+                         def->getAttrs());
+    out = b.create(state)->getResult(0);
   }
+  built[key] = out;
+  return out;
+}
 
-  LogicalResult toLayout(ToLayoutOp op) {
-    LayoutAttr to = op.getLayout();
-    Value source = op.getSource();
-    OpBuilder b(op);
-    if (layouts.isFree(source)) {
-      FailureOr<Value> regs = build(source, to);
-      if (failed(regs))
-        return failure();
-      registers[op.getResult()] = *regs;
-      return success();
+LogicalResult Distributor::elementwise(Operation *op) {
+  Value result = op->getResult(0);
+  LayoutAttr l = layouts.lookup(result);
+  if (!l)
+    return fail(op, "a tile without a register layout");
+  SmallVector<Value> operands;
+  for (Value o : op->getOperands()) {
+    if (!isa<VectorType>(o.getType())) {
+      operands.push_back(o);
+      continue;
     }
-    FailureOr<Value> regs = registersOf(source, op);
+    FailureOr<Value> regs = registersIn(o, l, op);
     if (failed(regs))
       return failure();
-    LayoutAttr from = layouts.lookup(source);
-    if (from == to) {
-      registers[op.getResult()] = *regs;
-      return success();
-    }
-    // Only the registers differ: a permutation of them.
-    LinearLayout f = from.getLayout(), t = to.getLayout();
-    if (f.getBases(LayoutInput::Lane) != t.getBases(LayoutInput::Lane) ||
-        f.getBases(LayoutInput::Warp) != t.getBases(LayoutInput::Warp) ||
-        f.getNumRegisters() != t.getNumRegisters())
-      return fail(op, "converts between layouts whose lanes or warps "
-                      "differ (")
-             << from << " to " << to
-             << "); only register permutations are distributed";
-    SmallVector<int64_t> perm;
-    for (int64_t r = 0; r < t.getNumRegisters(); ++r) {
-      TileCoord want = t.apply(r, 0, 0);
-      int64_t found = -1;
-      for (int64_t s = 0; s < f.getNumRegisters() && found < 0; ++s)
-        if (f.apply(s, 0, 0) == want)
-          found = s;
-      if (found < 0)
-        return fail(op, "a register of the result is in no register of the "
-                        "source");
-      perm.push_back(found);
-    }
-    registers[op.getResult()] =
-        vector::ShuffleOp::create(b, op.getLoc(), *regs, *regs, perm);
-    return success();
+    operands.push_back(*regs);
   }
+  OpBuilder b(op);
+  OperationState state(op->getLoc(), op->getName(), operands,
+                       {registersType(l, elementOf(result))}, op->getAttrs());
+  registers[result] = b.create(state)->getResult(0);
+  return success();
+}
 
-  LogicalResult broadcast(vector::BroadcastOp op) {
-    LayoutAttr l = layouts.lookup(op.getResult());
-    auto source = dyn_cast<VectorType>(op.getSourceType());
-    if (!l || !source || source.getRank() != 2 || source.getDimSize(1) != 1)
-      return fail(op, "a broadcast other than of rows over a tile's columns");
-    LayoutAttr slice = rowSliceOf(l);
-    FailureOr<Value> rows = registersIn(op.getSource(), slice, op);
-    if (failed(rows))
-      return failure();
-    OpBuilder b(op);
-    FailureOr<Value> spread =
-        broadcastRows(b, op.getLoc(), *rows, slice, l, op);
-    if (failed(spread))
-      return failure();
-    registers[op.getResult()] = *spread;
-    return success();
-  }
-
-  LogicalResult reduction(vector::MultiDimReductionOp op) {
-    LayoutAttr tileAttr = layouts.lookup(op.getSource());
-    LayoutAttr sliceAttr = layouts.lookup(op.getResult());
-    if (!tileAttr || !sliceAttr || tileType(op.getSource()).getRank() != 2 ||
-        op.getReductionDims() != ArrayRef<int64_t>{1})
-      return fail(op, "reduces other than a tile along its columns");
-    const LinearLayout tile = tileAttr.getLayout();
-    SmallVector<int64_t> map = rowRegisters(tile, sliceAttr.getLayout());
-    if (map.empty())
-      return fail(op, "the result's layout ")
-             << sliceAttr << " is not the row slice of " << tileAttr;
-    for (TileCoord c : tile.getBases(LayoutInput::Warp))
-      if (c.col != 0)
-        return fail(op, "warps split the reduced columns of ")
-               << tileAttr << "; only lanes and registers may";
-    SmallVector<int64_t> xorMasks;
-    for (auto [bit, c] : llvm::enumerate(tile.getBases(LayoutInput::Lane))) {
-      if (c.col != 0 && c.row != 0)
-        return fail(op, "a lane basis moves along rows and columns at once");
-      if (c.col != 0)
-        xorMasks.push_back(int64_t(1) << bit);
-    }
-    FailureOr<Value> src = registersOf(op.getSource(), op);
-    FailureOr<Value> acc = registersIn(op.getAcc(), sliceAttr, op);
-    if (failed(src) || failed(acc))
-      return failure();
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    vector::CombiningKind kind = op.getKind();
-    const int64_t n = sliceAttr.getLayout().getNumRegisters();
-    SmallVector<Value> partial(n);
-    for (int64_t r = 0; r < tile.getNumRegisters(); ++r) {
-      Value x = extract(b, loc, *src, r);
-      Value &p = partial[map[r]];
-      p = p ? vector::makeArithReduction(b, loc, kind, p, x) : x;
-    }
-    SmallVector<Value> out;
-    for (int64_t s = 0; s < n; ++s) {
-      Value p = partial[s];
-      if (!p)
-        return fail(op, "a row of the result has no register in the tile");
-      for (int64_t mask : xorMasks)
-        p = vector::makeArithReduction(b, loc, kind, p,
-                                       target.emitShuffleXor(b, loc, p, mask));
-      out.push_back(vector::makeArithReduction(b, loc, kind, p,
-                                               extract(b, loc, *acc, s)));
-    }
-    registers[op.getResult()] =
-        fromElements(b, loc, elementOf(op.getResult()), out);
-    return success();
-  }
-
-  LogicalResult contraction(vector::ContractionOp op) {
-    MLIRContext *ctx = op.getContext();
-    AffineExpr i, j, k;
-    bindDims(ctx, i, j, k);
-    auto map = [&](ArrayRef<AffineExpr> e) {
-      return AffineMap::get(3, 0, e, ctx);
-    };
-    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    bool bTransposed = maps[1] == map({j, k});
-    if (maps.size() != 3 || maps[0] != map({i, k}) || maps[2] != map({i, j}) ||
-        !(bTransposed || maps[1] == map({k, j})))
-      return fail(op, "a contraction other than C[i, j] += A[i, k] B[k, j] "
-                      "(or B[j, k])");
-    LayoutAttr la = layouts.lookup(op.getLhs()),
-               lb = layouts.lookup(op.getRhs()),
-               lc = layouts.lookup(op.getResult());
-    if (!la || !lb || !lc)
-      return fail(op, "an operand without a register layout");
-    const ::fmha::MmaInstruction &instr = target.getMma();
-    LinearLayout bLayout =
-        bTransposed ? lb.getLayout().transposed() : lb.getLayout();
-    FailureOr<Tiling> ta = asTiling(la.getLayout(), instr.a);
-    FailureOr<Tiling> tb = asTiling(bLayout, instr.b);
-    FailureOr<Tiling> tc = asTiling(lc.getLayout(), instr.c);
-    if (failed(ta) || failed(tb) || failed(tc))
-      return fail(op, "the operands' layouts are not tilings of ")
-             << instr.name << "'s A, B and C fragments";
-    if (la.getLayout().getBases(LayoutInput::Warp) !=
-            lc.getLayout().getBases(LayoutInput::Warp) ||
-        llvm::any_of(bLayout.getBases(LayoutInput::Warp),
-                     [](TileCoord c) { return !c.isZero(); }))
-      return fail(op, "warps must own the same rows of A and C and each "
-                      "the whole of B");
-    Type ab = elementOf(op.getLhs());
-    if (ab != elementOf(op.getRhs()) || !(ab.isF16() || ab.isBF16()) ||
-        !elementOf(op.getAcc()).isF32())
-      return fail(op, "multiplies ")
-             << ab << " by " << elementOf(op.getRhs()) << " into "
-             << elementOf(op.getAcc()) << "; the matrix instruction takes "
-             << "f16 or bf16 into f32";
-    FailureOr<Value> a = registersOf(op.getLhs(), op);
-    FailureOr<Value> bv = registersOf(op.getRhs(), op);
-    FailureOr<Value> c = registersIn(op.getAcc(), lc, op);
-    if (failed(a) || failed(bv) || failed(c))
-      return failure();
-    // The register of element e of the fragment at `corner`.
-    using Key = std::pair<int64_t, int64_t>;
-    auto index = [](const Tiling &t) {
-      std::map<std::pair<Key, int64_t>, int64_t> out;
-      for (size_t r = 0; r < t.element.size(); ++r)
-        out[{{t.block[r].row, t.block[r].col}, t.element[r]}] = r;
-      return out;
-    };
-    auto ai = index(*ta), bi = index(*tb);
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    const int64_t kTile = tileType(op.getLhs()).getDimSize(1);
-    SmallVector<Value> d(tc->element.size());
-    auto pairs =
-        [&](Value regs, const std::map<std::pair<Key, int64_t>, int64_t> &idx,
-            Key corner, int64_t count) -> FailureOr<SmallVector<Value>> {
-      SmallVector<Value> out;
-      for (int64_t e = 0; e < count; e += 2) {
-        auto first = idx.find({corner, e}), second = idx.find({corner, e + 1});
-        if (first == idx.end() || second == idx.end() ||
-            second->second != first->second + 1)
-          return failure();
-        out.push_back(vector::ExtractStridedSliceOp::create(
-            b, loc, regs, ArrayRef<int64_t>{first->second},
-            ArrayRef<int64_t>{2}, ArrayRef<int64_t>{1}));
-      }
-      return out;
-    };
-    const int64_t numC = instr.c.getNumRegisters();
-    for (size_t r = 0; r < tc->element.size(); r += numC) {
-      TileCoord corner = tc->block[r];
-      SmallVector<Value> acc;
-      for (int64_t e = 0; e < numC; ++e)
-        acc.push_back(extract(b, loc, *c, r + e));
-      for (int64_t k0 = 0; k0 < kTile; k0 += instr.k) {
-        FailureOr<SmallVector<Value>> aRegs =
-            pairs(*a, ai, {corner.row, k0}, instr.a.getNumRegisters());
-        FailureOr<SmallVector<Value>> bRegs =
-            pairs(*bv, bi, {k0, corner.col}, instr.b.getNumRegisters());
-        if (failed(aRegs) || failed(bRegs))
-          return fail(op, "a fragment of A or B is not in this thread's "
-                          "registers as element pairs");
-        acc = target.emitMma(b, loc, ab, *aRegs, *bRegs, acc);
-      }
-      for (int64_t e = 0; e < numC; ++e)
-        d[r + e] = acc[e];
-    }
-    registers[op.getResult()] = fromElements(b, loc, b.getF32Type(), d);
-    return success();
-  }
-
-  /// The registers of `l` in runs adjacent along the last dim: each run's
-  /// first register and length (2^k, at most 16 bytes).
-  static SmallVector<std::pair<int64_t, int64_t>> runs(const LinearLayout &l,
-                                                       Type element) {
-    const auto &regs = l.getBases(LayoutInput::Register);
-    int64_t len = 1;
-    const int64_t maxLen = 128 / element.getIntOrFloatBitWidth();
-    while (llvm::Log2_64(len) < regs.size() && len < maxLen &&
-           regs[llvm::Log2_64(len)] == TileCoord{0, len})
-      len *= 2;
-    SmallVector<std::pair<int64_t, int64_t>> out;
-    for (int64_t r = 0; r < l.getNumRegisters(); r += len)
-      out.push_back({r, len});
-    return out;
-  }
-
-  /// The indices of one run: the transfer's indices moved by the run's
-  /// (row, col) along the dims its map reads.
-  SmallVector<Value> runIndices(OpBuilder &b, Location loc, ValueRange indices,
-                                AffineMap map, const LinearLayout &l,
-                                int64_t reg, bool rank1) {
-    IndexMath im{b, loc};
-    SmallVector<Value> out(indices.begin(), indices.end());
-    auto dim = [&](unsigned result) {
-      return cast<AffineDimExpr>(map.getResult(result)).getPosition();
-    };
-    unsigned rowDim = dim(0);
-    out[rowDim] = im.add(out[rowDim], coord(b, loc, l, reg, /*row=*/true));
-    if (!rank1) {
-      unsigned colDim = dim(1);
-      out[colDim] = im.add(out[colDim], coord(b, loc, l, reg, /*row=*/false));
-    }
-    return out;
-  }
-
-  static bool isReadableMap(AffineMap map, int64_t rank) {
-    if (!map.isProjectedPermutation() || map.getNumResults() != rank)
-      return false;
-    // Results in the order of the dims they name (no transposition).
-    for (unsigned r = 1; r < map.getNumResults(); ++r)
-      if (cast<AffineDimExpr>(map.getResult(r)).getPosition() <=
-          cast<AffineDimExpr>(map.getResult(r - 1)).getPosition())
-        return false;
-    return true;
-  }
-
-  LogicalResult transferRead(vector::TransferReadOp op) {
-    LayoutAttr l = layouts.lookup(op.getResult());
-    if (!l)
-      return fail(op, "reads a tile without a register layout");
-    VectorType type = op.getVectorType();
-    AffineMap map = op.getPermutationMap();
-    if (op.getMask() || !isReadableMap(map, type.getRank()))
-      return fail(op, "a masked or transposing read");
-    const LinearLayout layout = l.getLayout();
-    Type element = type.getElementType();
-    bool rank1 = type.getRank() == 1;
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    Value out = arith::ConstantOp::create(
-        b, loc, b.getZeroAttr(registersType(l, element)));
-    for (auto [first, len] : runs(layout, element)) {
-      SmallVector<Value> indices =
-          runIndices(b, loc, op.getIndices(), map, layout, first, rank1);
-      VectorType runType = rank1 ? VectorType::get({len}, element)
-                                 : VectorType::get({1, len}, element);
-      Value read = vector::TransferReadOp::create(
-          b, loc, runType, op.getBase(), indices, op.getPermutationMapAttr(),
-          op.getPadding(), Value(), op.getInBoundsAttr());
-      Value flat = vector::ShapeCastOp::create(
-          b, loc, VectorType::get({len}, element), read);
-      out = vector::InsertStridedSliceOp::create(
-          b, loc, flat, out, ArrayRef<int64_t>{first}, ArrayRef<int64_t>{1});
-    }
-    registers[op.getResult()] = out;
-    return success();
-  }
-
-  LogicalResult transferWrite(vector::TransferWriteOp op) {
-    VectorType type = tileType(op.getVector());
-    if (op.getMask() || !isReadableMap(op.getPermutationMap(), type.getRank()))
-      return fail(op, "a masked or transposing write");
-    if (isa<TensorType>(op.getBase().getType()))
-      return fail(op, "writes a tensor (bufferize first)");
-    FailureOr<Value> regs = registersOf(op.getVector(), op);
+LogicalResult Distributor::toLayout(ToLayoutOp op) {
+  LayoutAttr to = op.getLayout();
+  Value source = op.getSource();
+  OpBuilder b(op);
+  if (layouts.isFree(source)) {
+    FailureOr<Value> regs = build(source, to);
     if (failed(regs))
       return failure();
-    const LinearLayout layout = layouts.lookup(op.getVector()).getLayout();
-    Type element = type.getElementType();
-    bool rank1 = type.getRank() == 1;
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    IndexMath im{b, loc};
-    // Replicas write once: the lanes and warps whose replicated bits are 0.
-    Value writer;
-    auto only = [&](Value id, const std::vector<TileCoord> &bases) {
-      int64_t mask = 0;
-      for (auto [bit, c] : llvm::enumerate(bases))
-        if (c.isZero())
-          mask |= int64_t(1) << bit;
-      if (!mask)
-        return;
-      Value zero =
-          im.cmp(arith::CmpIPredicate::eq,
-                 arith::AndIOp::create(b, loc, id, im.c(mask)), im.c(0));
-      writer = writer ? arith::AndIOp::create(b, loc, writer, zero) : zero;
-    };
-    only(lane, layout.getBases(LayoutInput::Lane));
-    only(warp, layout.getBases(LayoutInput::Warp));
-    if (writer) {
-      auto branch = scf::IfOp::create(b, loc, writer, /*withElse=*/false);
-      b.setInsertionPointToStart(&branch.getThenRegion().front());
-    }
-    for (auto [first, len] : runs(layout, element)) {
-      SmallVector<Value> indices =
-          runIndices(b, loc, op.getIndices(), op.getPermutationMap(), layout,
-                     first, rank1);
-      Value run = vector::ExtractStridedSliceOp::create(
-          b, loc, *regs, ArrayRef<int64_t>{first}, ArrayRef<int64_t>{len},
-          ArrayRef<int64_t>{1});
-      if (!rank1)
-        run = vector::ShapeCastOp::create(
-            b, loc, VectorType::get({1, len}, element), run);
-      vector::TransferWriteOp::create(b, loc, run, op.getBase(), indices,
-                                      op.getPermutationMapAttr(), Value(),
-                                      op.getInBoundsAttr());
+    registers[op.getResult()] = *regs;
+    return success();
+  }
+  if (vector::TransferReadOp read = folded.lookup(source)) {
+    folded[op.getResult()] = read; // The same layout (foldsIntoProducts).
+    return success();
+  }
+  FailureOr<Value> regs = registersOf(source, op);
+  if (failed(regs))
+    return failure();
+  LayoutAttr from = layouts.lookup(source);
+  if (from == to) {
+    registers[op.getResult()] = *regs;
+    return success();
+  }
+  // Only the registers differ: a permutation of them.
+  LinearLayout f = from.getLayout(), t = to.getLayout();
+  if (f.getBases(LayoutInput::Lane) != t.getBases(LayoutInput::Lane) ||
+      f.getBases(LayoutInput::Warp) != t.getBases(LayoutInput::Warp) ||
+      f.getNumRegisters() != t.getNumRegisters())
+    return fail(op, "converts between layouts whose lanes or warps "
+                    "differ (")
+           << from << " to " << to
+           << "); only register permutations are distributed";
+  SmallVector<int64_t> perm;
+  for (int64_t r = 0; r < t.getNumRegisters(); ++r) {
+    TileCoord want = t.apply(r, 0, 0);
+    int64_t found = -1;
+    for (int64_t s = 0; s < f.getNumRegisters() && found < 0; ++s)
+      if (f.apply(s, 0, 0) == want)
+        found = s;
+    if (found < 0)
+      return fail(op, "a register of the result is in no register of the "
+                      "source");
+    perm.push_back(found);
+  }
+  registers[op.getResult()] =
+      vector::ShuffleOp::create(b, op.getLoc(), *regs, *regs, perm);
+  return success();
+}
+
+LogicalResult Distributor::broadcast(vector::BroadcastOp op) {
+  LayoutAttr l = layouts.lookup(op.getResult());
+  auto source = dyn_cast<VectorType>(op.getSourceType());
+  if (!l || !source || source.getRank() != 2 || source.getDimSize(1) != 1)
+    return fail(op, "a broadcast other than of rows over a tile's columns");
+  LayoutAttr slice = rowSliceOf(l);
+  FailureOr<Value> rows = registersIn(op.getSource(), slice, op);
+  if (failed(rows))
+    return failure();
+  OpBuilder b(op);
+  FailureOr<Value> spread = broadcastRows(b, op.getLoc(), *rows, slice, l, op);
+  if (failed(spread))
+    return failure();
+  registers[op.getResult()] = *spread;
+  return success();
+}
+
+/// A value carried by a loop or branch: retyped in place to its registers.
+LogicalResult Distributor::retype(Value v) {
+  LayoutAttr l = layouts.lookup(v);
+  if (!l) {
+    Operation *at = v.getDefiningOp() ? v.getDefiningOp()
+                                      : v.getParentBlock()->getParentOp();
+    return fail(at, "carries a tile without a register layout");
+  }
+  v.setType(registersType(l, elementOf(v)));
+  registers[v] = v;
+  return success();
+}
+
+LogicalResult Distributor::rewrite(Operation *op) {
+  auto hasTile = [&](ValueRange values) {
+    return llvm::any_of(values, [&](Value v) { return isTile(v); });
+  };
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    for (auto [init, arg, result] :
+         llvm::zip(loop.getInitArgsMutable(), loop.getRegionIterArgs(),
+                   loop.getResults())) {
+      if (!isTile(init.get()))
+        continue;
+      FailureOr<Value> regs = registersIn(init.get(), layouts.lookup(arg), op);
+      if (failed(regs) || failed(retype(arg)) || failed(retype(result)))
+        return failure();
+      init.set(*regs);
     }
     return success();
   }
-
-  /// A value carried by a loop or branch: retyped in place to its registers.
-  LogicalResult retype(Value v) {
-    LayoutAttr l = layouts.lookup(v);
-    if (!l) {
-      Operation *at = v.getDefiningOp() ? v.getDefiningOp()
-                                        : v.getParentBlock()->getParentOp();
-      return fail(at, "carries a tile without a register layout");
-    }
-    v.setType(registersType(l, elementOf(v)));
-    registers[v] = v;
+  if (auto branch = dyn_cast<scf::IfOp>(op)) {
+    for (Value result : branch.getResults())
+      if (isTileVector(result.getType()) && failed(retype(result)))
+        return failure();
     return success();
   }
-
-  LogicalResult rewrite(Operation *op) {
-    auto hasTile = [&](ValueRange values) {
-      return llvm::any_of(values, [&](Value v) { return isTile(v); });
-    };
-    if (auto loop = dyn_cast<scf::ForOp>(op)) {
-      for (auto [init, arg, result] :
-           llvm::zip(loop.getInitArgsMutable(), loop.getRegionIterArgs(),
-                     loop.getResults())) {
-        if (!isTile(init.get()))
-          continue;
-        FailureOr<Value> regs =
-            registersIn(init.get(), layouts.lookup(arg), op);
-        if (failed(regs) || failed(retype(arg)) || failed(retype(result)))
-          return failure();
-        init.set(*regs);
-      }
+  if (auto yield = dyn_cast<scf::YieldOp>(op)) {
+    Operation *parent = yield->getParentOp();
+    for (OpOperand &operand : yield->getOpOperands()) {
+      if (!isTile(operand.get()))
+        continue;
+      Value carried = parent->getResult(operand.getOperandNumber());
+      FailureOr<Value> regs =
+          registersIn(operand.get(), layouts.lookup(carried), op);
+      if (failed(regs))
+        return failure();
+      operand.set(*regs);
+    }
+    return success();
+  }
+  if (auto write = dyn_cast<vector::TransferWriteOp>(op)) {
+    if (!isTile(write.getVector()))
       return success();
-    }
-    if (auto branch = dyn_cast<scf::IfOp>(op)) {
-      for (Value result : branch.getResults())
-        if (isTileVector(result.getType()) && failed(retype(result)))
-          return failure();
-      return success();
-    }
-    if (auto yield = dyn_cast<scf::YieldOp>(op)) {
-      Operation *parent = yield->getParentOp();
-      for (OpOperand &operand : yield->getOpOperands()) {
-        if (!isTile(operand.get()))
-          continue;
-        Value carried = parent->getResult(operand.getOperandNumber());
-        FailureOr<Value> regs =
-            registersIn(operand.get(), layouts.lookup(carried), op);
-        if (failed(regs))
-          return failure();
-        operand.set(*regs);
-      }
-      return success();
-    }
-    if (auto write = dyn_cast<vector::TransferWriteOp>(op)) {
-      if (!isTile(write.getVector()))
-        return success();
-      replaced.push_back(op);
-      return transferWrite(write);
-    }
-    // Ops that make tiles.
-    if (op->getNumResults() != 1 || !isTileVector(op->getResult(0).getType())) {
-      if (hasTile(op->getOperands()) && !isa<scf::ForOp, scf::IfOp>(op))
-        return fail(op, "reads a vector tile and is not distributed");
-      return success();
-    }
     replaced.push_back(op);
-    if (layouts.isFree(op->getResult(0)))
-      return success(); // Built where it is used.
-    if (auto anchor = dyn_cast<ToLayoutOp>(op))
-      return toLayout(anchor);
-    if (auto read = dyn_cast<vector::TransferReadOp>(op))
-      return transferRead(read);
-    if (auto contract = dyn_cast<vector::ContractionOp>(op))
-      return contraction(contract);
-    if (auto red = dyn_cast<vector::MultiDimReductionOp>(op))
-      return reduction(red);
-    if (auto bc = dyn_cast<vector::BroadcastOp>(op))
-      return broadcast(bc);
-    if (auto sc = dyn_cast<vector::ShapeCastOp>(op)) {
-      FailureOr<Value> regs = registersOf(sc.getSource(), op);
-      if (failed(regs))
-        return failure();
-      registers[sc.getResult()] = *regs;
-      return success();
-    }
-    if (op->hasTrait<OpTrait::Elementwise>())
-      return elementwise(op);
-    return fail(op, "makes a vector tile and is not distributed");
+    return transferWrite(write);
   }
-
-  LogicalResult run(gpu::GPUFuncOp func) {
-    SmallVector<Operation *> ops;
-    func.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (op != func.getOperation())
-        ops.push_back(op);
-    });
-    if (llvm::none_of(ops, [](Operation *op) {
-          return llvm::any_of(op->getResultTypes(), isTileVector);
-        }))
-      return success();
-    if (failed(layouts.run(ops)))
-      return failure();
-    for (Operation *op : ops) {
-      for (Value v : op->getResults())
-        if (isTileVector(v.getType()))
-          tileTypes[v] = cast<VectorType>(v.getType());
-      for (Region &region : op->getRegions())
-        for (Block &block : region)
-          for (Value v : block.getArguments())
-            if (isTileVector(v.getType()))
-              tileTypes[v] = cast<VectorType>(v.getType());
-    }
-    OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
-    Location loc = func.getLoc();
-    IndexMath im{b, loc};
-    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    lane = b.createOrFold<arith::RemUIOp>(loc, tid, im.c(target.getWarpSize()));
-    warp = b.createOrFold<arith::DivUIOp>(loc, tid, im.c(target.getWarpSize()));
-    for (Operation *op : ops)
-      if (failed(rewrite(op)))
-        return failure();
-    for (Operation *op : llvm::reverse(replaced))
-      op->dropAllUses();
-    for (Operation *op : llvm::reverse(replaced))
-      op->erase();
+  // Ops that make tiles.
+  if (op->getNumResults() != 1 || !isTileVector(op->getResult(0).getType())) {
+    if (hasTile(op->getOperands()) && !isa<scf::ForOp, scf::IfOp>(op))
+      return fail(op, "reads a vector tile and is not distributed");
     return success();
   }
-};
+  replaced.push_back(op);
+  if (layouts.isFree(op->getResult(0)))
+    return success(); // Built where it is used.
+  if (auto anchor = dyn_cast<ToLayoutOp>(op))
+    return toLayout(anchor);
+  if (auto read = dyn_cast<vector::TransferReadOp>(op))
+    return transferRead(read);
+  if (auto contract = dyn_cast<vector::ContractionOp>(op))
+    return contraction(contract);
+  if (auto red = dyn_cast<vector::MultiDimReductionOp>(op))
+    return reduction(red);
+  if (auto bc = dyn_cast<vector::BroadcastOp>(op))
+    return broadcast(bc);
+  if (auto sc = dyn_cast<vector::ShapeCastOp>(op)) {
+    FailureOr<Value> regs = registersOf(sc.getSource(), op);
+    if (failed(regs))
+      return failure();
+    registers[sc.getResult()] = *regs;
+    return success();
+  }
+  if (op->hasTrait<OpTrait::Elementwise>())
+    return elementwise(op);
+  return fail(op, "makes a vector tile and is not distributed");
+}
+
+LogicalResult Distributor::run(gpu::GPUFuncOp func) {
+  SmallVector<Operation *> ops;
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op != func.getOperation())
+      ops.push_back(op);
+  });
+  if (llvm::none_of(ops, [](Operation *op) {
+        return llvm::any_of(op->getResultTypes(), isTileVector);
+      }))
+    return success();
+  if (failed(layouts.run(ops)))
+    return failure();
+  for (Operation *op : ops) {
+    for (Value v : op->getResults())
+      if (isTileVector(v.getType()))
+        tileTypes[v] = cast<VectorType>(v.getType());
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (Value v : block.getArguments())
+          if (isTileVector(v.getType()))
+            tileTypes[v] = cast<VectorType>(v.getType());
+  }
+  OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+  Location loc = func.getLoc();
+  IndexMath im{b, loc};
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = b.createOrFold<arith::RemUIOp>(loc, tid, im.c(target.getWarpSize()));
+  warp = b.createOrFold<arith::DivUIOp>(loc, tid, im.c(target.getWarpSize()));
+  for (Operation *op : ops)
+    if (failed(rewrite(op)))
+      return failure();
+  for (Operation *op : llvm::reverse(replaced))
+    op->dropAllUses();
+  for (Operation *op : llvm::reverse(replaced))
+    op->erase();
+  return success();
+}
+
+namespace {
 
 struct FmhaDistributeTilesPass
     : mlir::fmha::impl::FmhaDistributeTilesPassBase<FmhaDistributeTilesPass> {

@@ -163,3 +163,46 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// A B operand read in the loop iteration whose products use it is read
+// there, fragment by fragment (two pairs, then the product that takes them):
+// no thread holds the whole tile. Q, read before the loop, stays in
+// registers.
+// CHECK-LABEL: gpu.func @folded_b
+// CHECK-SAME: (%[[Q:[^:]+]]: memref<16x16xf16>, %[[K:[^:]+]]: memref<?x16xf16>
+// CHECK-COUNT-4: vector.transfer_read %[[Q]]
+// CHECK: scf.for
+// CHECK-NOT: vector.transfer_read %[[Q]]
+// CHECK-COUNT-2: vector.transfer_read %[[K]]{{.*}} : memref<?x16xf16>, vector<1x2xf16>
+// CHECK-NEXT: vector.shape_cast
+// CHECK-NEXT: vector.insert_strided_slice
+// CHECK: nvvm.mma.sync
+// CHECK-COUNT-2: vector.transfer_read %[[K]]{{.*}} : memref<?x16xf16>, vector<1x2xf16>
+// CHECK: nvvm.mma.sync
+// CHECK-NOT: vector.transfer_read
+// CHECK: scf.yield
+gpu.module @kernels {
+  gpu.func @folded_b(%q: memref<16x16xf16>, %k: memref<?x16xf16>, %s: memref<16x16xf32>, %n: index) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<16x16xf32>
+    %init = fmha.to_layout %zero to layout(#c) : vector<16x16xf32>
+    %qt = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+    %qa = fmha.to_layout %qt to layout(#c) : vector<16x16xf16>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (vector<16x16xf32>) {
+      %kt = vector.transfer_read %k[%i, %c0], %pad {in_bounds = [false, true]} : memref<?x16xf16>, vector<16x16xf16>
+      %kb = fmha.to_layout %kt to layout(#bt) : vector<16x16xf16>
+      %st = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %qa, %kb, %acc : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+      %sc = fmha.to_layout %st to layout(#c) : vector<16x16xf32>
+      scf.yield %sc : vector<16x16xf32>
+    }
+    vector.transfer_write %r, %s[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}

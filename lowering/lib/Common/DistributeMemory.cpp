@@ -1,0 +1,205 @@
+//===- DistributeMemory.cpp - Reads and writes of distributed tiles -------===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A tile's read or write is one transfer a run of registers adjacent in a
+// row, at the coordinate the layout gives the lane and warp ids; rows past
+// the source are masked as the tile's transfer was; replicas write once. A
+// B operand read in the iteration of the loop whose products use it is read
+// there, one fragment at a time (a read folded into the products).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Distributor.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::fmha;
+using ::fmha::LayoutInput;
+using ::fmha::LinearLayout;
+using ::fmha::TileCoord;
+
+#include "fmha/Transforms/MaskUtils.h"
+
+#include "llvm/Support/MathExtras.h"
+
+/// The registers of `l` in runs adjacent along the last dim: each run's
+/// first register and length (2^k, at most 16 bytes).
+/// How many registers from each multiple of it are adjacent along the
+/// last dim in `l` (2^k, at most 16 bytes).
+int64_t Distributor::runLength(const LinearLayout &l, Type element) {
+  const auto &regs = l.getBases(LayoutInput::Register);
+  int64_t len = 1;
+  const int64_t maxLen = 128 / element.getIntOrFloatBitWidth();
+  while (llvm::Log2_64(len) < regs.size() && len < maxLen &&
+         regs[llvm::Log2_64(len)] == TileCoord{0, len})
+    len *= 2;
+  return len;
+}
+
+/// The registers of `l` in runs adjacent along the last dim: each run's
+/// first register and length.
+SmallVector<std::pair<int64_t, int64_t>>
+Distributor::runs(const LinearLayout &l, Type element) {
+  const int64_t len = runLength(l, element);
+  SmallVector<std::pair<int64_t, int64_t>> out;
+  for (int64_t r = 0; r < l.getNumRegisters(); r += len)
+    out.push_back({r, len});
+  return out;
+}
+
+/// The indices of one run: the transfer's indices moved by the run's
+/// (row, col) along the dims its map reads.
+SmallVector<Value> Distributor::runIndices(OpBuilder &b, Location loc,
+                                           ValueRange indices, AffineMap map,
+                                           const LinearLayout &l, int64_t reg,
+                                           bool rank1) {
+  IndexMath im{b, loc};
+  SmallVector<Value> out(indices.begin(), indices.end());
+  auto dim = [&](unsigned result) {
+    return cast<AffineDimExpr>(map.getResult(result)).getPosition();
+  };
+  unsigned rowDim = dim(0);
+  out[rowDim] = im.add(out[rowDim], coord(b, loc, l, reg, /*row=*/true));
+  if (!rank1) {
+    unsigned colDim = dim(1);
+    out[colDim] = im.add(out[colDim], coord(b, loc, l, reg, /*row=*/false));
+  }
+  return out;
+}
+
+bool Distributor::isReadableMap(AffineMap map, int64_t rank) {
+  if (!map.isProjectedPermutation() || map.getNumResults() != rank)
+    return false;
+  // Results in the order of the dims they name (no transposition).
+  for (unsigned r = 1; r < map.getNumResults(); ++r)
+    if (cast<AffineDimExpr>(map.getResult(r)).getPosition() <=
+        cast<AffineDimExpr>(map.getResult(r - 1)).getPosition())
+      return false;
+  return true;
+}
+
+/// Registers [first, first + count) of the tile `read` reads, in layout
+/// `l`, read from its memory: one read a run of adjacent registers.
+Value Distributor::readRegisters(OpBuilder &b, vector::TransferReadOp read,
+                                 LayoutAttr l, int64_t first, int64_t count) {
+  Location loc = read.getLoc();
+  VectorType type = tileType(read.getResult());
+  Type element = type.getElementType();
+  bool rank1 = type.getRank() == 1;
+  const LinearLayout layout = l.getLayout();
+  const int64_t len = runLength(layout, element);
+  Value out = arith::ConstantOp::create(
+      b, loc, b.getZeroAttr(VectorType::get({count}, element)));
+  for (int64_t r = first; r < first + count;) {
+    const int64_t n = std::min(len - r % len, first + count - r);
+    SmallVector<Value> indices = runIndices(
+        b, loc, read.getIndices(), read.getPermutationMap(), layout, r, rank1);
+    VectorType runType = rank1 ? VectorType::get({n}, element)
+                               : VectorType::get({1, n}, element);
+    Value run = vector::TransferReadOp::create(
+        b, loc, runType, read.getBase(), indices, read.getPermutationMapAttr(),
+        read.getPadding(), Value(), read.getInBoundsAttr());
+    Value flat =
+        vector::ShapeCastOp::create(b, loc, VectorType::get({n}, element), run);
+    out = vector::InsertStridedSliceOp::create(
+        b, loc, flat, out, ArrayRef<int64_t>{r - first}, ArrayRef<int64_t>{1});
+    r += n;
+  }
+  return out;
+}
+
+/// Whether the tile `read` reads may be read where the products use it
+/// (a read folded into the products): its only uses are anchors in its
+/// layout whose only uses are contractions taking it as B, in the same
+/// iteration of the same loop (so no thread holds more of it than the
+/// fragments of one product at a time).
+bool Distributor::foldsIntoProducts(vector::TransferReadOp read) {
+  LayoutAttr l = layouts.lookup(read.getResult());
+  auto loop = read->getParentOfType<scf::ForOp>();
+  if (!l || !loop || read->use_empty())
+    return false;
+  for (Operation *user : read->getUsers()) {
+    auto anchor = dyn_cast<ToLayoutOp>(user);
+    if (!anchor || anchor.getLayout() != l || anchor->use_empty())
+      return false;
+    for (OpOperand &use : anchor->getUses()) {
+      auto contract = dyn_cast<vector::ContractionOp>(use.getOwner());
+      if (!contract || use.getOperandNumber() != 1 ||
+          contract->getParentOfType<scf::ForOp>() != loop)
+        return false;
+    }
+  }
+  return true;
+}
+
+LogicalResult Distributor::transferRead(vector::TransferReadOp op) {
+  LayoutAttr l = layouts.lookup(op.getResult());
+  if (!l)
+    return fail(op, "reads a tile without a register layout");
+  if (op.getMask() ||
+      !isReadableMap(op.getPermutationMap(), op.getVectorType().getRank()))
+    return fail(op, "a masked or transposing read");
+  if (foldsIntoProducts(op)) {
+    folded[op.getResult()] = op;
+    return success();
+  }
+  OpBuilder b(op);
+  registers[op.getResult()] =
+      readRegisters(b, op, l, 0, l.getLayout().getNumRegisters());
+  return success();
+}
+
+LogicalResult Distributor::transferWrite(vector::TransferWriteOp op) {
+  VectorType type = tileType(op.getVector());
+  if (op.getMask() || !isReadableMap(op.getPermutationMap(), type.getRank()))
+    return fail(op, "a masked or transposing write");
+  if (isa<TensorType>(op.getBase().getType()))
+    return fail(op, "writes a tensor (bufferize first)");
+  FailureOr<Value> regs = registersOf(op.getVector(), op);
+  if (failed(regs))
+    return failure();
+  const LinearLayout layout = layouts.lookup(op.getVector()).getLayout();
+  Type element = type.getElementType();
+  bool rank1 = type.getRank() == 1;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  IndexMath im{b, loc};
+  // Replicas write once: the lanes and warps whose replicated bits are 0.
+  Value writer;
+  auto only = [&](Value id, const std::vector<TileCoord> &bases) {
+    int64_t mask = 0;
+    for (auto [bit, c] : llvm::enumerate(bases))
+      if (c.isZero())
+        mask |= int64_t(1) << bit;
+    if (!mask)
+      return;
+    Value zero = im.cmp(arith::CmpIPredicate::eq,
+                        arith::AndIOp::create(b, loc, id, im.c(mask)), im.c(0));
+    writer = writer ? arith::AndIOp::create(b, loc, writer, zero) : zero;
+  };
+  only(lane, layout.getBases(LayoutInput::Lane));
+  only(warp, layout.getBases(LayoutInput::Warp));
+  if (writer) {
+    auto branch = scf::IfOp::create(b, loc, writer, /*withElse=*/false);
+    b.setInsertionPointToStart(&branch.getThenRegion().front());
+  }
+  for (auto [first, len] : runs(layout, element)) {
+    SmallVector<Value> indices = runIndices(
+        b, loc, op.getIndices(), op.getPermutationMap(), layout, first, rank1);
+    Value run = vector::ExtractStridedSliceOp::create(
+        b, loc, *regs, ArrayRef<int64_t>{first}, ArrayRef<int64_t>{len},
+        ArrayRef<int64_t>{1});
+    if (!rank1)
+      run = vector::ShapeCastOp::create(
+          b, loc, VectorType::get({1, len}, element), run);
+    vector::TransferWriteOp::create(b, loc, run, op.getBase(), indices,
+                                    op.getPermutationMapAttr(), Value(),
+                                    op.getInBoundsAttr());
+  }
+  return success();
+}

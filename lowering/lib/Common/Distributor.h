@@ -1,0 +1,157 @@
+//===- Distributor.h - Vector tiles to each thread's registers --*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The state and rules of --fmha-distribute-tiles (DistributeTiles.cpp says
+// what the pass does), one file a concern: DistributeTiles.cpp (the walk,
+// values built per use, elementwise ops, broadcasts, layout conversions),
+// DistributeMemory.cpp (reads and writes, reads folded into the products),
+// DistributeMatrix.cpp (matrix instructions, row reductions).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FMHA_LOWERING_COMMON_DISTRIBUTOR_H
+#define FMHA_LOWERING_COMMON_DISTRIBUTOR_H
+
+#include "TileLayouts.h"
+#include "fmha/Conversion/GpuTarget.h"
+#include "fmha/Dialect/FmhaOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::fmha {
+
+/// Distributes the vector tiles of one gpu.func.
+struct Distributor {
+  const GpuTarget &target;
+  /// The layout of every vector that has one of its own.
+  TileLayoutAnalysis layouts;
+  /// Each vector's registers.
+  llvm::DenseMap<Value, Value> registers;
+  /// Tiles read where the products use them (foldsIntoProducts): the read.
+  llvm::DenseMap<Value, vector::TransferReadOp> folded;
+  /// Values without a layout of their own, built in a layout.
+  llvm::DenseMap<std::pair<Value, Attribute>, Value> built;
+  /// The lane and warp ids (index), at the function's entry.
+  Value lane, warp;
+  /// Ops whose results moved to registers, erased at the end.
+  SmallVector<Operation *> replaced;
+  /// The tile type of every value before loops and branches were retyped.
+  llvm::DenseMap<Value, VectorType> tileTypes;
+
+  VectorType tileType(Value v) const {
+    if (VectorType t = tileTypes.lookup(v))
+      return t;
+    return dyn_cast<VectorType>(v.getType());
+  }
+  bool isTile(Value v) const {
+    VectorType t = tileType(v);
+    return t && isTileVector(t);
+  }
+
+  explicit Distributor(const GpuTarget &target) : target(target) {}
+
+  static InFlightDiagnostic fail(Operation *op, const Twine &what);
+
+  //===--------------------------------------------------------------------===//
+  // Registers
+  //===--------------------------------------------------------------------===//
+
+  static VectorType registersType(LayoutAttr l, Type element) {
+    return VectorType::get({l.getLayout().getNumRegisters()}, element);
+  }
+  static Type elementOf(Value v) {
+    return cast<VectorType>(v.getType()).getElementType();
+  }
+
+  /// Index of one axis of register `reg`'s element in `l`, for this thread.
+  Value coord(OpBuilder &b, Location loc, const ::fmha::LinearLayout &l,
+              int64_t reg, bool row);
+
+  Value fromElements(OpBuilder &b, Location loc, Type element,
+                     ArrayRef<Value> elements) {
+    return vector::FromElementsOp::create(
+        b, loc, VectorType::get({int64_t(elements.size())}, element), elements);
+  }
+
+  Value extract(OpBuilder &b, Location loc, Value v, int64_t i) {
+    return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i});
+  }
+
+  /// The registers of `v` in layout `l`: its own, or built in `l` where it
+  /// has none.
+  FailureOr<Value> registersIn(Value v, LayoutAttr l, Operation *user);
+
+  FailureOr<Value> registersOf(Value v, Operation *user);
+
+  /// Each register of `tile` takes the register of `rows` (in the row
+  /// slice `slice`) that holds its row.
+  FailureOr<Value> broadcastRows(OpBuilder &b, Location loc, Value rows,
+                                 LayoutAttr slice, LayoutAttr tile,
+                                 Operation *at);
+
+  /// A value made from constants and steps, in layout `l`, built right
+  /// after its definition.
+  FailureOr<Value> build(Value v, LayoutAttr l);
+
+  //===--------------------------------------------------------------------===//
+  // Rewrites
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult elementwise(Operation *op);
+
+  LogicalResult toLayout(ToLayoutOp op);
+
+  LogicalResult broadcast(vector::BroadcastOp op);
+
+  LogicalResult reduction(vector::MultiDimReductionOp op);
+
+  LogicalResult contraction(vector::ContractionOp op);
+
+  /// How many registers from each multiple of it are adjacent along the
+  /// last dim in `l` (2^k, at most 16 bytes).
+  static int64_t runLength(const ::fmha::LinearLayout &l, Type element);
+
+  /// The registers of `l` in runs adjacent along the last dim: each run's
+  /// first register and length.
+  static SmallVector<std::pair<int64_t, int64_t>>
+  runs(const ::fmha::LinearLayout &l, Type element);
+
+  /// The indices of one run: the transfer's indices moved by the run's
+  /// (row, col) along the dims its map reads.
+  SmallVector<Value> runIndices(OpBuilder &b, Location loc, ValueRange indices,
+                                AffineMap map, const ::fmha::LinearLayout &l,
+                                int64_t reg, bool rank1);
+
+  static bool isReadableMap(AffineMap map, int64_t rank);
+
+  /// Registers [first, first + count) of the tile `read` reads, in layout
+  /// `l`, read from its memory: one read a run of adjacent registers.
+  Value readRegisters(OpBuilder &b, vector::TransferReadOp read, LayoutAttr l,
+                      int64_t first, int64_t count);
+
+  /// Whether the tile `read` reads may be read where the products use it
+  /// (a read folded into the products): its only uses are anchors in its
+  /// layout whose only uses are contractions taking it as B, in the same
+  /// iteration of the same loop (so no thread holds more of it than the
+  /// fragments of one product at a time).
+  bool foldsIntoProducts(vector::TransferReadOp read);
+
+  LogicalResult transferRead(vector::TransferReadOp op);
+
+  LogicalResult transferWrite(vector::TransferWriteOp op);
+
+  /// A value carried by a loop or branch: retyped in place to its registers.
+  LogicalResult retype(Value v);
+
+  LogicalResult rewrite(Operation *op);
+
+  LogicalResult run(gpu::GPUFuncOp func);
+};
+
+} // namespace mlir::fmha
+
+#endif // FMHA_LOWERING_COMMON_DISTRIBUTOR_H
