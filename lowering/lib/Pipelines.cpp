@@ -232,6 +232,10 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
   // The vector tiles spread over the threads by their layouts; the reads
   // and writes of rows that may lie past the operands as branches.
   if (vectorTiles) {
+    mlir::fmha::FmhaStageKVPassOptions stage;
+    stage.target = target.str();
+    stage.chip = chip.str();
+    kernels.addPass(mlir::fmha::createFmhaStageKVPass(stage));
     mlir::fmha::FmhaDistributeTilesPassOptions distribute;
     distribute.target = target.str();
     distribute.chip = chip.str();
@@ -246,8 +250,14 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(memref::createExpandStridedMetadataPass());
   kernels.addPass(createLowerAffinePass());
-  if (vectorTiles)
-    kernels.addPass(createConvertVectorToLLVMPass());
+  // Vector loads and stores at their vector's alignment: every run of a
+  // distributed tile starts at a multiple of its size (operands' bases and
+  // strides are multiples of 16 bytes), so 16-byte copies stay one access.
+  if (vectorTiles) {
+    ConvertVectorToLLVMPassOptions vectorToLLVM;
+    vectorToLLVM.useVectorAlignment = true;
+    kernels.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+  }
   toTarget(kernels);
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());

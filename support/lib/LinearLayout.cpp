@@ -251,4 +251,29 @@ LinearLayout rowSlice(const LinearLayout &tile) {
                       rowsOnly(tile.getBases(LayoutInput::Warp), false));
 }
 
+LinearLayout copyLayout(int64_t rows, int64_t cols, int64_t elementBits,
+                        int64_t lanes, int64_t warps) {
+  // The tile's coordinate bits in the order threads and registers take
+  // them: a run of 16 bytes along a row, the rest of the row, then rows.
+  const int64_t run = std::min<int64_t>(128 / elementBits, cols);
+  std::vector<TileCoord> bits = colRun(log2Of(run));
+  std::vector<TileCoord> rest =
+      concat(colRun(log2Of(cols / run), run), rowRun(log2Of(rows)));
+  auto take = [&](int64_t count) {
+    std::vector<TileCoord> out;
+    for (int64_t i = 0; i < count; ++i) {
+      if (rest.empty()) {
+        out.push_back({}); // Past the tile: a replica.
+        continue;
+      }
+      out.push_back(rest.front());
+      rest.erase(rest.begin());
+    }
+    return out;
+  };
+  std::vector<TileCoord> laneBases = take(log2Of(lanes));
+  std::vector<TileCoord> warpBases = take(log2Of(warps));
+  return LinearLayout(rows, cols, concat(bits, rest), laneBases, warpBases);
+}
+
 } // namespace fmha

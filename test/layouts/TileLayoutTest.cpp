@@ -29,6 +29,7 @@
 
 #include "gtest/gtest.h"
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -299,3 +300,47 @@ TEST_F(LayoutAttribute, RefusesMalformedLayouts) {
 }
 
 } // namespace
+
+/// The copy layout, checked element by element against what it promises:
+/// every element once (or, for a tile smaller than the threads' runs, each
+/// thread past the tile a replica of one before it), each thread's
+/// registers in 16-byte runs along a row, lane l + 1's run the one after
+/// lane l's, warps below.
+TEST(CopyLayout, SixteenByteRunsEveryElementOnce) {
+  struct Case {
+    int64_t rows, cols, bits, lanes, warps;
+  };
+  for (Case c : {Case{64, 128, 16, 32, 4}, Case{64, 64, 16, 32, 4},
+                 Case{16, 32, 16, 32, 1}, Case{32, 32, 32, 32, 2},
+                 Case{64, 128, 16, 64, 4}, Case{8, 16, 16, 32, 4}}) {
+    SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.cols) + " b" +
+                 std::to_string(c.bits) + " l" + std::to_string(c.lanes) +
+                 " w" + std::to_string(c.warps));
+    LinearLayout l = fmha::copyLayout(c.rows, c.cols, c.bits, c.lanes, c.warps);
+    EXPECT_EQ(l.validate(), "");
+    const int64_t run = std::min<int64_t>(128 / c.bits, c.cols);
+    const int64_t threads = c.lanes * c.warps;
+    std::map<std::pair<int64_t, int64_t>, int> held;
+    for (int64_t w = 0; w < c.warps; ++w)
+      for (int64_t ln = 0; ln < c.lanes; ++ln)
+        for (int64_t r = 0; r < l.getNumRegisters(); ++r) {
+          TileCoord at = l.apply(r, ln, w);
+          ++held[{at.row, at.col}];
+          // Registers in runs of 16 bytes along a row.
+          TileCoord first = l.apply(r - r % run, ln, w);
+          EXPECT_EQ(at.row, first.row);
+          EXPECT_EQ(at.col, first.col + r % run);
+          EXPECT_EQ(first.col % run, 0);
+        }
+    EXPECT_EQ(int64_t(held.size()), c.rows * c.cols);
+    const int64_t copies =
+        std::max<int64_t>(1, threads * run / (c.rows * c.cols));
+    for (auto [at, n] : held)
+      EXPECT_EQ(n, copies);
+    // Lane 1 holds the run after lane 0's (along the row, or the next row).
+    if (c.rows * c.cols >= 2 * run) {
+      TileCoord a = l.apply(0, 0, 0), b = l.apply(0, 1, 0);
+      EXPECT_EQ(b.row * c.cols + b.col, a.row * c.cols + a.col + run);
+    }
+  }
+}

@@ -120,21 +120,11 @@ Value Distributor::readRegisters(OpBuilder &b, vector::TransferReadOp read,
 /// fragments of one product at a time).
 bool Distributor::foldsIntoProducts(vector::TransferReadOp read) {
   LayoutAttr l = layouts.lookup(read.getResult());
-  auto loop = read->getParentOfType<scf::ForOp>();
-  if (!l || !loop || read->use_empty())
+  if (!l || !feedsProductsAsB(read))
     return false;
-  for (Operation *user : read->getUsers()) {
-    auto anchor = dyn_cast<ToLayoutOp>(user);
-    if (!anchor || anchor.getLayout() != l || anchor->use_empty())
-      return false;
-    for (OpOperand &use : anchor->getUses()) {
-      auto contract = dyn_cast<vector::ContractionOp>(use.getOwner());
-      if (!contract || use.getOperandNumber() != 1 ||
-          contract->getParentOfType<scf::ForOp>() != loop)
-        return false;
-    }
-  }
-  return true;
+  return llvm::all_of(read->getUsers(), [&](Operation *user) {
+    return cast<ToLayoutOp>(user).getLayout() == l;
+  });
 }
 
 LogicalResult Distributor::transferRead(vector::TransferReadOp op) {

@@ -440,20 +440,13 @@ struct FmhaDistributeTilesPass
   using Base::Base;
 
   void runOnOperation() override {
-    std::unique_ptr<GpuTarget> gpuTarget =
-        createGpuTarget(target, getOperation());
+    std::unique_ptr<GpuTarget> gpuTarget = createGpuTarget(
+        target, chip, mfma, getOperation(), "fmha-distribute-tiles");
     if (!gpuTarget)
       return signalPassFailure();
-    std::string error = gpuTarget->configure(chip, mfma);
-    if (!error.empty()) {
-      getOperation()->emitError() << "fmha-distribute-tiles: " << error;
-      return signalPassFailure();
-    }
-    SmallVector<gpu::GPUFuncOp> funcs;
-    getOperation()->walk([&](gpu::GPUFuncOp f) { funcs.push_back(f); });
-    for (gpu::GPUFuncOp f : funcs) {
+    for (Operation *f : gpuFuncsIn(getOperation())) {
       Distributor distributor(*gpuTarget);
-      if (failed(distributor.run(f)))
+      if (failed(distributor.run(cast<gpu::GPUFuncOp>(f))))
         return signalPassFailure();
     }
   }

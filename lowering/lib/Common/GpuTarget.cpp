@@ -13,6 +13,7 @@
 #include "fmha/Transforms/MaskUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -213,4 +214,24 @@ std::unique_ptr<GpuTarget> mlir::fmha::createGpuTarget(StringRef name,
     at->emitError() << "unknown GPU target '" << name
                     << "' (expected nvvm or rocdl)";
   return target;
+}
+
+std::unique_ptr<GpuTarget>
+mlir::fmha::createGpuTarget(StringRef name, StringRef chip, int64_t matrixSize,
+                            Operation *at, StringRef pass) {
+  std::unique_ptr<GpuTarget> target = createGpuTarget(name, at);
+  if (!target)
+    return nullptr;
+  std::string error = target->configure(chip, matrixSize);
+  if (!error.empty()) {
+    at->emitError() << pass << ": " << error;
+    return nullptr;
+  }
+  return target;
+}
+
+SmallVector<Operation *> mlir::fmha::gpuFuncsIn(Operation *root) {
+  SmallVector<Operation *> funcs;
+  root->walk([&](gpu::GPUFuncOp f) { funcs.push_back(f); });
+  return funcs;
 }

@@ -81,6 +81,27 @@ FailureOr<Tiling> mlir::fmha::asTiling(const LinearLayout &layout,
   return t;
 }
 
+bool mlir::fmha::feedsProductsAsB(vector::TransferReadOp read) {
+  auto loop = read->getParentOfType<scf::ForOp>();
+  if (!loop || read->use_empty())
+    return false;
+  LayoutAttr layout;
+  for (Operation *user : read->getUsers()) {
+    auto anchor = dyn_cast<ToLayoutOp>(user);
+    if (!anchor || anchor->use_empty() ||
+        (layout && anchor.getLayout() != layout))
+      return false;
+    layout = anchor.getLayout();
+    for (OpOperand &use : anchor->getUses()) {
+      auto contract = dyn_cast<vector::ContractionOp>(use.getOwner());
+      if (!contract || use.getOperandNumber() != 1 ||
+          contract->getParentOfType<scf::ForOp>() != loop)
+        return false;
+    }
+  }
+  return true;
+}
+
 LayoutAttr mlir::fmha::rowSliceOf(LayoutAttr l) {
   return LayoutAttr::get(l.getContext(), ::fmha::rowSlice(l.getLayout()));
 }

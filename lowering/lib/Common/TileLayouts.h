@@ -18,6 +18,7 @@
 #include "fmha/Dialect/FmhaAttrs.h"
 #include "fmha/Support/LinearLayout.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
@@ -50,6 +51,11 @@ struct Tiling {
 /// `frag`'s and every other basis moves by whole fragments.
 FailureOr<Tiling> asTiling(const ::fmha::LinearLayout &layout,
                            const ::fmha::LinearLayout &frag);
+
+/// A tile read only to be the B operand of products (through anchors that
+/// all take one layout) in the same iteration of the same loop: it may be
+/// read where the products use it, or staged once per iteration.
+bool feedsProductsAsB(vector::TransferReadOp read);
 
 /// The layout of every vector tile of a region that has one of its own:
 ///   - fmha.to_layout gives its result the anchor's layout;

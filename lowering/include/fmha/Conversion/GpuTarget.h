@@ -235,6 +235,12 @@ public:
   virtual void emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
                                       Value memref, Value idx) const;
 
+  /// The LLVM address space of workgroup memory (shared memory, LDS; 3 on
+  /// both targets). Buffers the staged passes add take it as a number: their
+  /// vector accesses lower before the target's conversion would map
+  /// #gpu.address_space<workgroup>.
+  virtual unsigned getWorkgroupAddressSpace() const { return 3; }
+
   /// Buffers of the K/V tile pipeline: 2 when copies run asynchronously (the
   /// next tile lands while this one is computed), 1 otherwise.
   virtual int64_t getNumCopyStages() const = 0;
@@ -276,6 +282,14 @@ std::unique_ptr<GpuTarget> createROCDLTarget();
 std::unique_ptr<GpuTarget> createGpuTarget(StringRef name);
 /// The same, with an error on `at` naming the targets when there is none.
 std::unique_ptr<GpuTarget> createGpuTarget(StringRef name, Operation *at);
+/// The target called `name`, configured for `chip` and `matrixSize`
+/// (GpuTarget::configure), or null with an error on `at` (prefixed by
+/// `pass`) saying what is not supported.
+std::unique_ptr<GpuTarget> createGpuTarget(StringRef name, StringRef chip,
+                                           int64_t matrixSize, Operation *at,
+                                           StringRef pass);
+/// The gpu.func ops nested in `root`, in order.
+SmallVector<Operation *> gpuFuncsIn(Operation *root);
 
 } // namespace mlir::fmha
 

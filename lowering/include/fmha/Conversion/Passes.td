@@ -249,6 +249,34 @@ def FmhaDistributeTilesPass : Pass<"fmha-distribute-tiles"> {
   ];
 }
 
+def FmhaStageKVPass : Pass<"fmha-stage-kv"> {
+  let summary = "Copy the B operands of a kernel's loop iterations through "
+                "workgroup memory";
+  let description = [{
+    In each `gpu.func` of vector tiles (before `--fmha-distribute-tiles`),
+    a 2-D tile that a loop iteration reads from global memory only to be
+    the B operand of its products (the k and v tiles of the staged forward's
+    kv loop, every warp's operand) is read once by the whole workgroup in
+    16-byte pieces (anchored in `fmha::copyLayout`), written to a workgroup
+    buffer (a workgroup attribution of the kernel, rows padded by 16 bytes
+    against bank conflicts) between two barriers (one pair for the tiles of
+    a block), and the products read it from there. The block size comes
+    from the kernel's `known_block_size`; the warp size from the target.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+  let options = [
+    Option<"target", "target", "std::string", "\"nvvm\"",
+           "GPU target: nvvm or rocdl">,
+    Option<"chip", "chip", "std::string", "\"sm_80\"",
+           "The chip (the target's warp size follows it)">,
+    Option<"mfma", "mfma", "int64_t", "0",
+           "ROCDL: the MFMA size (16 or 32; 0: the chip's default)">
+  ];
+}
+
 def FmhaNVGPUToNVVMPass : Pass<"fmha-nvgpu-to-nvvm"> {
   let summary = "Lower the nvgpu ops of the kernels to NVVM at a chosen "
                 "index bitwidth";

@@ -120,6 +120,17 @@ LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
 /// the same lane and warp.
 LinearLayout rowSlice(const LinearLayout &tile);
 
+/// A layout for copying a rows x cols tile of `elementBits`-bit elements
+/// (powers of two) with `lanes` x `warps` threads: each thread holds runs of
+/// 16 bytes along a row (the whole row where it is narrower), consecutive
+/// lanes the next runs along the row and then down the rows, the warps the
+/// rows after those, and each thread's further registers the rest of the
+/// tile below (whole-workgroup rows at a time). Threads beyond the tile hold
+/// replicas (zero bases). Every element is held, so the layout of a tile
+/// copied between memories in 16-byte pieces.
+LinearLayout copyLayout(int64_t rows, int64_t cols, int64_t elementBits,
+                        int64_t lanes, int64_t warps);
+
 } // namespace fmha
 
 #endif // FMHA_SUPPORT_LINEARLAYOUT_H

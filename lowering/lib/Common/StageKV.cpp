@@ -1,0 +1,148 @@
+//===- StageKV.cpp - B operands of the kv loop through workgroup memory ---===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// --fmha-stage-kv: in each gpu.func of vector tiles (before
+// --fmha-distribute-tiles), the tiles a loop iteration reads from global
+// memory only to feed its products as B operands (the k and v tiles of the
+// kv loop, which every warp multiplies by) are copied once into workgroup
+// memory by all the threads, and the products read them from there:
+//
+//   %k = vector.transfer_read %global...      (unchanged, now in the copy
+//   %kc = fmha.to_layout %k to layout(#copy)   layout: 16 bytes a thread)
+//   ... the other tiles of the block ...
+//   gpu.barrier                               (the last iteration's reads
+//   vector.transfer_write %kc, %kbuf[0, 0]     are done)
+//   gpu.barrier                               (the copies are visible)
+//   %ks = vector.transfer_read %kbuf[0, 0]     (what the products take)
+//
+// One pair of barriers for the tiles of a block. The buffers are workgroup
+// attributions of the kernel, each row padded by 16 bytes so that the
+// lanes of a fragment read (8 rows, 4 columns) fall in distinct banks.
+// Global memory is read once per workgroup instead of once per warp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileLayouts.h"
+#include "fmha/Conversion/GpuTarget.h"
+#include "fmha/Conversion/Passes.h"
+#include "fmha/Dialect/FmhaOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::fmha {
+#define GEN_PASS_DEF_FMHASTAGEKVPASS
+#include "fmha/Conversion/Passes.h.inc"
+} // namespace mlir::fmha
+
+using namespace mlir;
+using namespace mlir::fmha;
+
+namespace {
+
+bool inWorkgroupMemory(Value memref) {
+  auto type = dyn_cast<MemRefType>(memref.getType());
+  return type && type.getMemorySpace() &&
+         gpu::GPUDialect::isWorkgroupMemoryAddressSpace(type.getMemorySpace());
+}
+
+/// A 2-D tile read from memory outside the workgroup's, in a loop, only to
+/// be the B operand of products of the same iteration.
+bool isStageable(vector::TransferReadOp read) {
+  return read.getVectorType().getRank() == 2 && !read.getMask() &&
+         isa<MemRefType>(read.getBase().getType()) &&
+         !inWorkgroupMemory(read.getBase()) && feedsProductsAsB(read);
+}
+
+LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target) {
+  const int64_t lanes = target.getWarpSize();
+  std::optional<ArrayRef<int32_t>> block = func.getKnownBlockSize();
+  // Blocks of the tiles to stage, in order, with their reads in order.
+  llvm::MapVector<Block *, SmallVector<vector::TransferReadOp>> groups;
+  func.walk([&](vector::TransferReadOp read) {
+    if (isStageable(read))
+      groups[read->getBlock()].push_back(read);
+  });
+  if (groups.empty())
+    return success();
+  if (!block || (*block)[1] != 1 || (*block)[2] != 1 ||
+      (*block)[0] % lanes != 0)
+    return func.emitOpError()
+           << "fmha-stage-kv: needs a 1-D known_block_size of whole warps ("
+           << lanes << " lanes) to share the copies among the threads";
+  const int64_t warps = (*block)[0] / lanes;
+  MLIRContext *ctx = func.getContext();
+  Attribute workgroup = IntegerAttr::get(IntegerType::get(ctx, 64),
+                                         target.getWorkgroupAddressSpace());
+  for (auto &[parent, reads] : groups) {
+    SmallVector<std::pair<Value, Value>> copies; // (copy, buffer)
+    for (vector::TransferReadOp read : reads) {
+      VectorType type = read.getVectorType();
+      Type element = type.getElementType();
+      const int64_t bits = element.getIntOrFloatBitWidth();
+      ::fmha::LinearLayout copy = ::fmha::copyLayout(
+          type.getDimSize(0), type.getDimSize(1), bits, lanes, warps);
+      if (!copy.validate().empty())
+        return read.emitOpError()
+               << "fmha-stage-kv: no copy layout for a " << type << " tile ("
+               << copy.validate() << ")";
+      OpBuilder b(read->getContext());
+      b.setInsertionPointAfter(read);
+      Value anchored = ToLayoutOp::create(
+          b, read.getLoc(), type, read.getResult(), LayoutAttr::get(ctx, copy));
+      auto bufferType =
+          MemRefType::get({type.getDimSize(0), type.getDimSize(1) + 128 / bits},
+                          element, MemRefLayoutAttrInterface(), workgroup);
+      Value buffer = func.addWorkgroupAttribution(bufferType, read.getLoc());
+      copies.push_back({anchored, buffer});
+    }
+    // After the last tile's read (and anchor): the copies between two
+    // barriers, then the reads the products take.
+    OpBuilder b(ctx);
+    b.setInsertionPointAfter(copies.back().first.getDefiningOp());
+    Location loc = reads.back().getLoc();
+    gpu::BarrierOp::create(b, loc);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    for (auto [anchored, buffer] : copies)
+      vector::TransferWriteOp::create(b, loc, anchored, buffer,
+                                      ValueRange{zero, zero},
+                                      ArrayRef<bool>{true, true});
+    gpu::BarrierOp::create(b, loc);
+    for (auto [read, copy] : llvm::zip(reads, copies)) {
+      Value staged = vector::TransferReadOp::create(
+          b, loc, read.getVectorType(), copy.second, ValueRange{zero, zero},
+          read.getPadding(), ArrayRef<bool>{true, true});
+      // The anchors the products take (the read's only other users, whose
+      // one operand is the read) move below the staged read.
+      for (Operation *user :
+           llvm::make_early_inc_range(read.getResult().getUsers()))
+        if (user != copy.first.getDefiningOp()) {
+          user->moveAfter(staged.getDefiningOp());
+          user->replaceUsesOfWith(read.getResult(), staged);
+        }
+    }
+  }
+  return success();
+}
+
+struct FmhaStageKVPass
+    : mlir::fmha::impl::FmhaStageKVPassBase<FmhaStageKVPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    std::unique_ptr<GpuTarget> gpuTarget =
+        createGpuTarget(target, chip, mfma, getOperation(), "fmha-stage-kv");
+    if (!gpuTarget)
+      return signalPassFailure();
+    for (Operation *f : gpuFuncsIn(getOperation()))
+      if (failed(stage(cast<gpu::GPUFuncOp>(f), *gpuTarget)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

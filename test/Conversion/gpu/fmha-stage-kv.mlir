@@ -1,0 +1,82 @@
+// RUN: fmha-opt %s --fmha-stage-kv="target=nvvm chip=sm_90a" -split-input-file -verify-diagnostics | FileCheck %s
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#b = #fmha.layout<16x16, register = [[1, 0], [8, 0], [0, 8]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+
+// The two B operands of the iteration (k as B^T, v as B) go through
+// workgroup buffers (rows padded by 16 bytes: 16 x 24 f16): each read in the
+// copy layout (8 f16 = 16 bytes a lane, 2 lanes a row, 16 rows: the 32
+// lanes once), both written
+// between one pair of barriers, then read back for the products. Q, read
+// outside the loop, and the A operand stay as they are.
+// CHECK: #[[COPY:layout[0-9]*]] = #fmha.layout<16x16, register = {{\[\[}}0, 1], [0, 2], [0, 4]], lane = {{\[\[}}0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>
+// CHECK-LABEL: gpu.func @stage
+// CHECK-SAME: workgroup(%[[KB:.+]] : memref<16x24xf16, 3>, %[[VB:.+]] : memref<16x24xf16, 3>)
+// CHECK: %[[Q:.+]] = vector.transfer_read %{{.+}} : memref<16x16xf16>, vector<16x16xf16>
+// CHECK: scf.for
+// CHECK: %[[K:.+]] = vector.transfer_read %{{.+}}{{\[}}%{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [false, true]} : memref<?x16xf16>, vector<16x16xf16>
+// CHECK: %[[KC:.+]] = fmha.to_layout %[[K]] to layout(#[[COPY]])
+// CHECK: %[[V:.+]] = vector.transfer_read
+// CHECK: %[[VC:.+]] = fmha.to_layout %[[V]] to layout(#[[COPY]])
+// CHECK: gpu.barrier
+// CHECK: vector.transfer_write %[[KC]], %[[KB]][%[[Z:.+]], %[[Z]]] {in_bounds = [true, true]} : vector<16x16xf16>, memref<16x24xf16, 3>
+// CHECK: vector.transfer_write %[[VC]], %[[VB]]
+// CHECK: gpu.barrier
+// CHECK: %[[KS:.+]] = vector.transfer_read %[[KB]][%[[Z]], %[[Z]]]
+// CHECK-NEXT: fmha.to_layout %[[KS]] to layout(#{{.+}})
+// CHECK: %[[VS:.+]] = vector.transfer_read %[[VB]][%[[Z]], %[[Z]]]
+// CHECK-NEXT: fmha.to_layout %[[VS]] to layout(#{{.+}})
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.yield
+gpu.module @kernels {
+  gpu.func @stage(%q: memref<16x16xf16>, %k: memref<?x16xf16>, %v: memref<?x16xf16>, %o: memref<16x16xf32>, %n: index) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<16x16xf32>
+    %init = fmha.to_layout %zero to layout(#c) : vector<16x16xf32>
+    %qt = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+    %qa = fmha.to_layout %qt to layout(#c) : vector<16x16xf16>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (vector<16x16xf32>) {
+      %kt = vector.transfer_read %k[%i, %c0], %pad {in_bounds = [false, true]} : memref<?x16xf16>, vector<16x16xf16>
+      %kb = fmha.to_layout %kt to layout(#bt) : vector<16x16xf16>
+      %vt = vector.transfer_read %v[%i, %c0], %pad {in_bounds = [false, true]} : memref<?x16xf16>, vector<16x16xf16>
+      %vb = fmha.to_layout %vt to layout(#b) : vector<16x16xf16>
+      %st = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %qa, %kb, %zero : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+      %sc = fmha.to_layout %st to layout(#c) : vector<16x16xf32>
+      %p = arith.truncf %sc : vector<16x16xf32> to vector<16x16xf16>
+      %ov = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %p, %vb, %acc : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+      %oc = fmha.to_layout %ov to layout(#c) : vector<16x16xf32>
+      scf.yield %oc : vector<16x16xf32>
+    }
+    vector.transfer_write %r, %o[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// The copies are shared among the threads of the block: its size is needed.
+gpu.module @kernels {
+  // expected-error @+1 {{'gpu.func' op fmha-stage-kv: needs a 1-D known_block_size of whole warps (32 lanes) to share the copies among the threads}}
+  gpu.func @no_block_size(%q: memref<16x16xf16>, %k: memref<?x16xf16>, %o: memref<16x16xf32>, %n: index) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<16x16xf32>
+    %qt = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+    %qa = fmha.to_layout %qt to layout(#c) : vector<16x16xf16>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (vector<16x16xf32>) {
+      %kt = vector.transfer_read %k[%i, %c0], %pad {in_bounds = [false, true]} : memref<?x16xf16>, vector<16x16xf16>
+      %kb = fmha.to_layout %kt to layout(#bt) : vector<16x16xf16>
+      %st = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %qa, %kb, %acc : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+      scf.yield %st : vector<16x16xf32>
+    }
+    vector.transfer_write %r, %o[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
