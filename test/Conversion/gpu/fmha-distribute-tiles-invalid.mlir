@@ -140,3 +140,61 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// A transposing read has no distribution rule.
+gpu.module @kernels {
+  gpu.func @transposing_read(%m: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    // expected-error @+1 {{'vector.transfer_read' op fmha-distribute-tiles: a masked or transposing read}}
+    %t = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true], permutation_map = affine_map<(d0, d1) -> (d1, d0)>} : memref<16x16xf32>, vector<16x16xf32>
+    %a = fmha.to_layout %t to layout(#c) : vector<16x16xf32>
+    vector.transfer_write %a, %m[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// Only splat constants are built per register.
+gpu.module @kernels {
+  gpu.func @dense_constant(%m: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %t = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %a = fmha.to_layout %t to layout(#c) : vector<16x16xf32>
+    // expected-error @+1 {{'arith.constant' op fmha-distribute-tiles: a constant tile that is not a splat}}
+    %k = arith.constant dense<[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0]> : vector<16xf32>
+    %kc = vector.shape_cast %k : vector<16xf32> to vector<16x1xf32>
+    %kb = vector.broadcast %kc : vector<16x1xf32> to vector<16x16xf32>
+    %b = arith.addf %a, %kb : vector<16x16xf32>
+    vector.transfer_write %b, %m[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// Columns from a vector other than a step are not built per register.
+gpu.module @kernels {
+  gpu.func @column_broadcast(%m: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %t = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %a = fmha.to_layout %t to layout(#c) : vector<16x16xf32>
+    %k = arith.constant dense<[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0]> : vector<16xf32>
+    // expected-error @+1 {{'vector.broadcast' op fmha-distribute-tiles: a broadcast of 'vector<16xf32>' (rows x 1, columns of a step or scalars are distributed)}}
+    %kr = vector.broadcast %k : vector<16xf32> to vector<16x16xf32>
+    %d = arith.addf %a, %kr : vector<16x16xf32>
+    vector.transfer_write %d, %m[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
