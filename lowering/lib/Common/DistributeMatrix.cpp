@@ -135,33 +135,85 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
   Location loc = op.getLoc();
   const int64_t kTile = tileType(op.getLhs()).getDimSize(1);
   SmallVector<Value> d(tc->element.size());
+  // The first registers of the element pairs of one fragment.
+  auto pairRegisters = [](const std::map<std::pair<Key, int64_t>, int64_t> &idx,
+                          Key corner,
+                          int64_t count) -> FailureOr<SmallVector<int64_t>> {
+    SmallVector<int64_t> out;
+    for (int64_t e = 0; e < count; e += 2) {
+      auto first = idx.find({corner, e}), second = idx.find({corner, e + 1});
+      if (first == idx.end() || second == idx.end() ||
+          second->second != first->second + 1)
+        return failure();
+      out.push_back(first->second);
+    }
+    return out;
+  };
+  // A folded B read from a buffer the target's matrix load reads: the pairs
+  // of each accumulator's products read ahead, a load a group of them.
+  std::optional<GpuTarget::MatrixLoad> matrixLoad;
+  if (bRead)
+    matrixLoad = matrixLoadFor(bRead, lb.getLayout());
+  llvm::DenseMap<int64_t, Value> loaded;
   // The element pairs of one fragment: slices of the operand's registers,
   // or read from memory right here when the operand's read is folded into
   // the products.
   auto pairs = [&](Value regs, vector::TransferReadOp read, LayoutAttr l,
                    const std::map<std::pair<Key, int64_t>, int64_t> &idx,
                    Key corner, int64_t count) -> FailureOr<SmallVector<Value>> {
+    FailureOr<SmallVector<int64_t>> firsts = pairRegisters(idx, corner, count);
+    if (failed(firsts))
+      return failure();
     SmallVector<Value> out;
-    for (int64_t e = 0; e < count; e += 2) {
-      auto first = idx.find({corner, e}), second = idx.find({corner, e + 1});
-      if (first == idx.end() || second == idx.end() ||
-          second->second != first->second + 1)
-        return failure();
-      if (read)
-        out.push_back(readRegisters(b, read, l, first->second, 2));
+    for (int64_t first : *firsts) {
+      if (Value pair = read ? loaded.lookup(first) : Value())
+        out.push_back(pair);
+      else if (read)
+        out.push_back(readRegisters(b, read, l, first, 2));
       else
         out.push_back(vector::ExtractStridedSliceOp::create(
-            b, loc, regs, ArrayRef<int64_t>{first->second},
-            ArrayRef<int64_t>{2}, ArrayRef<int64_t>{1}));
+            b, loc, regs, ArrayRef<int64_t>{first}, ArrayRef<int64_t>{2},
+            ArrayRef<int64_t>{1}));
     }
     return out;
   };
+  const int64_t numB = instr.b.getNumRegisters();
   const int64_t numC = instr.c.getNumRegisters();
   for (size_t r = 0; r < tc->element.size(); r += numC) {
     TileCoord corner = tc->block[r];
     SmallVector<Value> acc;
     for (int64_t e = 0; e < numC; ++e)
       acc.push_back(extract(b, loc, *c, r + e));
+    if (matrixLoad) {
+      SmallVector<int64_t> need;
+      for (int64_t k0 = 0; k0 < kTile; k0 += instr.k) {
+        FailureOr<SmallVector<int64_t>> firsts =
+            pairRegisters(bi, {k0, corner.col}, numB);
+        if (failed(firsts))
+          return fail(op, "a fragment of B is not in this thread's "
+                          "registers as element pairs");
+        llvm::append_range(need, *firsts);
+      }
+      loaded.clear();
+      // Groups of 4 (or 2, or 1) pairs that differ by register masks.
+      const int64_t most = target.getMaxMatricesPerLoad();
+      for (size_t i = 0; i < need.size();) {
+        ArrayRef<int64_t> rest = ArrayRef<int64_t>(need).drop_front(i);
+        int64_t count = 1;
+        if (most >= 4 && rest.size() >= 4 &&
+            rest[3] == (rest[0] ^ rest[1] ^ rest[2]) &&
+            llvm::SmallDenseSet<int64_t>(rest.begin(), rest.begin() + 4)
+                    .size() == 4)
+          count = 4;
+        else if (most >= 2 && rest.size() >= 2 && rest[0] != rest[1])
+          count = 2;
+        SmallVector<Value> got = loadMatrices(
+            b, bRead, lb.getLayout(), *matrixLoad, rest.take_front(count));
+        for (int64_t j = 0; j < count; ++j)
+          loaded[rest[j]] = got[j];
+        i += count;
+      }
+    }
     for (int64_t k0 = 0; k0 < kTile; k0 += instr.k) {
       FailureOr<SmallVector<Value>> aRegs =
           pairs(*a, {}, la, ai, {corner.row, k0}, instr.a.getNumRegisters());

@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
 using namespace mlir::fmha;
@@ -111,6 +112,68 @@ Value Distributor::readRegisters(OpBuilder &b, vector::TransferReadOp read,
     r += n;
   }
   return out;
+}
+
+std::optional<GpuTarget::MatrixLoad>
+Distributor::matrixLoadFor(vector::TransferReadOp read, const LinearLayout &l) {
+  auto type = dyn_cast<MemRefType>(read.getBase().getType());
+  if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
+      !type.getLayout().isIdentity() || !type.getMemorySpace() ||
+      read.getVectorType().getRank() != 2)
+    return std::nullopt;
+  Attribute space = type.getMemorySpace();
+  auto number = dyn_cast<IntegerAttr>(space);
+  if (!gpu::GPUDialect::isWorkgroupMemoryAddressSpace(space) &&
+      !(number && number.getInt() == target.getWorkgroupAddressSpace()))
+    return std::nullopt;
+  const int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+  if (bits != 16 || (type.getDimSize(1) * bits) % 128 != 0)
+    return std::nullopt;
+  for (Value index : read.getIndices()) {
+    std::optional<int64_t> c = getConstantIntValue(index);
+    if (!c || *c % 8 != 0)
+      return std::nullopt;
+  }
+  const auto &regs = l.getBases(LayoutInput::Register);
+  if (regs.empty())
+    return std::nullopt;
+  for (int64_t r = 0; r < l.getNumRegisters(); r += 2) {
+    TileCoord corner = l.apply(r, 0);
+    if (corner.row % 8 != 0 || corner.col % 8 != 0)
+      return std::nullopt;
+  }
+  for (const GpuTarget::MatrixLoad &load : target.getMatrixLoads())
+    if (regs[0] == load.matrix.getBases(LayoutInput::Register)[0] &&
+        l.getBases(LayoutInput::Lane) ==
+            load.matrix.getBases(LayoutInput::Lane))
+      return load;
+  return std::nullopt;
+}
+
+SmallVector<Value> Distributor::loadMatrices(OpBuilder &b,
+                                             vector::TransferReadOp read,
+                                             const LinearLayout &l,
+                                             const GpuTarget::MatrixLoad &load,
+                                             ArrayRef<int64_t> pairs) {
+  Location loc = read.getLoc();
+  const int64_t count = pairs.size();
+  // Lane 8 i + r addresses row r of the matrix of pair i: the rows by the
+  // low three lane bits, the pairs by the next two (linear in the register
+  // masks that move between the pairs).
+  TileCoord x = count > 1 ? l.apply(pairs[0] ^ pairs[1], 0) : TileCoord{};
+  TileCoord y = count > 2 ? l.apply(pairs[0] ^ pairs[2], 0) : TileCoord{};
+  std::vector<TileCoord> lanes = ::fmha::rowRun(3);
+  lanes.push_back(x);
+  lanes.push_back(y);
+  LinearLayout address(l.getRows(), l.getCols(),
+                       l.getBases(LayoutInput::Register), lanes);
+  IndexMath im{b, loc};
+  Value row = im.add(read.getIndices()[0],
+                     coord(b, loc, address, pairs[0], /*row=*/true));
+  Value col = im.add(read.getIndices()[1],
+                     coord(b, loc, address, pairs[0], /*row=*/false));
+  return target.emitMatrixLoad(b, loc, read.getBase(), row, col, count,
+                               load.transpose);
 }
 
 /// Whether the tile `read` reads may be read where the products use it

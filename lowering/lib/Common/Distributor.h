@@ -140,6 +140,22 @@ struct Distributor {
   /// fragments of one product at a time).
   bool foldsIntoProducts(vector::TransferReadOp read);
 
+  /// The target's matrix load (GpuTarget::MatrixLoad) that gives registers
+  /// of layout `l` in pairs from the memory `read` reads, when there is one:
+  /// a 2-D workgroup buffer of 16-bit elements with 16-byte rows, read at
+  /// constant indices, whose pairs of `l` start at 8 x 8 matrix corners
+  /// with the lanes of the load's matrix.
+  std::optional<GpuTarget::MatrixLoad>
+  matrixLoadFor(vector::TransferReadOp read, const ::fmha::LinearLayout &l);
+
+  /// The register pairs of `l` that start at registers `pairs` (1, 2 or 4
+  /// of them, pairs[i] = pairs[0] ^ (i & 1 ? x : 0) ^ (i & 2 ? y : 0) for
+  /// register masks x, y), read by one matrix load: one pair each.
+  SmallVector<Value> loadMatrices(OpBuilder &b, vector::TransferReadOp read,
+                                  const ::fmha::LinearLayout &l,
+                                  const GpuTarget::MatrixLoad &load,
+                                  ArrayRef<int64_t> pairs);
+
   LogicalResult transferRead(vector::TransferReadOp op);
 
   LogicalResult transferWrite(vector::TransferWriteOp op);

@@ -120,6 +120,12 @@ void GpuTarget::emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
                               ValueRange{idx});
 }
 
+SmallVector<Value> GpuTarget::emitMatrixLoad(OpBuilder &, Location, Value,
+                                             Value, Value, int64_t,
+                                             bool) const {
+  llvm_unreachable("the target has no matrix load (getMatrixLoads)");
+}
+
 std::string GpuTarget::checkWarpgroupMma(StringRef chip) const {
   return "mma=wgmma is not available on the " + getName().str() +
          " target (no warpgroup matrix instruction)";

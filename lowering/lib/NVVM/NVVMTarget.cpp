@@ -80,6 +80,33 @@ public:
     return out;
   }
 
+  /// ldmatrix of 16-bit elements: lane l receives row l / 4, columns
+  /// 2 (l % 4) and + 1 of each matrix; with .trans, column l / 4 of rows
+  /// 2 (l % 4) and + 1.
+  SmallVector<MatrixLoad> getMatrixLoads() const override {
+    using ::fmha::colRun;
+    using ::fmha::concat;
+    using ::fmha::LinearLayout;
+    using ::fmha::rowRun;
+    return {{LinearLayout(8, 8, colRun(1), concat(colRun(2, 2), rowRun(3))),
+             /*transpose=*/false},
+            {LinearLayout(8, 8, rowRun(1), concat(rowRun(2, 2), colRun(3))),
+             /*transpose=*/true}};
+  }
+  int64_t getMaxMatricesPerLoad() const override { return 4; }
+  SmallVector<Value> emitMatrixLoad(OpBuilder &b, Location loc, Value memref,
+                                    Value row, Value col, int64_t count,
+                                    bool transpose) const override {
+    Type elt = cast<MemRefType>(memref.getType()).getElementType();
+    Value regs = nvgpu::LdMatrixOp::create(
+        b, loc, VectorType::get({count, 2}, elt), memref, ValueRange{row, col},
+        transpose, count);
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < count; ++i)
+      out.push_back(vector::ExtractOp::create(b, loc, regs, i));
+    return out;
+  }
+
   SmallVector<SmallVector<Value>>
   emitLoadKFragments(OpBuilder &b, Location loc, Value tile, Value lane,
                      Value key0, Value col0) const override {

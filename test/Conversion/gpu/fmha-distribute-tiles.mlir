@@ -206,3 +206,59 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// B operands read from workgroup memory in fragments' lane order are read
+// by the target's matrix load, a group of register pairs that differ by
+// register masks at a time: k (B^T, 16 keys x 32 columns: four pairs a
+// column block) by ldmatrix.x4, v (B, 16 keys x 16 columns: two pairs a
+// column block) by ldmatrix.x2 with .trans. Lane 8 i + r addresses row r of
+// matrix i (rows lane % 8, then the register masks' moves).
+#a32 = #fmha.layout<16x32, register = [[0, 1], [8, 0], [0, 8], [0, 16]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#bt32 = #fmha.layout<16x32, register = [[0, 1], [0, 8], [0, 16], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#c16 = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#b16 = #fmha.layout<16x16, register = [[1, 0], [8, 0], [0, 8]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+// CHECK-LABEL: gpu.func @matrix_loads
+// CHECK-SAME: workgroup(%[[KB:.+]] : memref<16x40xf16, 3>, %[[VB:.+]] : memref<16x24xf16, 3>)
+// CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK: %[[LANE:.+]] = arith.remui %[[TID]], %{{.+}} : index
+// CHECK: scf.for
+// CHECK-NOT: vector.transfer_read %[[KB]]
+// CHECK: %[[R8:.+]] = arith.remsi %[[LANE]], %{{.+}} : index
+// CHECK: nvgpu.ldmatrix %[[KB]][%[[R8]], %{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<16x40xf16, 3> -> vector<4x2xf16>
+// CHECK-COUNT-2: nvvm.mma.sync
+// CHECK: nvgpu.ldmatrix %[[KB]][{{.+}}] {numTiles = 4 : i32, transpose = false}
+// CHECK-COUNT-2: nvvm.mma.sync
+// CHECK: nvgpu.ldmatrix %[[VB]][{{.+}}] {numTiles = 2 : i32, transpose = true} : memref<16x24xf16, 3> -> vector<2x2xf16>
+// CHECK: nvvm.mma.sync
+// CHECK: nvgpu.ldmatrix %[[VB]][{{.+}}] {numTiles = 2 : i32, transpose = true}
+// CHECK: nvvm.mma.sync
+// CHECK-NOT: vector.transfer_read
+// CHECK: scf.yield
+gpu.module @kernels {
+  gpu.func @matrix_loads(%q: memref<16x32xf16>, %o: memref<16x16xf32>, %n: index)
+      workgroup(%kb : memref<16x40xf16, 3>, %vb : memref<16x24xf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<16x16xf32>
+    %init = fmha.to_layout %zero to layout(#c16) : vector<16x16xf32>
+    %qt = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x32xf16>, vector<16x32xf16>
+    %qa = fmha.to_layout %qt to layout(#a32) : vector<16x32xf16>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (vector<16x16xf32>) {
+      %kt = vector.transfer_read %kb[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x40xf16, 3>, vector<16x32xf16>
+      %kl = fmha.to_layout %kt to layout(#bt32) : vector<16x32xf16>
+      %s = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %qa, %kl, %zero : vector<16x32xf16>, vector<16x32xf16> into vector<16x16xf32>
+      %sc = fmha.to_layout %s to layout(#c16) : vector<16x16xf32>
+      %p = arith.truncf %sc : vector<16x16xf32> to vector<16x16xf16>
+      %vt = vector.transfer_read %vb[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x24xf16, 3>, vector<16x16xf16>
+      %vl = fmha.to_layout %vt to layout(#b16) : vector<16x16xf16>
+      %pv = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %p, %vl, %acc : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+      %oc = fmha.to_layout %pv to layout(#c16) : vector<16x16xf32>
+      scf.yield %oc : vector<16x16xf32>
+    }
+    vector.transfer_write %r, %o[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}

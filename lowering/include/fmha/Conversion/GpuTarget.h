@@ -148,6 +148,27 @@ public:
   emitLoadATransposedFragment(OpBuilder &b, Location loc, Value tile,
                               Value lane, Value row0, Value col0) const;
 
+  /// A load of 8 x 8 matrices of 16-bit elements from workgroup memory
+  /// straight into fragment registers (NVIDIA's ldmatrix): `matrix` is where
+  /// one matrix's elements land, in the memory's (row, col) of the matrix,
+  /// one register pair a lane (register basis 0 and the lane bases). Lane
+  /// 8 i + r gives the address of row r of matrix i (16-byte aligned).
+  struct MatrixLoad {
+    ::fmha::LinearLayout matrix;
+    bool transpose;
+  };
+  /// The target's matrix loads (none by default) and how many matrices one
+  /// load reads at most.
+  virtual SmallVector<MatrixLoad> getMatrixLoads() const { return {}; }
+  virtual int64_t getMaxMatricesPerLoad() const { return 0; }
+  /// Loads `count` matrices from the 2-D workgroup-memory `memref`, this
+  /// lane giving the address (row, col): `count` registers of an element
+  /// pair (vector<2xT>), matrix i's in register i.
+  virtual SmallVector<Value> emitMatrixLoad(OpBuilder &b, Location loc,
+                                            Value memref, Value row, Value col,
+                                            int64_t count,
+                                            bool transpose) const;
+
   /// Warpgroup matrix instructions (Hopper wgmma.mma_async), for the kernel
   /// of `mma=wgmma`: a warpgroup of four warps computes D[64 x N] = A[64 x K]
   /// * B[K x N] (+ D), K = getMmaK(), with A and B read from workgroup memory

@@ -237,6 +237,7 @@ def FmhaDistributeTilesPass : Pass<"fmha-distribute-tiles"> {
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::ROCDL::ROCDLDialect", "::mlir::amdgpu::AMDGPUDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
   ];
   let options = [
