@@ -228,18 +228,24 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
 void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
                        function_ref<void(OpPassManager &)> toTarget,
                        StringRef format, bool vectorTiles) {
-  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   // The vector tiles spread over the threads by their layouts; the reads
-  // and writes of rows that may lie past the operands as branches.
+  // and writes of rows that may lie past the operands as branches. The
+  // workgroup buffers in dynamic workgroup memory (the launches get its
+  // size).
   if (vectorTiles) {
+    OpPassManager &tiles = pm.nest<gpu::GPUModuleOp>();
     mlir::fmha::FmhaStageKVPassOptions stage;
     stage.target = target.str();
     stage.chip = chip.str();
-    kernels.addPass(mlir::fmha::createFmhaStageKVPass(stage));
+    tiles.addPass(mlir::fmha::createFmhaStageKVPass(stage));
     mlir::fmha::FmhaDistributeTilesPassOptions distribute;
     distribute.target = target.str();
     distribute.chip = chip.str();
-    kernels.addPass(mlir::fmha::createFmhaDistributeTilesPass(distribute));
+    tiles.addPass(mlir::fmha::createFmhaDistributeTilesPass(distribute));
+    pm.addPass(mlir::fmha::createFmhaWorkgroupToDynamicSharedPass());
+  }
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  if (vectorTiles) {
     kernels.addPass(createCanonicalizerPass());
     kernels.addPass(createCSEPass());
     kernels.addPass(createConvertVectorToSCFPass());

@@ -278,6 +278,30 @@ def FmhaStageKVPass : Pass<"fmha-stage-kv"> {
   ];
 }
 
+def FmhaWorkgroupToDynamicSharedPass
+    : Pass<"fmha-workgroup-to-dynamic-shared", "::mlir::ModuleOp"> {
+  let summary = "Place the workgroup buffers of kernels in dynamic workgroup "
+                "memory";
+  let description = [{
+    Static workgroup memory (the workgroup attributions of a `gpu.func`) is
+    capped at 48 KB a kernel on NVIDIA GPUs; dynamic workgroup memory takes
+    what the chip has (227 KB on the H100 and H200) and its size is part of
+    the launch. For each kernel of the module's `gpu.module`s with workgroup
+    attributions: each becomes a `memref.view` of `gpu.dynamic_shared_memory`
+    at an offset aligned to 128 bytes (a `memref.memory_space_cast` where the
+    attribution names the workgroup address space by number), the
+    attributions are dropped, and every `gpu.launch_func` of the kernel in
+    the module launches with the total as its dynamic workgroup memory size.
+    A launch that already sets one other than 0, or an attribution of a shape
+    that is not
+    static with an identity layout, is an error naming it.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
 def FmhaNVGPUToNVVMPass : Pass<"fmha-nvgpu-to-nvvm"> {
   let summary = "Lower the nvgpu ops of the kernels to NVVM at a chosen "
                 "index bitwidth";
