@@ -597,6 +597,38 @@ LogicalResult ToLayoutOp::verify() {
                            getSource().getType());
 }
 
+LogicalResult CopyAsyncOp::verify() {
+  auto source = cast<MemRefType>(getSource().getType());
+  auto dest = cast<MemRefType>(getDest().getType());
+  if (source.getRank() < 2 || dest.getRank() < 2)
+    return emitOpError("copies a 2-D tile: source and dest need rank >= 2, "
+                       "got ")
+           << source << " and " << dest;
+  if (getSourceIndices().size() != size_t(source.getRank()) ||
+      getDestIndices().size() != size_t(dest.getRank()))
+    return emitOpError("needs one index a dim of source (")
+           << source.getRank() << ") and dest (" << dest.getRank() << "), got "
+           << getSourceIndices().size() << " and " << getDestIndices().size();
+  if (source.getElementType() != dest.getElementType())
+    return emitOpError("copies ")
+           << source.getElementType() << " into " << dest.getElementType();
+  const ::fmha::LinearLayout &l = getLayout().getLayout();
+  std::string why = l.validate();
+  if (!why.empty())
+    return emitOpError("layout: ") << why;
+  auto fits = [&](MemRefType t, int64_t dim, int64_t size) {
+    return t.isDynamicDim(dim) || t.getDimSize(dim) >= size;
+  };
+  const int64_t rank = dest.getRank();
+  if (!fits(dest, rank - 2, l.getRows()) || !fits(dest, rank - 1, l.getCols()))
+    return emitOpError("the ") << l.getRows() << "x" << l.getCols()
+                               << " tile does not fit in " << dest;
+  if (!fits(source, source.getRank() - 1, l.getCols()))
+    return emitOpError("the tile's ")
+           << l.getCols() << " columns do not fit in " << source;
+  return success();
+}
+
 OpFoldResult ToLayoutOp::fold(FoldAdaptor) {
   // A tile anchored in the layout it already has.
   if (auto inner = getSource().getDefiningOp<ToLayoutOp>())

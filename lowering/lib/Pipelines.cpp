@@ -227,7 +227,8 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
 /// adds the target's conversions between the common passes.
 void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
                        function_ref<void(OpPassManager &)> toTarget,
-                       StringRef format, bool vectorTiles) {
+                       StringRef format, bool vectorTiles, int64_t kvStages,
+                       unsigned indexBitwidth) {
   // The vector tiles spread over the threads by their layouts; the reads
   // and writes of rows that may lie past the operands as branches. The
   // workgroup buffers in dynamic workgroup memory (the launches get its
@@ -238,6 +239,9 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
     stage.target = target.str();
     stage.chip = chip.str();
     tiles.addPass(mlir::fmha::createFmhaStageKVPass(stage));
+    mlir::fmha::FmhaPipelineCopiesPassOptions pipeline;
+    pipeline.stages = kvStages;
+    tiles.addPass(mlir::fmha::createFmhaPipelineCopiesPass(pipeline));
     mlir::fmha::FmhaDistributeTilesPassOptions distribute;
     distribute.target = target.str();
     distribute.chip = chip.str();
@@ -260,9 +264,9 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
   // distributed tile starts at a multiple of its size (operands' bases and
   // strides are multiples of 16 bytes), so 16-byte copies stay one access.
   if (vectorTiles) {
-    ConvertVectorToLLVMPassOptions vectorToLLVM;
-    vectorToLLVM.useVectorAlignment = true;
-    kernels.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+    mlir::fmha::FmhaVectorToLLVMPassOptions vectorToLLVM;
+    vectorToLLVM.indexBitwidth = indexBitwidth;
+    kernels.addPass(mlir::fmha::createFmhaVectorToLLVMPass(vectorToLLVM));
   }
   toTarget(kernels);
   kernels.addPass(createCanonicalizerPass());
@@ -308,7 +312,7 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
         // NVVM ops written as inline PTX (wgmma.mma_async).
         kernels.addPass(createConvertNVVMToLLVMPass());
       },
-      options.format, options.vectorTiles);
+      options.format, options.vectorTiles, options.kvStages, indexBitwidth);
 }
 
 void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
@@ -340,7 +344,7 @@ void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
         rocdl.runtime = gpu::amd::Runtime::HIP;
         kernels.addPass(createConvertGpuOpsToROCDLOps(rocdl));
       },
-      options.format, options.vectorTiles);
+      options.format, options.vectorTiles, options.kvStages, indexBitwidth);
 }
 
 void mlir::fmha::registerFmhaPipelines() {

@@ -613,3 +613,51 @@ func.func @f(%s: vector<2x16x8xf32>) {
   %c = fmha.to_layout %s to layout(#fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>) : vector<2x16x8xf32>
   return
 }
+
+// -----
+
+func.func @f(%k: memref<?x16xf16>, %buf: memref<16x24xf16, 3>, %i: index) {
+  // expected-error @+1 {{'fmha.copy_async' op needs one index a dim of source (2) and dest (2), got 2 and 1}}
+  fmha.copy_async %k[%i, %i] to %buf[%i] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>) : memref<?x16xf16> to memref<16x24xf16, 3>
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<?xf16>, %buf: memref<16x24xf16, 3>, %i: index) {
+  // expected-error @+1 {{'fmha.copy_async' op copies a 2-D tile: source and dest need rank >= 2, got 'memref<?xf16>' and 'memref<16x24xf16, 3>'}}
+  fmha.copy_async %k[%i] to %buf[%i, %i] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>) : memref<?xf16> to memref<16x24xf16, 3>
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<?x16xf32>, %buf: memref<16x24xf16, 3>, %i: index) {
+  // expected-error @+1 {{'fmha.copy_async' op copies 'f32' into 'f16'}}
+  fmha.copy_async %k[%i, %i] to %buf[%i, %i] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>) : memref<?x16xf32> to memref<16x24xf16, 3>
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<?x16xf16>, %buf: memref<8x24xf16, 3>, %i: index) {
+  // expected-error @+1 {{'fmha.copy_async' op the 16x16 tile does not fit in 'memref<8x24xf16, 3>'}}
+  fmha.copy_async %k[%i, %i] to %buf[%i, %i] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>) : memref<?x16xf16> to memref<8x24xf16, 3>
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<?x8xf16>, %buf: memref<16x24xf16, 3>, %i: index) {
+  // expected-error @+1 {{'fmha.copy_async' op the tile's 16 columns do not fit in 'memref<?x8xf16>'}}
+  fmha.copy_async %k[%i, %i] to %buf[%i, %i] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>) : memref<?x8xf16> to memref<16x24xf16, 3>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{'fmha.copy_wait' op attribute 'pending' failed to satisfy constraint}}
+  fmha.copy_wait pending(-1)
+  return
+}

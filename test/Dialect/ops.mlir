@@ -191,3 +191,16 @@ func.func @to_layout(%s: vector<16x8xf32>, %m: vector<16xf32>) -> (vector<16x8xf
   %r = fmha.to_layout %m to layout(#fmha.layout<16x1, register = [[8, 0]], lane = [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]], warp = []>) : vector<16xf32>
   return %a, %r : vector<16x8xf32>, vector<16xf32>
 }
+
+// An asynchronous tile copy into workgroup memory (16 x 16 f16 in the copy
+// layout of 32 lanes: 16 bytes a lane), from a 2-D operand into a stage of
+// a 3-D buffer, and the wait for it.
+// CHECK-LABEL: func @copy_async
+// CHECK: fmha.copy_async %{{.+}}[%{{.+}}, %{{.+}}] to %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] layout(#{{.+}}) : memref<?x16xf16> to memref<2x16x24xf16, 3>
+// CHECK: fmha.copy_wait pending(1)
+func.func @copy_async(%k: memref<?x16xf16>, %buf: memref<2x16x24xf16, 3>, %row: index, %slot: index) {
+  %c0 = arith.constant 0 : index
+  fmha.copy_async %k[%row, %c0] to %buf[%slot, %c0, %c0] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>) : memref<?x16xf16> to memref<2x16x24xf16, 3>
+  fmha.copy_wait pending(1)
+  return
+}

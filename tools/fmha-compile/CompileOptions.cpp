@@ -148,6 +148,12 @@ cl::opt<bool> vectorTiles(
              "one thread runs the whole tile (before the distribution to "
              "lanes: a check, not a fast kernel). Needs --from-tensors"),
     cl::init(false), cl::cat(category));
+cl::opt<int64_t> kvStages(
+    "kv-stages",
+    cl::desc("with --vector-tiles on a GPU: the stages of the kv loop's "
+             "workgroup buffers, 2 (the next K/V tiles copied while the "
+             "products run; the default) or 1"),
+    cl::init(2), cl::cat(category));
 cl::opt<int64_t> bundleVersion(
     "bundle-version",
     cl::desc("the bundle format to write: 2 (with a launch manifest), or 1 "
@@ -425,6 +431,14 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   if (vectorTiles && meta.target == rt::Target::Hip)
     return error("--vector-tiles runs on --target=cpu and --target=cuda (the "
                  "ROCDL kernels come with the distribution to lanes)");
+  if (kvStages.getNumOccurrences()) {
+    if (!vectorTiles || meta.target == rt::Target::Cpu)
+      return error("--kv-stages is for the staged GPU forward: give "
+                   "--vector-tiles and --target=cuda");
+    if (kvStages != 1 && kvStages != 2)
+      return error("--kv-stages must be 1 or 2, got " +
+                   llvm::Twine(kvStages.getValue()));
+  }
   if (cudaBinary != "auto" && cudaBinary != "cubin" && cudaBinary != "ptx")
     return error("unknown --cuda-binary '" + cudaBinary +
                  "' (expected auto, cubin or ptx)");

@@ -359,6 +359,7 @@ int compileGpu(ModuleOp module, const rt::Manifest &host,
     options.mma = mma;
     options.kernelName = meta.kernel;
     options.vectorTiles = vectorTiles;
+    options.kvStages = kvStages;
     options.indexBitwidth = meta.indexBits;
     // --cuda-binary=ptx: no toolkit (PTX, nothing of libdevice linked).
     std::string toolkit = cudaBinary == "ptx" ? "" : findCudaToolkit();

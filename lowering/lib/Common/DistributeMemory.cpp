@@ -15,6 +15,7 @@
 #include "Distributor.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
@@ -116,20 +117,23 @@ Value Distributor::readRegisters(OpBuilder &b, vector::TransferReadOp read,
 
 std::optional<GpuTarget::MatrixLoad>
 Distributor::matrixLoadFor(vector::TransferReadOp read, const LinearLayout &l) {
+  // A 2-D buffer, or stages of one (leading dims picked by any index).
   auto type = dyn_cast<MemRefType>(read.getBase().getType());
-  if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
+  if (!type || type.getRank() < 2 || !type.hasStaticShape() ||
       !type.getLayout().isIdentity() || !type.getMemorySpace() ||
-      read.getVectorType().getRank() != 2)
+      read.getVectorType().getRank() != 2 ||
+      !read.getPermutationMap().isMinorIdentity())
     return std::nullopt;
+  const int64_t rank = type.getRank();
   Attribute space = type.getMemorySpace();
   auto number = dyn_cast<IntegerAttr>(space);
   if (!gpu::GPUDialect::isWorkgroupMemoryAddressSpace(space) &&
       !(number && number.getInt() == target.getWorkgroupAddressSpace()))
     return std::nullopt;
   const int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-  if (bits != 16 || (type.getDimSize(1) * bits) % 128 != 0)
+  if (bits != 16 || (type.getDimSize(rank - 1) * bits) % 128 != 0)
     return std::nullopt;
-  for (Value index : read.getIndices()) {
+  for (Value index : read.getIndices().take_back(2)) {
     std::optional<int64_t> c = getConstantIntValue(index);
     if (!c || *c % 8 != 0)
       return std::nullopt;
@@ -168,11 +172,13 @@ SmallVector<Value> Distributor::loadMatrices(OpBuilder &b,
   LinearLayout address(l.getRows(), l.getCols(),
                        l.getBases(LayoutInput::Register), lanes);
   IndexMath im{b, loc};
-  Value row = im.add(read.getIndices()[0],
-                     coord(b, loc, address, pairs[0], /*row=*/true));
-  Value col = im.add(read.getIndices()[1],
-                     coord(b, loc, address, pairs[0], /*row=*/false));
-  return target.emitMatrixLoad(b, loc, read.getBase(), row, col, count,
+  SmallVector<Value> indices(read.getIndices());
+  const size_t row = indices.size() - 2, col = indices.size() - 1;
+  indices[row] =
+      im.add(indices[row], coord(b, loc, address, pairs[0], /*row=*/true));
+  indices[col] =
+      im.add(indices[col], coord(b, loc, address, pairs[0], /*row=*/false));
+  return target.emitMatrixLoad(b, loc, read.getBase(), indices, count,
                                load.transpose);
 }
 
@@ -207,6 +213,71 @@ LogicalResult Distributor::transferRead(vector::TransferReadOp op) {
   return success();
 }
 
+void Distributor::onlyFirstReplica(OpBuilder &b, Location loc,
+                                   const LinearLayout &layout) {
+  IndexMath im{b, loc};
+  // The lanes and warps whose replicated bits (zero bases) are 0.
+  Value first;
+  auto only = [&](Value id, const std::vector<TileCoord> &bases) {
+    int64_t mask = 0;
+    for (auto [bit, c] : llvm::enumerate(bases))
+      if (c.isZero())
+        mask |= int64_t(1) << bit;
+    if (!mask)
+      return;
+    Value zero = im.cmp(arith::CmpIPredicate::eq,
+                        arith::AndIOp::create(b, loc, id, im.c(mask)), im.c(0));
+    first = first ? arith::AndIOp::create(b, loc, first, zero) : zero;
+  };
+  only(lane, layout.getBases(LayoutInput::Lane));
+  only(warp, layout.getBases(LayoutInput::Warp));
+  if (first) {
+    auto branch = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    b.setInsertionPointToStart(&branch.getThenRegion().front());
+  }
+}
+
+LogicalResult Distributor::copyAsync(CopyAsyncOp op) {
+  const LinearLayout layout = op.getLayout().getLayout();
+  auto source = cast<MemRefType>(op.getSource().getType());
+  Type element = source.getElementType();
+  const int64_t len = runLength(layout, element);
+  const int64_t bytes = len * element.getIntOrFloatBitWidth() / 8;
+  if (bytes != 4 && bytes != 8 && bytes != 16)
+    return fail(op, "its layout gives each thread runs of ")
+           << bytes << " bytes along a row; the copies take 4, 8 or 16";
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  const int64_t srcRow = source.getRank() - 2;
+  const int64_t dstRow = cast<MemRefType>(op.getDest().getType()).getRank() - 2;
+  Value rows = memref::DimOp::create(b, loc, op.getSource(), srcRow);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    onlyFirstReplica(b, loc, layout);
+    IndexMath in{b, loc};
+    for (auto [first, n] : runs(layout, element)) {
+      Value row = coord(b, loc, layout, first, /*row=*/true);
+      Value col = coord(b, loc, layout, first, /*row=*/false);
+      SmallVector<Value> from(op.getSourceIndices());
+      SmallVector<Value> to(op.getDestIndices());
+      Value at = in.add(from[srcRow], row);
+      Value valid = in.cmp(arith::CmpIPredicate::ult, at, rows);
+      // A row past the source reads nothing; its address stays the tile's
+      // first row.
+      from[srcRow] = arith::SelectOp::create(b, loc, valid, at, from[srcRow]);
+      from[srcRow + 1] = in.add(from[srcRow + 1], col);
+      to[dstRow] = in.add(to[dstRow], row);
+      to[dstRow + 1] = in.add(to[dstRow + 1], col);
+      target.emitCopyAsync(b, loc, op.getSource(), from, op.getDest(), to, n,
+                           valid);
+    }
+  }
+  // Every thread closes its group, empty or not, so that the groups count
+  // alike in every thread.
+  target.emitCopyCommit(b, loc);
+  return success();
+}
+
 LogicalResult Distributor::transferWrite(vector::TransferWriteOp op) {
   VectorType type = tileType(op.getVector());
   if (op.getMask() || !isReadableMap(op.getPermutationMap(), type.getRank()))
@@ -221,26 +292,7 @@ LogicalResult Distributor::transferWrite(vector::TransferWriteOp op) {
   bool rank1 = type.getRank() == 1;
   OpBuilder b(op);
   Location loc = op.getLoc();
-  IndexMath im{b, loc};
-  // Replicas write once: the lanes and warps whose replicated bits are 0.
-  Value writer;
-  auto only = [&](Value id, const std::vector<TileCoord> &bases) {
-    int64_t mask = 0;
-    for (auto [bit, c] : llvm::enumerate(bases))
-      if (c.isZero())
-        mask |= int64_t(1) << bit;
-    if (!mask)
-      return;
-    Value zero = im.cmp(arith::CmpIPredicate::eq,
-                        arith::AndIOp::create(b, loc, id, im.c(mask)), im.c(0));
-    writer = writer ? arith::AndIOp::create(b, loc, writer, zero) : zero;
-  };
-  only(lane, layout.getBases(LayoutInput::Lane));
-  only(warp, layout.getBases(LayoutInput::Warp));
-  if (writer) {
-    auto branch = scf::IfOp::create(b, loc, writer, /*withElse=*/false);
-    b.setInsertionPointToStart(&branch.getThenRegion().front());
-  }
+  onlyFirstReplica(b, loc, layout);
   for (auto [first, len] : runs(layout, element)) {
     SmallVector<Value> indices = runIndices(
         b, loc, op.getIndices(), op.getPermutationMap(), layout, first, rank1);

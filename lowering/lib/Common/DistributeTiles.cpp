@@ -358,6 +358,16 @@ LogicalResult Distributor::rewrite(Operation *op) {
     }
     return success();
   }
+  if (auto copy = dyn_cast<CopyAsyncOp>(op)) {
+    replaced.push_back(op);
+    return copyAsync(copy);
+  }
+  if (auto wait = dyn_cast<CopyWaitOp>(op)) {
+    OpBuilder b(op);
+    target.emitCopyWait(b, op->getLoc(), wait.getPending());
+    replaced.push_back(op);
+    return success();
+  }
   if (auto write = dyn_cast<vector::TransferWriteOp>(op)) {
     if (!isTile(write.getVector()))
       return success();
@@ -402,7 +412,8 @@ LogicalResult Distributor::run(gpu::GPUFuncOp func) {
       ops.push_back(op);
   });
   if (llvm::none_of(ops, [](Operation *op) {
-        return llvm::any_of(op->getResultTypes(), isTileVector);
+        return isa<CopyAsyncOp, CopyWaitOp>(op) ||
+               llvm::any_of(op->getResultTypes(), isTileVector);
       }))
     return success();
   if (failed(layouts.run(ops)))

@@ -142,7 +142,8 @@ struct Distributor {
 
   /// The target's matrix load (GpuTarget::MatrixLoad) that gives registers
   /// of layout `l` in pairs from the memory `read` reads, when there is one:
-  /// a 2-D workgroup buffer of 16-bit elements with 16-byte rows, read at
+  /// a 2-D workgroup buffer (or stages of one: leading dims at any index)
+  /// of 16-bit elements with 16-byte rows, its rows and columns read at
   /// constant indices, whose pairs of `l` start at 8 x 8 matrix corners
   /// with the lanes of the load's matrix.
   std::optional<GpuTarget::MatrixLoad>
@@ -159,6 +160,15 @@ struct Distributor {
   LogicalResult transferRead(vector::TransferReadOp op);
 
   LogicalResult transferWrite(vector::TransferWriteOp op);
+
+  /// From here on, only the threads that hold the first replica of each
+  /// element of `layout` (a branch when some hold copies).
+  void onlyFirstReplica(OpBuilder &b, Location loc,
+                        const ::fmha::LinearLayout &layout);
+
+  /// fmha.copy_async: each thread its registers' runs, as the target's
+  /// asynchronous copies; then every thread closes its group.
+  LogicalResult copyAsync(CopyAsyncOp op);
 
   /// A value carried by a loop or branch: retyped in place to its registers.
   LogicalResult retype(Value v);

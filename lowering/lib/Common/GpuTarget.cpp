@@ -16,6 +16,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -120,9 +121,27 @@ void GpuTarget::emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
                               ValueRange{idx});
 }
 
+void GpuTarget::emitCopyAsync(OpBuilder &b, Location loc, Value src,
+                              ValueRange srcIndices, Value dst,
+                              ValueRange dstIndices, int64_t elements,
+                              Value valid) const {
+  auto type = VectorType::get({elements},
+                              cast<MemRefType>(src.getType()).getElementType());
+  auto branch = scf::IfOp::create(b, loc, TypeRange{type}, valid,
+                                  /*withElseRegion=*/true);
+  OpBuilder then = branch.getThenBodyBuilder();
+  scf::YieldOp::create(
+      then, loc,
+      ValueRange{vector::LoadOp::create(then, loc, type, src, srcIndices)});
+  OpBuilder otherwise = branch.getElseBodyBuilder();
+  scf::YieldOp::create(otherwise, loc,
+                       ValueRange{arith::ConstantOp::create(
+                           otherwise, loc, otherwise.getZeroAttr(type))});
+  vector::StoreOp::create(b, loc, branch.getResult(0), dst, dstIndices);
+}
+
 SmallVector<Value> GpuTarget::emitMatrixLoad(OpBuilder &, Location, Value,
-                                             Value, Value, int64_t,
-                                             bool) const {
+                                             ValueRange, int64_t, bool) const {
   llvm_unreachable("the target has no matrix load (getMatrixLoads)");
 }
 

@@ -8,20 +8,24 @@
 // --fmha-distribute-tiles), the tiles a loop iteration reads from global
 // memory only to feed its products as B operands (the k and v tiles of the
 // kv loop, which every warp multiplies by) are copied once into workgroup
-// memory by all the threads, and the products read them from there:
+// memory by all the threads, asynchronously, and the products read them
+// from there:
 //
-//   %k = vector.transfer_read %global...      (unchanged, now in the copy
-//   %kc = fmha.to_layout %k to layout(#copy)   layout: 16 bytes a thread)
+//   %k = vector.transfer_read %global[%r, %c]    (gone)
 //   ... the other tiles of the block ...
-//   gpu.barrier                               (the last iteration's reads
-//   vector.transfer_write %kc, %kbuf[0, 0]     are done)
-//   gpu.barrier                               (the copies are visible)
-//   %ks = vector.transfer_read %kbuf[0, 0]     (what the products take)
+//   gpu.barrier                                  (the last iteration's
+//   fmha.copy_async %global[%r, %c] to %kbuf[0, 0] reads are done; copy
+//       layout(#copy)                             layout: 16 bytes a thread)
+//   fmha.copy_wait pending(0)
+//   gpu.barrier                                  (the copies are visible)
+//   %ks = vector.transfer_read %kbuf[0, 0]        (what the products take)
 //
-// One pair of barriers for the tiles of a block. The buffers are workgroup
-// attributions of the kernel, each row padded by 16 bytes so that the
-// lanes of a fragment read (8 rows, 4 columns) fall in distinct banks.
-// Global memory is read once per workgroup instead of once per warp.
+// One wait and pair of barriers for the tiles of a block. The buffers are
+// workgroup attributions of the kernel, each row padded by 16 bytes so that
+// the lanes of a fragment read (8 rows, 4 columns) fall in distinct banks.
+// Global memory is read once per workgroup instead of once per warp, and
+// into workgroup memory without passing through registers;
+// --fmha-pipeline-copies then overlaps the copies with the products.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +38,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 
 namespace mlir::fmha {
 #define GEN_PASS_DEF_FMHASTAGEKVPASS
@@ -52,11 +57,18 @@ bool inWorkgroupMemory(Value memref) {
 }
 
 /// A 2-D tile read from memory outside the workgroup's, in a loop, only to
-/// be the B operand of products of the same iteration.
+/// be the B operand of products of the same iteration; unmasked, along the
+/// memory's last two dims, its columns in bounds, rows past the memory's
+/// read as zero (what the copies write there).
 bool isStageable(vector::TransferReadOp read) {
-  return read.getVectorType().getRank() == 2 && !read.getMask() &&
-         isa<MemRefType>(read.getBase().getType()) &&
-         !inWorkgroupMemory(read.getBase()) && feedsProductsAsB(read);
+  auto memory = dyn_cast<MemRefType>(read.getBase().getType());
+  const bool zeroPadding = matchPattern(read.getPadding(), m_AnyZeroFloat()) ||
+                           matchPattern(read.getPadding(), m_Zero());
+  return read.getVectorType().getRank() == 2 && !read.getMask() && memory &&
+         zeroPadding && memory.getRank() >= 2 &&
+         !inWorkgroupMemory(read.getBase()) &&
+         read.getPermutationMap().isMinorIdentity() && read.isDimInBounds(1) &&
+         feedsProductsAsB(read);
 }
 
 LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target) {
@@ -80,7 +92,7 @@ LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target) {
   Attribute workgroup = IntegerAttr::get(IntegerType::get(ctx, 64),
                                          target.getWorkgroupAddressSpace());
   for (auto &[parent, reads] : groups) {
-    SmallVector<std::pair<Value, Value>> copies; // (copy, buffer)
+    SmallVector<std::pair<LayoutAttr, Value>> copies; // (layout, buffer)
     for (vector::TransferReadOp read : reads) {
       VectorType type = read.getVectorType();
       Type element = type.getElementType();
@@ -91,40 +103,35 @@ LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target) {
         return read.emitOpError()
                << "fmha-stage-kv: no copy layout for a " << type << " tile ("
                << copy.validate() << ")";
-      OpBuilder b(read->getContext());
-      b.setInsertionPointAfter(read);
-      Value anchored = ToLayoutOp::create(
-          b, read.getLoc(), type, read.getResult(), LayoutAttr::get(ctx, copy));
       auto bufferType =
           MemRefType::get({type.getDimSize(0), type.getDimSize(1) + 128 / bits},
                           element, MemRefLayoutAttrInterface(), workgroup);
       Value buffer = func.addWorkgroupAttribution(bufferType, read.getLoc());
-      copies.push_back({anchored, buffer});
+      copies.push_back({LayoutAttr::get(ctx, copy), buffer});
     }
-    // After the last tile's read (and anchor): the copies between two
-    // barriers, then the reads the products take.
+    // After the last tile's read: a barrier (the last iteration's reads of
+    // the buffers are done), the copies, the wait and a barrier (the copies
+    // are visible), then the reads the products take.
     OpBuilder b(ctx);
-    b.setInsertionPointAfter(copies.back().first.getDefiningOp());
+    b.setInsertionPointAfter(reads.back());
     Location loc = reads.back().getLoc();
     gpu::BarrierOp::create(b, loc);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    for (auto [anchored, buffer] : copies)
-      vector::TransferWriteOp::create(b, loc, anchored, buffer,
-                                      ValueRange{zero, zero},
-                                      ArrayRef<bool>{true, true});
+    for (auto [read, copy] : llvm::zip(reads, copies))
+      CopyAsyncOp::create(b, loc, read.getBase(), read.getIndices(),
+                          copy.second, ValueRange{zero, zero}, copy.first);
+    CopyWaitOp::create(b, loc, 0);
     gpu::BarrierOp::create(b, loc);
     for (auto [read, copy] : llvm::zip(reads, copies)) {
       Value staged = vector::TransferReadOp::create(
           b, loc, read.getVectorType(), copy.second, ValueRange{zero, zero},
           read.getPadding(), ArrayRef<bool>{true, true});
-      // The anchors the products take (the read's only other users, whose
-      // one operand is the read) move below the staged read.
+      // The anchors the products take move below the staged read.
       for (Operation *user :
            llvm::make_early_inc_range(read.getResult().getUsers()))
-        if (user != copy.first.getDefiningOp()) {
-          user->moveAfter(staged.getDefiningOp());
-          user->replaceUsesOfWith(read.getResult(), staged);
-        }
+        user->moveAfter(staged.getDefiningOp());
+      read.getResult().replaceAllUsesWith(staged);
+      read.erase();
     }
   }
   return success();

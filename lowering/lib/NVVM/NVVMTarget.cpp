@@ -95,12 +95,12 @@ public:
   }
   int64_t getMaxMatricesPerLoad() const override { return 4; }
   SmallVector<Value> emitMatrixLoad(OpBuilder &b, Location loc, Value memref,
-                                    Value row, Value col, int64_t count,
+                                    ValueRange indices, int64_t count,
                                     bool transpose) const override {
     Type elt = cast<MemRefType>(memref.getType()).getElementType();
-    Value regs = nvgpu::LdMatrixOp::create(
-        b, loc, VectorType::get({count, 2}, elt), memref, ValueRange{row, col},
-        transpose, count);
+    Value regs =
+        nvgpu::LdMatrixOp::create(b, loc, VectorType::get({count, 2}, elt),
+                                  memref, indices, transpose, count);
     SmallVector<Value> out;
     for (int64_t i = 0; i < count; ++i)
       out.push_back(vector::ExtractOp::create(b, loc, regs, i));
@@ -327,6 +327,29 @@ public:
                      int64_t pending) const override {
     nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
                                      b.getI32IntegerAttr(pending));
+  }
+
+  /// cp.async.cg (16 bytes, around L1) with src-size 0 where not valid:
+  /// zeros written, nothing read (the source row clamped to the first).
+  void emitCopyAsync(OpBuilder &b, Location loc, Value src,
+                     ValueRange srcIndices, Value dst, ValueRange dstIndices,
+                     int64_t elements, Value valid) const override {
+    Value all = arith::ConstantIndexOp::create(b, loc, elements);
+    Value none = arith::ConstantIndexOp::create(b, loc, 0);
+    Value count = arith::SelectOp::create(b, loc, valid, all, none);
+    const int64_t bits =
+        cast<MemRefType>(src.getType()).getElementTypeBitWidth();
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+        dstIndices, src, srcIndices, b.getIndexAttr(elements), count,
+        elements * bits == 128 ? b.getUnitAttr() : UnitAttr());
+  }
+  void emitCopyCommit(OpBuilder &b, Location loc) const override {
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  }
+  void emitCopyWait(OpBuilder &b, Location loc,
+                    int64_t pending) const override {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, uint32_t(pending));
   }
 
   Value emitShuffleXor(OpBuilder &b, Location loc, Value value,

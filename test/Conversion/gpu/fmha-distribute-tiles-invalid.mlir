@@ -198,3 +198,16 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// An asynchronous copy takes 4, 8 or 16 bytes a thread: a layout of one
+// f16 a register along the rows gives runs of 2.
+gpu.module @kernels {
+  gpu.func @narrow_copy(%k: memref<?x16xf16>, %row: index) workgroup(%kb : memref<16x24xf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'fmha.copy_async' op fmha-distribute-tiles: its layout gives each thread runs of 2 bytes along a row; the copies take 4, 8 or 16}}
+    fmha.copy_async %k[%row, %c0] to %kb[%c0, %c0] layout(#fmha.layout<16x16, register = [[1, 0], [2, 0], [4, 0], [8, 0]], lane = [[0, 1], [0, 2], [0, 4], [0, 8], [0, 0]], warp = []>) : memref<?x16xf16> to memref<16x24xf16, 3>
+    gpu.return
+  }
+}

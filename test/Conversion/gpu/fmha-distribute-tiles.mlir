@@ -262,3 +262,44 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// An asynchronous tile copy: each thread its run of 8 f16 (16 bytes) at
+// the copy layout's coordinate (row lane / 2, column 8 (lane % 2)), as
+// cp.async (nvgpu.device_async_copy around L1) whose source size is 0 for a
+// row past the source (its address stays the tile's first row); the warp
+// that holds a replica (warp basis 0) copies nothing. Every thread commits
+// its group; the wait is cp.async.wait_group.
+#copy = #fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = [[0, 0]]>
+// CHECK-LABEL: gpu.func @copies
+// CHECK-SAME: (%[[K:[^:]+]]: memref<?x16xf16>, %[[ROW:[^:]+]]: index) workgroup(%[[KB:.+]] : memref<2x16x24xf16, 3>)
+// CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK: %[[LANE:.+]] = arith.remui %[[TID]], %{{.+}} : index
+// CHECK: %[[WARP:.+]] = arith.divui %[[TID]], %{{.+}} : index
+// CHECK: %[[ONE:.+]] = arith.constant 1 : index
+// CHECK: %[[ROWS:.+]] = memref.dim %[[K]], %{{.+}} : memref<?x16xf16>
+// CHECK: %[[W0:.+]] = arith.andi %[[WARP]], %{{.+}} : index
+// CHECK: %[[FIRST:.+]] = arith.cmpi eq, %[[W0]], %{{.+}} : index
+// CHECK: scf.if %[[FIRST]] {
+// CHECK: %[[R:.+]] = arith.divsi %[[LANE]], %{{.+}} : index
+// CHECK: %[[H:.+]] = arith.remsi %[[LANE]], %{{.+}} : index
+// CHECK: %[[C:.+]] = arith.muli %[[H]], %{{.+}} : index
+// CHECK: %[[AT:.+]] = arith.addi %[[ROW]], %[[R]] : index
+// CHECK: %[[VALID:.+]] = arith.cmpi ult, %[[AT]], %[[ROWS]] : index
+// CHECK: %[[SRC:.+]] = arith.select %[[VALID]], %[[AT]], %[[ROW]] : index
+// CHECK: %[[N:.+]] = arith.select %[[VALID]], %{{.+}}, %{{.+}} : index
+// CHECK: nvgpu.device_async_copy %[[K]][%[[SRC]], %[[C]]], %[[KB]][%[[ONE]], %[[R]], %[[C]]], 8, %[[N]] {bypassL1} : memref<?x16xf16> to memref<2x16x24xf16, 3>
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.cp.async.commit.group
+// CHECK-NEXT: nvvm.cp.async.wait.group 0
+gpu.module @kernels {
+  gpu.func @copies(%k: memref<?x16xf16>, %row: index)
+      workgroup(%kb : memref<2x16x24xf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    fmha.copy_async %k[%row, %c0] to %kb[%c1, %c0, %c0] layout(#copy) : memref<?x16xf16> to memref<2x16x24xf16, 3>
+    fmha.copy_wait pending(0)
+    gpu.return
+  }
+}

@@ -5,27 +5,28 @@
 #b = #fmha.layout<16x16, register = [[1, 0], [8, 0], [0, 8]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
 
 // The two B operands of the iteration (k as B^T, v as B) go through
-// workgroup buffers (rows padded by 16 bytes: 16 x 24 f16): each read in the
-// copy layout (8 f16 = 16 bytes a lane, 2 lanes a row, 16 rows: the 32
-// lanes once), both written
-// between one pair of barriers, then read back for the products. Q, read
-// outside the loop, and the A operand stay as they are.
+// workgroup buffers (rows padded by 16 bytes: 16 x 24 f16): after a barrier
+// (the last iteration's reads of the buffers are done) each is copied
+// asynchronously from where it was read in the copy layout (8 f16 = 16
+// bytes a lane, 2 lanes a row, 16 rows: the 32 lanes once), then the wait
+// and a barrier, then the products read the buffers. Q, read outside the
+// loop, and the A operand stay as they are.
 // CHECK: #[[COPY:layout[0-9]*]] = #fmha.layout<16x16, register = {{\[\[}}0, 1], [0, 2], [0, 4]], lane = {{\[\[}}0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>
 // CHECK-LABEL: gpu.func @stage
+// CHECK-SAME: (%{{[^:]+}}: memref<16x16xf16>, %[[K:[^:]+]]: memref<?x16xf16>, %[[V:[^:]+]]: memref<?x16xf16>
 // CHECK-SAME: workgroup(%[[KB:.+]] : memref<16x24xf16, 3>, %[[VB:.+]] : memref<16x24xf16, 3>)
 // CHECK: %[[Q:.+]] = vector.transfer_read %{{.+}} : memref<16x16xf16>, vector<16x16xf16>
-// CHECK: scf.for
-// CHECK: %[[K:.+]] = vector.transfer_read %{{.+}}{{\[}}%{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [false, true]} : memref<?x16xf16>, vector<16x16xf16>
-// CHECK: %[[KC:.+]] = fmha.to_layout %[[K]] to layout(#[[COPY]])
-// CHECK: %[[V:.+]] = vector.transfer_read
-// CHECK: %[[VC:.+]] = fmha.to_layout %[[V]] to layout(#[[COPY]])
+// CHECK: scf.for %[[I:[^ ]+]] =
+// CHECK-NOT: vector.transfer_read
 // CHECK: gpu.barrier
-// CHECK: vector.transfer_write %[[KC]], %[[KB]][%[[Z:.+]], %[[Z]]] {in_bounds = [true, true]} : vector<16x16xf16>, memref<16x24xf16, 3>
-// CHECK: vector.transfer_write %[[VC]], %[[VB]]
-// CHECK: gpu.barrier
-// CHECK: %[[KS:.+]] = vector.transfer_read %[[KB]][%[[Z]], %[[Z]]]
+// CHECK-NEXT: %[[Z:.+]] = arith.constant 0 : index
+// CHECK-NEXT: fmha.copy_async %[[K]][%[[I]], %{{.+}}] to %[[KB]][%[[Z]], %[[Z]]] layout(#[[COPY]]) : memref<?x16xf16> to memref<16x24xf16, 3>
+// CHECK-NEXT: fmha.copy_async %[[V]][%[[I]], %{{.+}}] to %[[VB]][%[[Z]], %[[Z]]] layout(#[[COPY]])
+// CHECK-NEXT: fmha.copy_wait pending(0)
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[KS:.+]] = vector.transfer_read %[[KB]][%[[Z]], %[[Z]]]
 // CHECK-NEXT: fmha.to_layout %[[KS]] to layout(#{{.+}})
-// CHECK: %[[VS:.+]] = vector.transfer_read %[[VB]][%[[Z]], %[[Z]]]
+// CHECK-NEXT: %[[VS:.+]] = vector.transfer_read %[[VB]][%[[Z]], %[[Z]]]
 // CHECK-NEXT: fmha.to_layout %[[VS]] to layout(#{{.+}})
 // CHECK-NOT: gpu.barrier
 // CHECK: scf.yield

@@ -342,6 +342,56 @@ def Fmha_ToLayoutOp : Fmha_Op<"to_layout", [Pure,
   let hasFolder = 1;
 }
 
+def Fmha_CopyAsyncOp : Fmha_Op<"copy_async", [AttrSizedOperandSegments]> {
+  let summary = "Start copying a tile into workgroup memory";
+  let description = [{
+    Starts copying the tile of `layout`'s shape (rows x cols) at
+    `source[source_indices]` into `dest[dest_indices]`, both along their
+    last two dims. Rows of the tile past the source's rows (its dim
+    rank - 2) are written as zeros and not read, as a `vector.transfer_read`
+    whose rows are not in bounds reads them; the columns must be in bounds.
+    `layout` (a `#fmha.layout` of the tile) says which thread copies which
+    elements: each thread its registers' runs along a row (16 bytes where
+    the layout is `fmha::copyLayout`'s).
+
+    The copy is asynchronous: each `fmha.copy_async` is one group of the
+    issuing thread's copies, complete for that thread after an
+    `fmha.copy_wait` that leaves fewer groups pending than were issued after
+    it, and visible to the other threads of the workgroup after a barrier
+    that follows the wait (cp.async and cp.async.wait_group on NVIDIA; a
+    target without asynchronous copies copies at once).
+
+    Example:
+    ```mlir
+    fmha.copy_async %k[%row, %c0] to %kbuf[%slot, %c0, %c0] layout(#copy)
+        : memref<?x128xbf16, strided<[?, 1], offset: ?>> to memref<2x64x136xbf16, 3>
+    fmha.copy_wait pending(0)
+    gpu.barrier
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$source,
+                       Variadic<Index>:$source_indices,
+                       Arg<AnyMemRef, "", [MemWrite]>:$dest,
+                       Variadic<Index>:$dest_indices,
+                       Fmha_LayoutAttr:$layout);
+  let assemblyFormat = [{
+    $source `[` $source_indices `]` `to` $dest `[` $dest_indices `]`
+    `layout` `(` $layout `)` attr-dict `:` type($source) `to` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fmha_CopyWaitOp : Fmha_Op<"copy_wait"> {
+  let summary = "Wait for this thread's asynchronous copies";
+  let description = [{
+    Waits until at most `pending` of the groups of copies this thread
+    started (`fmha.copy_async`, one group each) are still in flight: the
+    latest `pending` may be; all the earlier ones are complete.
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$pending);
+  let assemblyFormat = "`pending` `(` $pending `)` attr-dict";
+}
+
 //===----------------------------------------------------------------------===//
 // Tile ops of the backward pass
 //===----------------------------------------------------------------------===//

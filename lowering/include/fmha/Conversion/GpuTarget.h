@@ -161,11 +161,12 @@ public:
   /// load reads at most.
   virtual SmallVector<MatrixLoad> getMatrixLoads() const { return {}; }
   virtual int64_t getMaxMatricesPerLoad() const { return 0; }
-  /// Loads `count` matrices from the 2-D workgroup-memory `memref`, this
-  /// lane giving the address (row, col): `count` registers of an element
-  /// pair (vector<2xT>), matrix i's in register i.
+  /// Loads `count` matrices from the workgroup-memory `memref`, this lane
+  /// giving the address `indices` (the last two a row and a column of the
+  /// matrices' dims; any before them pick a stage): `count` registers of an
+  /// element pair (vector<2xT>), matrix i's in register i.
   virtual SmallVector<Value> emitMatrixLoad(OpBuilder &b, Location loc,
-                                            Value memref, Value row, Value col,
+                                            Value memref, ValueRange indices,
                                             int64_t count,
                                             bool transpose) const;
 
@@ -237,6 +238,21 @@ public:
   /// flight (this thread's copies; a barrier makes them visible to all).
   virtual void emitAsyncWait(OpBuilder &b, Location loc, Value group,
                              int64_t pending) const = 0;
+
+  /// The copies of `fmha.copy_async`, for one thread: starts copying
+  /// `elements` consecutive elements (16 bytes) from src[srcIndices] into
+  /// workgroup memory at dst[dstIndices]; where `valid` (i1) is false,
+  /// writes zeros and reads nothing. emitCopyCommit closes the group of the
+  /// copies started since the last; emitCopyWait waits until at most
+  /// `pending` of this thread's groups are in flight. The defaults copy at
+  /// once (and commit and wait for nothing).
+  virtual void emitCopyAsync(OpBuilder &b, Location loc, Value src,
+                             ValueRange srcIndices, Value dst,
+                             ValueRange dstIndices, int64_t elements,
+                             Value valid) const;
+  virtual void emitCopyCommit(OpBuilder &b, Location loc) const {}
+  virtual void emitCopyWait(OpBuilder &b, Location loc, int64_t pending) const {
+  }
 
   /// A cross-lane exchange: the value of lane (lane xor mask).
   virtual Value emitShuffleXor(OpBuilder &b, Location loc, Value value,

@@ -96,6 +96,12 @@ struct GpuPipelineOptions : public PassPipelineOptions<Derived> {
                      "whose one thread runs the whole tile (before the "
                      "distribution to lanes); 64-bit indices"),
       llvm::cl::init(false)};
+  typename Base::template Option<int64_t> kvStages{
+      *this, "kv-stages",
+      llvm::cl::desc("With vector-tiles: the stages of the kv loop's "
+                     "workgroup buffers, 2 (the next tiles copied while the "
+                     "products run on these, fmha-pipeline-copies) or 1"),
+      llvm::cl::init(2)};
   typename Base::template Option<unsigned> indexBitwidth{
       *this, "index-bitwidth",
       llvm::cl::desc("Bits of the kernels' index type: 64, or 32 (index "

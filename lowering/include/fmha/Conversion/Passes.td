@@ -257,11 +257,12 @@ def FmhaStageKVPass : Pass<"fmha-stage-kv"> {
     In each `gpu.func` of vector tiles (before `--fmha-distribute-tiles`),
     a 2-D tile that a loop iteration reads from global memory only to be
     the B operand of its products (the k and v tiles of the staged forward's
-    kv loop, every warp's operand) is read once by the whole workgroup in
-    16-byte pieces (anchored in `fmha::copyLayout`), written to a workgroup
-    buffer (a workgroup attribution of the kernel, rows padded by 16 bytes
-    against bank conflicts) between two barriers (one pair for the tiles of
-    a block), and the products read it from there. The block size comes
+    kv loop, every warp's operand) is copied once by the whole workgroup in
+    16-byte pieces (`fmha.copy_async` in `fmha::copyLayout`; rows past the
+    source zero) into a workgroup buffer (a workgroup attribution of the
+    kernel, rows padded by 16 bytes against bank conflicts) after a barrier,
+    then `fmha.copy_wait` and a barrier (one of each for the tiles of a
+    block), and the products read it from there. The block size comes
     from the kernel's `known_block_size`; the warp size from the target.
   }];
   let dependentDialects = [
@@ -275,6 +276,33 @@ def FmhaStageKVPass : Pass<"fmha-stage-kv"> {
            "The chip (the target's warp size follows it)">,
     Option<"mfma", "mfma", "int64_t", "0",
            "ROCDL: the MFMA size (16 or 32; 0: the chip's default)">
+  ];
+}
+
+def FmhaPipelineCopiesPass : Pass<"fmha-pipeline-copies"> {
+  let summary = "Copy a kernel loop's next tiles while it computes on these";
+  let description = [{
+    In each `gpu.func`, a `scf.for` whose body starts its copies into
+    workgroup buffers after a barrier and waits for them before a second
+    barrier (`gpu.barrier`, `fmha.copy_async`s, `fmha.copy_wait pending(0)`,
+    `gpu.barrier`: the form of `--fmha-stage-kv`) is double-buffered: each
+    buffer gets a leading dim of two stages, the first iteration's copies
+    move before the loop (after a barrier), and each iteration waits for its
+    own copies, passes one barrier (its tiles visible, the last iteration's
+    reads of the other stage done), then starts the next iteration's copies
+    into the other stage before its products. The copies' operands are
+    recomputed for the next iteration from the induction variable; a loop
+    whose copies depend on values it carries, or whose buffers are used
+    elsewhere, is left as it is. `stages=1` leaves every loop as it is.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "Stages of each buffer: 2 (double-buffered) or 1 (as it is)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+    "::mlir::fmha::FmhaDialect"
   ];
 }
 
@@ -298,6 +326,31 @@ def FmhaWorkgroupToDynamicSharedPass
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def FmhaVectorToLLVMPass : Pass<"fmha-vector-to-llvm"> {
+  let summary = "Lower the kernels' vector ops to LLVM at a chosen index "
+                "bitwidth, loads and stores at their vector's alignment";
+  let description = [{
+    Upstream's `convert-vector-to-llvm` lowers with 64-bit indices, so its
+    output cannot meet a `convert-gpu-to-nvvm{index-bitwidth=32}` lowering
+    of the rest of the kernel. This pass lowers the vector ops that remain
+    after `--fmha-distribute-tiles` and `convert-vector-to-scf` (the
+    register vectors' broadcasts, shape casts, extracts and inserts, 1-D
+    transfers, loads and stores) first to simpler vector ops, then to the
+    LLVM dialect with a type converter whose index type has
+    `index-bitwidth` bits (32 or 64); vector loads and stores take their
+    vector's alignment (every run of a distributed tile starts at a
+    multiple of its size, so a 16-byte access stays one access).
+  }];
+  let options = [
+    Option<"indexBitwidth", "index-bitwidth", "unsigned", /*default=*/"64",
+           "Bits of the index type: 32 or 64">,
+  ];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::arith::ArithDialect",
     "::mlir::memref::MemRefDialect"
   ];
 }
