@@ -252,7 +252,10 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
   if (vectorTiles) {
     kernels.addPass(createCanonicalizerPass());
     kernels.addPass(createCSEPass());
-    kernels.addPass(createConvertVectorToSCFPass());
+    // Transfers unrolled to 1-D ones (no temporary buffer and
+    // vector.type_cast, whose LLVM lowering knows only 64-bit indices).
+    kernels.addPass(createConvertVectorToSCFPass(
+        VectorTransferToSCFOptions().enableFullUnroll()));
   }
   mlir::fmha::FmhaGpuMathToTargetPassOptions math;
   math.target = target.str();
@@ -283,10 +286,8 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
                                          const NVVMPipelineOptions &options) {
   // 32-bit indices by default, as fmha-compile (measured on the H200,
   // docs/PERFORMANCE.md, v13).
-  const unsigned indexBitwidth = options.vectorTiles ? 64
-                                 : options.indexBitwidth.hasValue()
-                                     ? options.indexBitwidth
-                                     : 32;
+  const unsigned indexBitwidth =
+      options.indexBitwidth.hasValue() ? options.indexBitwidth : 32;
   addGpuKernelPasses(pm, "nvvm", options, indexBitwidth, /*mfma=*/0,
                      options.mma, options.mma.hasValue());
   GpuNVVMAttachTargetOptions attach;
@@ -317,8 +318,7 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
 
 void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
                                           const ROCDLPipelineOptions &options) {
-  const unsigned indexBitwidth =
-      options.vectorTiles ? 64 : static_cast<unsigned>(options.indexBitwidth);
+  const unsigned indexBitwidth = options.indexBitwidth;
   addGpuKernelPasses(pm, "rocdl", options, indexBitwidth, options.mfma);
   GpuROCDLAttachTargetOptions attach;
   attach.chip = options.chip;

@@ -144,9 +144,9 @@ cl::opt<bool> vectorTiles(
     "vector-tiles",
     cl::desc("the forward from the staged passes: the static tiles as "
              "vectors and the tile ops as generic vector ops "
-             "(fmha-vectorize-tiles); on a GPU a workgroup per q tile whose "
-             "one thread runs the whole tile (before the distribution to "
-             "lanes: a check, not a fast kernel). Needs --from-tensors"),
+             "(fmha-vectorize-tiles); on a GPU a workgroup per q tile, the "
+             "tiles distributed to its lanes by their mma.sync layouts, K "
+             "and V through workgroup memory. Needs --from-tensors"),
     cl::init(false), cl::cat(category));
 cl::opt<int64_t> kvStages(
     "kv-stages",
@@ -232,14 +232,6 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       return error("--index-bits=32 needs a GPU target (the cpu kernels "
                    "keep 64-bit indices)");
     meta.indexBits = indexBits;
-  }
-  // The staged forward's kernels keep 64-bit indices (upstream's vector
-  // lowerings know no other).
-  if (vectorTiles && meta.target != rt::Target::Cpu) {
-    if (indexBits.getNumOccurrences() && indexBits == 32)
-      return error("--vector-tiles kernels take 64-bit indices: drop "
-                   "--index-bits=32");
-    meta.indexBits = 64;
   }
   if (accumulate) {
     if (bwd || deterministic || merge)

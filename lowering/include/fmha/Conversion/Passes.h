@@ -92,9 +92,9 @@ struct GpuPipelineOptions : public PassPipelineOptions<Derived> {
   typename Base::template Option<bool> vectorTiles{
       *this, "vector-tiles",
       llvm::cl::desc("The forward from the staged passes: static tiles as "
-                     "vectors (fmha-vectorize-tiles), a workgroup per q tile "
-                     "whose one thread runs the whole tile (before the "
-                     "distribution to lanes); 64-bit indices"),
+                     "vectors (fmha-vectorize-tiles) in the target's register "
+                     "layouts, a workgroup per q tile, the tiles distributed "
+                     "to its lanes (fmha-distribute-tiles)"),
       llvm::cl::init(false)};
   typename Base::template Option<int64_t> kvStages{
       *this, "kv-stages",
