@@ -227,8 +227,8 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
 /// adds the target's conversions between the common passes.
 void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
                        function_ref<void(OpPassManager &)> toTarget,
-                       StringRef format, bool vectorTiles, int64_t kvStages,
-                       unsigned indexBitwidth) {
+                       StringRef format, bool vectorTiles, bool qInShared,
+                       int64_t kvStages, unsigned indexBitwidth) {
   // The vector tiles spread over the threads by their layouts; the reads
   // and writes of rows that may lie past the operands as branches. The
   // workgroup buffers in dynamic workgroup memory (the launches get its
@@ -239,6 +239,12 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
     stage.target = target.str();
     stage.chip = chip.str();
     tiles.addPass(mlir::fmha::createFmhaStageKVPass(stage));
+    if (qInShared) {
+      mlir::fmha::FmhaStageQPassOptions stageQ;
+      stageQ.target = target.str();
+      stageQ.chip = chip.str();
+      tiles.addPass(mlir::fmha::createFmhaStageQPass(stageQ));
+    }
     mlir::fmha::FmhaPipelineCopiesPassOptions pipeline;
     pipeline.stages = kvStages;
     tiles.addPass(mlir::fmha::createFmhaPipelineCopiesPass(pipeline));
@@ -313,7 +319,8 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
         // NVVM ops written as inline PTX (wgmma.mma_async).
         kernels.addPass(createConvertNVVMToLLVMPass());
       },
-      options.format, options.vectorTiles, options.kvStages, indexBitwidth);
+      options.format, options.vectorTiles, options.qInShared, options.kvStages,
+      indexBitwidth);
 }
 
 void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
@@ -344,7 +351,8 @@ void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
         rocdl.runtime = gpu::amd::Runtime::HIP;
         kernels.addPass(createConvertGpuOpsToROCDLOps(rocdl));
       },
-      options.format, options.vectorTiles, options.kvStages, indexBitwidth);
+      options.format, options.vectorTiles, options.qInShared, options.kvStages,
+      indexBitwidth);
 }
 
 void mlir::fmha::registerFmhaPipelines() {

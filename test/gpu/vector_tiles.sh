@@ -16,6 +16,11 @@ if [ "${1:-}" = "--make" ]; then
   mk f16_d32_window_gqa4 --chip=sm_90a --dtype=f16 --mask=xb:128 --hq=4 --hk=1 -d 32 --block-m 32 --block-n 32 &
   mk bf16_d128_causal --chip=sm_90a --dtype=bf16 --mask=b --hq=16 --hk=4 -d 128 --block-m 64 --block-n 64 &
   wait
+  # Q through workgroup memory (fmha-stage-q), 32 rows a warp; the sinks
+  # and the window (two kv loops) read it too.
+  mk bf16_d128_causal_qs --chip=sm_90a --dtype=bf16 --mask=b --hq=16 --hk=4 -d 128 --block-m 128 --block-n 64 --q-in-shared &
+  mk f16_d64_sink_window_qs --chip=sm_90a --dtype=f16 --mask=b:100,0,4 --softcap=20 --hq=6 --hk=3 -d 64 --block-m 64 --block-n 32 --q-in-shared &
+  wait
   exit 0
 fi
 here=$(cd "${1:?usage: vector_tiles.sh DIR | --make DIR [BIN]}" && pwd)

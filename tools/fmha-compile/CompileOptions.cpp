@@ -334,6 +334,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       request.rocdl = meta.target == rt::Target::Hip;
       request.chip = meta.chip;
       request.backward = bwd;
+      request.staged = vectorTiles;
       request.f32 = meta.dtype == rt::DType::F32;
       request.d = meta.d;
       request.dv = meta.dv;

@@ -115,29 +115,30 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
            << ab << " by " << elementOf(op.getRhs()) << " into "
            << elementOf(op.getAcc()) << "; the matrix instruction takes "
            << "f16 or bf16 into f32";
-  FailureOr<Value> a = registersOf(op.getLhs(), op);
+  // An operand read where the products use it (a folded read) comes from
+  // memory here, one k step at a time.
+  vector::TransferReadOp aRead = folded.lookup(op.getLhs());
   vector::TransferReadOp bRead = folded.lookup(op.getRhs());
+  FailureOr<Value> av =
+      aRead ? FailureOr<Value>(Value()) : registersOf(op.getLhs(), op);
   FailureOr<Value> bv =
       bRead ? FailureOr<Value>(Value()) : registersOf(op.getRhs(), op);
   FailureOr<Value> c = registersIn(op.getAcc(), lc, op);
-  if (failed(a) || failed(bv) || failed(c))
+  if (failed(av) || failed(bv) || failed(c))
     return failure();
   // The register of element e of the fragment at `corner`.
   using Key = std::pair<int64_t, int64_t>;
+  using Index = std::map<std::pair<Key, int64_t>, int64_t>;
   auto index = [](const Tiling &t) {
-    std::map<std::pair<Key, int64_t>, int64_t> out;
+    Index out;
     for (size_t r = 0; r < t.element.size(); ++r)
       out[{{t.block[r].row, t.block[r].col}, t.element[r]}] = r;
     return out;
   };
-  auto ai = index(*ta), bi = index(*tb);
   OpBuilder b(op);
   Location loc = op.getLoc();
-  const int64_t kTile = tileType(op.getLhs()).getDimSize(1);
-  SmallVector<Value> d(tc->element.size());
   // The first registers of the element pairs of one fragment.
-  auto pairRegisters = [](const std::map<std::pair<Key, int64_t>, int64_t> &idx,
-                          Key corner,
+  auto pairRegisters = [](const Index &idx, Key corner,
                           int64_t count) -> FailureOr<SmallVector<int64_t>> {
     SmallVector<int64_t> out;
     for (int64_t e = 0; e < count; e += 2) {
@@ -149,84 +150,107 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
     }
     return out;
   };
-  // A folded B read from a buffer the target's matrix load reads: the pairs
-  // of each accumulator's products read ahead, a load a group of them.
-  std::optional<GpuTarget::MatrixLoad> matrixLoad;
-  if (bRead)
-    matrixLoad = matrixLoadFor(bRead, lb.getLayout());
-  llvm::DenseMap<int64_t, Value> loaded;
-  // The element pairs of one fragment: slices of the operand's registers,
-  // or read from memory right here when the operand's read is folded into
-  // the products.
-  auto pairs = [&](Value regs, vector::TransferReadOp read, LayoutAttr l,
-                   const std::map<std::pair<Key, int64_t>, int64_t> &idx,
-                   Key corner, int64_t count) -> FailureOr<SmallVector<Value>> {
-    FailureOr<SmallVector<int64_t>> firsts = pairRegisters(idx, corner, count);
-    if (failed(firsts))
-      return failure();
-    SmallVector<Value> out;
-    for (int64_t first : *firsts) {
-      if (Value pair = read ? loaded.lookup(first) : Value())
-        out.push_back(pair);
-      else if (read)
-        out.push_back(readRegisters(b, read, l, first, 2));
-      else
-        out.push_back(vector::ExtractStridedSliceOp::create(
-            b, loc, regs, ArrayRef<int64_t>{first}, ArrayRef<int64_t>{2},
-            ArrayRef<int64_t>{1}));
+  /// One operand: its fragments' pairs, from its registers or, folded, from
+  /// memory (by the target's matrix load where one reads the buffer).
+  struct Operand {
+    Value regs;
+    vector::TransferReadOp read;
+    LayoutAttr layout;
+    Index idx;
+    int64_t count;
+    std::optional<GpuTarget::MatrixLoad> load = std::nullopt;
+    std::map<int64_t, Value> pairs;
+  };
+  Operand operands[2] = {
+      {*av, aRead, la, index(*ta), instr.a.getNumRegisters()},
+      {*bv, bRead, lb, index(*tb), instr.b.getNumRegisters()}};
+  for (Operand &o : operands)
+    if (o.read)
+      o.load = matrixLoadFor(o.read, o.layout.getLayout());
+  // The pairs of the fragments at `corners`: each read once, four (or two)
+  // pairs that differ by register masks a matrix load.
+  auto fetch = [&](Operand &o, ArrayRef<Key> corners) -> LogicalResult {
+    o.pairs.clear();
+    SmallVector<int64_t> need;
+    for (Key corner : corners) {
+      FailureOr<SmallVector<int64_t>> firsts =
+          pairRegisters(o.idx, corner, o.count);
+      if (failed(firsts))
+        return failure();
+      llvm::append_range(need, *firsts);
     }
+    const int64_t most = o.load ? target.getMaxMatricesPerLoad() : 1;
+    for (size_t i = 0; i < need.size();) {
+      ArrayRef<int64_t> rest = ArrayRef<int64_t>(need).drop_front(i);
+      int64_t count = 1;
+      if (most >= 4 && rest.size() >= 4 &&
+          rest[3] == (rest[0] ^ rest[1] ^ rest[2]) &&
+          llvm::SmallDenseSet<int64_t>(rest.begin(), rest.begin() + 4).size() ==
+              4)
+        count = 4;
+      else if (most >= 2 && rest.size() >= 2 && rest[0] != rest[1])
+        count = 2;
+      if (o.load) {
+        SmallVector<Value> got = loadMatrices(b, o.read, o.layout.getLayout(),
+                                              *o.load, rest.take_front(count));
+        for (int64_t j = 0; j < count; ++j)
+          o.pairs[rest[j]] = got[j];
+      } else if (o.read) {
+        o.pairs[rest[0]] = readRegisters(b, o.read, o.layout, rest[0], 2);
+      } else {
+        o.pairs[rest[0]] = vector::ExtractStridedSliceOp::create(
+            b, loc, o.regs, ArrayRef<int64_t>{rest[0]}, ArrayRef<int64_t>{2},
+            ArrayRef<int64_t>{1});
+      }
+      i += count;
+    }
+    return success();
+  };
+  auto pairsAt = [&](Operand &o, Key corner) {
+    SmallVector<Value> out;
+    for (int64_t first : *pairRegisters(o.idx, corner, o.count))
+      out.push_back(o.pairs.at(first));
     return out;
   };
-  const int64_t numB = instr.b.getNumRegisters();
+  // k steps outermost: each k step reads the A fragments of the rows and
+  // the B fragments of the columns it needs once, then multiplies every
+  // accumulator (two fragments of rows share each B fragment, and a folded
+  // operand holds one k step at a time).
   const int64_t numC = instr.c.getNumRegisters();
+  const int64_t kTile = tileType(op.getLhs()).getDimSize(1);
+  SmallVector<Key> rows, cols;
+  SmallVector<SmallVector<Value>> accs;
   for (size_t r = 0; r < tc->element.size(); r += numC) {
     TileCoord corner = tc->block[r];
+    if (!llvm::is_contained(rows, Key{corner.row, 0}))
+      rows.push_back({corner.row, 0});
+    if (!llvm::is_contained(cols, Key{0, corner.col}))
+      cols.push_back({0, corner.col});
     SmallVector<Value> acc;
     for (int64_t e = 0; e < numC; ++e)
       acc.push_back(extract(b, loc, *c, r + e));
-    if (matrixLoad) {
-      SmallVector<int64_t> need;
-      for (int64_t k0 = 0; k0 < kTile; k0 += instr.k) {
-        FailureOr<SmallVector<int64_t>> firsts =
-            pairRegisters(bi, {k0, corner.col}, numB);
-        if (failed(firsts))
-          return fail(op, "a fragment of B is not in this thread's "
-                          "registers as element pairs");
-        llvm::append_range(need, *firsts);
-      }
-      loaded.clear();
-      // Groups of 4 (or 2, or 1) pairs that differ by register masks.
-      const int64_t most = target.getMaxMatricesPerLoad();
-      for (size_t i = 0; i < need.size();) {
-        ArrayRef<int64_t> rest = ArrayRef<int64_t>(need).drop_front(i);
-        int64_t count = 1;
-        if (most >= 4 && rest.size() >= 4 &&
-            rest[3] == (rest[0] ^ rest[1] ^ rest[2]) &&
-            llvm::SmallDenseSet<int64_t>(rest.begin(), rest.begin() + 4)
-                    .size() == 4)
-          count = 4;
-        else if (most >= 2 && rest.size() >= 2 && rest[0] != rest[1])
-          count = 2;
-        SmallVector<Value> got = loadMatrices(
-            b, bRead, lb.getLayout(), *matrixLoad, rest.take_front(count));
-        for (int64_t j = 0; j < count; ++j)
-          loaded[rest[j]] = got[j];
-        i += count;
-      }
-    }
-    for (int64_t k0 = 0; k0 < kTile; k0 += instr.k) {
-      FailureOr<SmallVector<Value>> aRegs =
-          pairs(*a, {}, la, ai, {corner.row, k0}, instr.a.getNumRegisters());
-      FailureOr<SmallVector<Value>> bRegs = pairs(
-          *bv, bRead, lb, bi, {k0, corner.col}, instr.b.getNumRegisters());
-      if (failed(aRegs) || failed(bRegs))
-        return fail(op, "a fragment of A or B is not in this thread's "
-                        "registers as element pairs");
-      acc = target.emitMma(b, loc, ab, *aRegs, *bRegs, acc);
-    }
-    for (int64_t e = 0; e < numC; ++e)
-      d[r + e] = acc[e];
+    accs.push_back(acc);
   }
+  for (int64_t k0 = 0; k0 < kTile; k0 += instr.k) {
+    SmallVector<Key> aCorners, bCorners;
+    for (Key row : rows)
+      aCorners.push_back({row.first, k0});
+    for (Key col : cols)
+      bCorners.push_back({k0, col.second});
+    if (failed(fetch(operands[0], aCorners)) ||
+        failed(fetch(operands[1], bCorners)))
+      return fail(op, "a fragment of A or B is not in this thread's "
+                      "registers as element pairs");
+    for (size_t f = 0; f < accs.size(); ++f) {
+      TileCoord corner = tc->block[f * numC];
+      accs[f] =
+          target.emitMma(b, loc, ab, pairsAt(operands[0], {corner.row, k0}),
+                         pairsAt(operands[1], {k0, corner.col}), accs[f]);
+    }
+  }
+  SmallVector<Value> d;
+  for (ArrayRef<Value> acc : accs)
+    llvm::append_range(d, acc);
   registers[op.getResult()] = fromElements(b, loc, b.getF32Type(), d);
   return success();
 }

@@ -170,7 +170,8 @@ SmallVector<Value> Distributor::loadMatrices(OpBuilder &b,
   lanes.push_back(x);
   lanes.push_back(y);
   LinearLayout address(l.getRows(), l.getCols(),
-                       l.getBases(LayoutInput::Register), lanes);
+                       l.getBases(LayoutInput::Register), lanes,
+                       l.getBases(LayoutInput::Warp));
   IndexMath im{b, loc};
   SmallVector<Value> indices(read.getIndices());
   const size_t row = indices.size() - 2, col = indices.size() - 1;
@@ -184,12 +185,12 @@ SmallVector<Value> Distributor::loadMatrices(OpBuilder &b,
 
 /// Whether the tile `read` reads may be read where the products use it
 /// (a read folded into the products): its only uses are anchors in its
-/// layout whose only uses are contractions taking it as B, in the same
-/// iteration of the same loop (so no thread holds more of it than the
+/// layout whose only uses are contractions taking it as A or as B, in the
+/// same iteration of the same loop (so no thread holds more of it than the
 /// fragments of one product at a time).
 bool Distributor::foldsIntoProducts(vector::TransferReadOp read) {
   LayoutAttr l = layouts.lookup(read.getResult());
-  if (!l || !feedsProductsAsB(read))
+  if (!l || !(feedsProductsAs(read, 0) || feedsProductsAs(read, 1)))
     return false;
   return llvm::all_of(read->getUsers(), [&](Operation *user) {
     return cast<ToLayoutOp>(user).getLayout() == l;

@@ -135,8 +135,8 @@ struct Distributor {
 
   /// Whether the tile `read` reads may be read where the products use it
   /// (a read folded into the products): its only uses are anchors in its
-  /// layout whose only uses are contractions taking it as B, in the same
-  /// iteration of the same loop (so no thread holds more of it than the
+  /// layout whose only uses are contractions taking it as A or as B, in the
+  /// same iteration of the same loop (so no thread holds more of it than the
   /// fragments of one product at a time).
   bool foldsIntoProducts(vector::TransferReadOp read);
 

@@ -6,7 +6,8 @@
 //
 // --fmha-gpu-math-to-target: in the kernels, exp(x) = 2^(x log2 e) and
 // log(x) = log2(x) ln 2 through the target's exp2 and log2 (GpuTarget.h):
-// one pattern per op, no math library on the device.
+// one pattern per op, no math library on the device; exp(a - b) as
+// exp2(fma(a, log2 e, -b log2 e)).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,21 +38,27 @@ Value constant(OpBuilder &b, Location loc, double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
 }
 
-/// `fn` of each f32 element of `x` (a scalar or a 1-D vector: the
-/// registers of a distributed tile), or null when `x` is neither.
-Value perElement(OpBuilder &b, Location loc, Value x,
-                 function_ref<Value(Value)> fn) {
-  if (x.getType().isF32())
-    return fn(x);
-  auto type = dyn_cast<VectorType>(x.getType());
-  if (!type || type.getRank() != 1 || type.isScalable() ||
-      !type.getElementType().isF32())
+/// `fn` of each f32 element of `xs` (scalars, or 1-D vectors of one type:
+/// the registers of distributed tiles), or null when they are neither.
+Value perElement(OpBuilder &b, Location loc, ValueRange xs,
+                 function_ref<Value(ArrayRef<Value>)> fn) {
+  Type type = xs.front().getType();
+  if (llvm::any_of(xs, [&](Value x) { return x.getType() != type; }))
+    return nullptr;
+  if (type.isF32())
+    return fn(llvm::to_vector(xs));
+  auto vector = dyn_cast<VectorType>(type);
+  if (!vector || vector.getRank() != 1 || vector.isScalable() ||
+      !vector.getElementType().isF32())
     return nullptr;
   SmallVector<Value> elements;
-  for (int64_t i = 0; i < type.getDimSize(0); ++i)
-    elements.push_back(
-        fn(vector::ExtractOp::create(b, loc, x, ArrayRef<int64_t>{i})));
-  return vector::FromElementsOp::create(b, loc, type, elements);
+  for (int64_t i = 0; i < vector.getDimSize(0); ++i) {
+    SmallVector<Value> at;
+    for (Value x : xs)
+      at.push_back(vector::ExtractOp::create(b, loc, x, ArrayRef<int64_t>{i}));
+    elements.push_back(fn(at));
+  }
+  return vector::FromElementsOp::create(b, loc, vector, elements);
 }
 
 /// exp(x) -> exp2(x * log2(e)).
@@ -61,14 +68,47 @@ struct ExpToTarget : OpRewritePattern<math::ExpOp> {
   LogicalResult matchAndRewrite(math::ExpOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value out = perElement(rewriter, loc, op.getOperand(), [&](Value x) {
-      x = arith::MulFOp::create(rewriter, loc, x,
-                                constant(rewriter, loc, llvm::numbers::log2ef));
-      return target.emitExp2(rewriter, loc, x);
+    Value out = perElement(rewriter, loc, op.getOperand(), [&](auto x) {
+      Value y = arith::MulFOp::create(
+          rewriter, loc, x[0], constant(rewriter, loc, llvm::numbers::log2ef));
+      return target.emitExp2(rewriter, loc, y);
     });
     if (!out)
       return rewriter.notifyMatchFailure(op, "not f32");
     rewriter.replaceOp(op, out);
+    return success();
+  }
+  const GpuTarget &target;
+};
+
+/// exp(a - b) -> exp2(fma(a, log2(e), b * -log2(e))): one fma an element
+/// where the subtraction and the product were two (the softmax's
+/// exp(s - m), whose b * -log2(e) is one product a row). Ahead of
+/// ExpToTarget.
+struct ExpOfDifferenceToTarget : OpRewritePattern<math::ExpOp> {
+  ExpOfDifferenceToTarget(MLIRContext *ctx, const GpuTarget &target)
+      : OpRewritePattern(ctx, /*benefit=*/2), target(target) {}
+  LogicalResult matchAndRewrite(math::ExpOp op,
+                                PatternRewriter &rewriter) const override {
+    auto sub = op.getOperand().getDefiningOp<arith::SubFOp>();
+    if (!sub)
+      return rewriter.notifyMatchFailure(op, "not the exp of a difference");
+    Location loc = op.getLoc();
+    Value out =
+        perElement(rewriter, loc, {sub.getLhs(), sub.getRhs()}, [&](auto x) {
+          Value nb = arith::MulFOp::create(
+              rewriter, loc, x[1],
+              constant(rewriter, loc, -llvm::numbers::log2ef));
+          Value y = LLVM::FMAOp::create(
+              rewriter, loc, x[0],
+              constant(rewriter, loc, llvm::numbers::log2ef), nb);
+          return target.emitExp2(rewriter, loc, y);
+        });
+    if (!out)
+      return rewriter.notifyMatchFailure(op, "not f32");
+    rewriter.replaceOp(op, out);
+    if (sub->use_empty())
+      rewriter.eraseOp(sub);
     return success();
   }
   const GpuTarget &target;
@@ -81,8 +121,8 @@ struct LogToTarget : OpRewritePattern<math::LogOp> {
   LogicalResult matchAndRewrite(math::LogOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value out = perElement(rewriter, loc, op.getOperand(), [&](Value x) {
-      Value l = target.emitLog2(rewriter, loc, x);
+    Value out = perElement(rewriter, loc, op.getOperand(), [&](auto x) {
+      Value l = target.emitLog2(rewriter, loc, x[0]);
       return arith::MulFOp::create(rewriter, loc, l,
                                    constant(rewriter, loc, llvm::numbers::ln2f))
           .getResult();
@@ -105,7 +145,8 @@ struct FmhaGpuMathToTargetPass
     if (!gpuTarget)
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
-    patterns.add<ExpToTarget, LogToTarget>(&getContext(), *gpuTarget);
+    patterns.add<ExpOfDifferenceToTarget, ExpToTarget, LogToTarget>(
+        &getContext(), *gpuTarget);
     FrozenRewritePatternSet frozen(std::move(patterns));
     SmallVector<gpu::GPUFuncOp> funcs;
     getOperation()->walk([&](gpu::GPUFuncOp f) { funcs.push_back(f); });

@@ -19,6 +19,18 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
   c.qInShared = r.qInShared.value_or(false);
   const bool tileGiven = r.blockM || r.blockN || r.warpRows || r.qInShared;
   std::string mma = r.mma.value_or("");
+  if (r.staged) {
+    // Measured on the H200 (docs/PERFORMANCE.md, "Q through workgroup
+    // memory"): 128 rows, 32 a warp; above D = 64 Q in workgroup memory
+    // (1.13-1.16x over 64 x 64 with Q in registers at full masks, 1.05x at
+    // causal 16k), at D = 64 in registers (Q in workgroup memory 0.96x).
+    if (!r.blockM)
+      c.blockM = 128;
+    if (!r.qInShared && !r.blockM && std::max(r.d, r.dv) > 64)
+      c.qInShared = true;
+    c.mma = "";
+    return c;
+  }
   // The warpgroup kernel by default where it applies: 1.4-1.5x the
   // mma.sync kernel on the H200 (docs/PERFORMANCE.md, wgmma v15).
   if (!r.mma && !r.rocdl && r.chip == "sm_90a" && r.d == r.dv &&

@@ -50,30 +50,78 @@ using namespace mlir::fmha;
 
 namespace {
 
-bool inWorkgroupMemory(Value memref) {
-  auto type = dyn_cast<MemRefType>(memref.getType());
-  return type && type.getMemorySpace() &&
-         gpu::GPUDialect::isWorkgroupMemoryAddressSpace(type.getMemorySpace());
+/// A tile copyable into workgroup memory (isCopyableTile) read only to be
+/// the B operand of products of the same iteration.
+bool isStageable(vector::TransferReadOp read) {
+  return isCopyableTile(read) && feedsProductsAsB(read);
 }
 
-/// A 2-D tile read from memory outside the workgroup's, in a loop, only to
-/// be the B operand of products of the same iteration; unmasked, along the
-/// memory's last two dims, its columns in bounds, rows past the memory's
-/// read as zero (what the copies write there).
-bool isStageable(vector::TransferReadOp read) {
+} // namespace
+
+FailureOr<int64_t> mlir::fmha::workgroupWarps(gpu::GPUFuncOp func,
+                                              const GpuTarget &target,
+                                              StringRef pass) {
+  const int64_t lanes = target.getWarpSize();
+  std::optional<ArrayRef<int32_t>> block = func.getKnownBlockSize();
+  if (!block || (*block)[1] != 1 || (*block)[2] != 1 ||
+      (*block)[0] % lanes != 0)
+    return func.emitOpError()
+           << pass << ": needs a 1-D known_block_size of whole warps (" << lanes
+           << " lanes) to share the copies among the threads";
+  return (*block)[0] / lanes;
+}
+
+LogicalResult mlir::fmha::forEachGpuFunc(
+    Operation *root, StringRef target, StringRef chip, int64_t mfma,
+    StringRef pass,
+    function_ref<LogicalResult(gpu::GPUFuncOp, const GpuTarget &)> fn) {
+  std::unique_ptr<GpuTarget> gpuTarget =
+      createGpuTarget(target, chip, mfma, root, pass);
+  if (!gpuTarget)
+    return failure();
+  for (Operation *f : gpuFuncsIn(root))
+    if (failed(fn(cast<gpu::GPUFuncOp>(f), *gpuTarget)))
+      return failure();
+  return success();
+}
+
+bool mlir::fmha::isCopyableTile(vector::TransferReadOp read) {
   auto memory = dyn_cast<MemRefType>(read.getBase().getType());
   const bool zeroPadding = matchPattern(read.getPadding(), m_AnyZeroFloat()) ||
                            matchPattern(read.getPadding(), m_Zero());
+  Attribute space = memory ? memory.getMemorySpace() : Attribute();
   return read.getVectorType().getRank() == 2 && !read.getMask() && memory &&
          zeroPadding && memory.getRank() >= 2 &&
-         !inWorkgroupMemory(read.getBase()) &&
-         read.getPermutationMap().isMinorIdentity() && read.isDimInBounds(1) &&
-         feedsProductsAsB(read);
+         !(space && gpu::GPUDialect::isWorkgroupMemoryAddressSpace(space)) &&
+         read.getPermutationMap().isMinorIdentity() && read.isDimInBounds(1);
 }
 
+FailureOr<std::pair<LayoutAttr, Value>>
+mlir::fmha::addStagingBuffer(gpu::GPUFuncOp func, vector::TransferReadOp read,
+                             const GpuTarget &target, int64_t warps,
+                             StringRef pass) {
+  VectorType type = read.getVectorType();
+  Type element = type.getElementType();
+  const int64_t bits = element.getIntOrFloatBitWidth();
+  ::fmha::LinearLayout copy =
+      ::fmha::copyLayout(type.getDimSize(0), type.getDimSize(1), bits,
+                         target.getWarpSize(), warps);
+  if (!copy.validate().empty())
+    return read.emitOpError() << pass << ": no copy layout for a " << type
+                              << " tile (" << copy.validate() << ")";
+  MLIRContext *ctx = func.getContext();
+  Attribute workgroup = IntegerAttr::get(IntegerType::get(ctx, 64),
+                                         target.getWorkgroupAddressSpace());
+  auto bufferType =
+      MemRefType::get({type.getDimSize(0), type.getDimSize(1) + 128 / bits},
+                      element, MemRefLayoutAttrInterface(), workgroup);
+  Value buffer = func.addWorkgroupAttribution(bufferType, read.getLoc());
+  return std::pair(LayoutAttr::get(ctx, copy), buffer);
+}
+
+namespace {
+
 LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target) {
-  const int64_t lanes = target.getWarpSize();
-  std::optional<ArrayRef<int32_t>> block = func.getKnownBlockSize();
   // Blocks of the tiles to stage, in order, with their reads in order.
   llvm::MapVector<Block *, SmallVector<vector::TransferReadOp>> groups;
   func.walk([&](vector::TransferReadOp read) {
@@ -82,32 +130,18 @@ LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target) {
   });
   if (groups.empty())
     return success();
-  if (!block || (*block)[1] != 1 || (*block)[2] != 1 ||
-      (*block)[0] % lanes != 0)
-    return func.emitOpError()
-           << "fmha-stage-kv: needs a 1-D known_block_size of whole warps ("
-           << lanes << " lanes) to share the copies among the threads";
-  const int64_t warps = (*block)[0] / lanes;
+  FailureOr<int64_t> warps = workgroupWarps(func, target, "fmha-stage-kv");
+  if (failed(warps))
+    return failure();
   MLIRContext *ctx = func.getContext();
-  Attribute workgroup = IntegerAttr::get(IntegerType::get(ctx, 64),
-                                         target.getWorkgroupAddressSpace());
   for (auto &[parent, reads] : groups) {
     SmallVector<std::pair<LayoutAttr, Value>> copies; // (layout, buffer)
     for (vector::TransferReadOp read : reads) {
-      VectorType type = read.getVectorType();
-      Type element = type.getElementType();
-      const int64_t bits = element.getIntOrFloatBitWidth();
-      ::fmha::LinearLayout copy = ::fmha::copyLayout(
-          type.getDimSize(0), type.getDimSize(1), bits, lanes, warps);
-      if (!copy.validate().empty())
-        return read.emitOpError()
-               << "fmha-stage-kv: no copy layout for a " << type << " tile ("
-               << copy.validate() << ")";
-      auto bufferType =
-          MemRefType::get({type.getDimSize(0), type.getDimSize(1) + 128 / bits},
-                          element, MemRefLayoutAttrInterface(), workgroup);
-      Value buffer = func.addWorkgroupAttribution(bufferType, read.getLoc());
-      copies.push_back({LayoutAttr::get(ctx, copy), buffer});
+      FailureOr<std::pair<LayoutAttr, Value>> copy =
+          addStagingBuffer(func, read, target, *warps, "fmha-stage-kv");
+      if (failed(copy))
+        return failure();
+      copies.push_back(*copy);
     }
     // After the last tile's read: a barrier (the last iteration's reads of
     // the buffers are done), the copies, the wait and a barrier (the copies
@@ -142,13 +176,9 @@ struct FmhaStageKVPass
   using Base::Base;
 
   void runOnOperation() override {
-    std::unique_ptr<GpuTarget> gpuTarget =
-        createGpuTarget(target, chip, mfma, getOperation(), "fmha-stage-kv");
-    if (!gpuTarget)
-      return signalPassFailure();
-    for (Operation *f : gpuFuncsIn(getOperation()))
-      if (failed(stage(cast<gpu::GPUFuncOp>(f), *gpuTarget)))
-        return signalPassFailure();
+    if (failed(forEachGpuFunc(getOperation(), target, chip, mfma,
+                              "fmha-stage-kv", stage)))
+      signalPassFailure();
   }
 };
 

@@ -81,7 +81,8 @@ FailureOr<Tiling> mlir::fmha::asTiling(const LinearLayout &layout,
   return t;
 }
 
-bool mlir::fmha::feedsProductsAsB(vector::TransferReadOp read) {
+bool mlir::fmha::feedsProductsAs(vector::TransferReadOp read,
+                                 unsigned operand) {
   auto loop = read->getParentOfType<scf::ForOp>();
   if (!loop || read->use_empty())
     return false;
@@ -94,7 +95,7 @@ bool mlir::fmha::feedsProductsAsB(vector::TransferReadOp read) {
     layout = anchor.getLayout();
     for (OpOperand &use : anchor->getUses()) {
       auto contract = dyn_cast<vector::ContractionOp>(use.getOwner());
-      if (!contract || use.getOperandNumber() != 1 ||
+      if (!contract || use.getOperandNumber() != operand ||
           contract->getParentOfType<scf::ForOp>() != loop)
         return false;
     }

@@ -15,9 +15,11 @@
 #ifndef FMHA_LOWERING_COMMON_TILELAYOUTS_H
 #define FMHA_LOWERING_COMMON_TILELAYOUTS_H
 
+#include "fmha/Conversion/GpuTarget.h"
 #include "fmha/Dialect/FmhaAttrs.h"
 #include "fmha/Support/LinearLayout.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
@@ -52,10 +54,42 @@ struct Tiling {
 FailureOr<Tiling> asTiling(const ::fmha::LinearLayout &layout,
                            const ::fmha::LinearLayout &frag);
 
-/// A tile read only to be the B operand of products (through anchors that
-/// all take one layout) in the same iteration of the same loop: it may be
-/// read where the products use it, or staged once per iteration.
-bool feedsProductsAsB(vector::TransferReadOp read);
+/// A tile read only to be operand `operand` (0: A, 1: B) of products
+/// (through anchors that all take one layout) in the same iteration of the
+/// same loop: it may be read where the products use it, or staged once per
+/// iteration.
+bool feedsProductsAs(vector::TransferReadOp read, unsigned operand);
+inline bool feedsProductsAsB(vector::TransferReadOp read) {
+  return feedsProductsAs(read, 1);
+}
+
+/// The warps of `func`'s workgroup, from its 1-D known_block_size of whole
+/// warps; an error naming `pass` (which shares copies among the threads)
+/// where it has none.
+FailureOr<int64_t> workgroupWarps(gpu::GPUFuncOp func, const GpuTarget &target,
+                                  StringRef pass);
+
+/// `fn` on each gpu.func under `root`, with the target the options name;
+/// failure where the target is unknown or `fn` fails.
+LogicalResult forEachGpuFunc(
+    Operation *root, StringRef target, StringRef chip, int64_t mfma,
+    StringRef pass,
+    function_ref<LogicalResult(gpu::GPUFuncOp, const GpuTarget &)> fn);
+
+/// A 2-D tile read from memory outside the workgroup's, unmasked, along
+/// the memory's last two dims, its columns in bounds, rows past the
+/// memory's read as zero: what fmha.copy_async copies into a workgroup
+/// buffer (zero-filling the rows past the source).
+bool isCopyableTile(vector::TransferReadOp read);
+
+/// A workgroup buffer for the tile `read` reads (a workgroup attribution of
+/// `func`, each row padded by 16 bytes so that the lanes of a fragment read
+/// fall in distinct banks) and the layout in which `warps` warps copy it
+/// (fmha::copyLayout, 16 bytes a thread); an error naming `pass` where the
+/// tile has no such layout.
+FailureOr<std::pair<LayoutAttr, Value>>
+addStagingBuffer(gpu::GPUFuncOp func, vector::TransferReadOp read,
+                 const GpuTarget &target, int64_t warps, StringRef pass);
 
 /// The layout of every vector tile of a region that has one of its own:
 ///   - fmha.to_layout gives its result the anchor's layout;

@@ -170,20 +170,18 @@ gpu.module @kernels {
 #bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
 
 // A B operand read in the loop iteration whose products use it is read
-// there, fragment by fragment (two pairs, then the product that takes them):
-// no thread holds the whole tile. Q, read before the loop, stays in
-// registers.
+// there, k step by k step (the two pairs of each of the two column blocks,
+// then the products that take them): no thread holds more than a step of
+// the tile. Q, read before the loop, stays in registers.
 // CHECK-LABEL: gpu.func @folded_b
 // CHECK-SAME: (%[[Q:[^:]+]]: memref<16x16xf16>, %[[K:[^:]+]]: memref<?x16xf16>
 // CHECK-COUNT-4: vector.transfer_read %[[Q]]
 // CHECK: scf.for
 // CHECK-NOT: vector.transfer_read %[[Q]]
-// CHECK-COUNT-2: vector.transfer_read %[[K]]{{.*}} : memref<?x16xf16>, vector<1x2xf16>
+// CHECK-COUNT-4: vector.transfer_read %[[K]]{{.*}} : memref<?x16xf16>, vector<1x2xf16>
 // CHECK-NEXT: vector.shape_cast
 // CHECK-NEXT: vector.insert_strided_slice
-// CHECK: nvvm.mma.sync
-// CHECK-COUNT-2: vector.transfer_read %[[K]]{{.*}} : memref<?x16xf16>, vector<1x2xf16>
-// CHECK: nvvm.mma.sync
+// CHECK-COUNT-2: nvvm.mma.sync
 // CHECK-NOT: vector.transfer_read
 // CHECK: scf.yield
 gpu.module @kernels {
@@ -210,11 +208,13 @@ gpu.module @kernels {
 // -----
 
 // B operands read from workgroup memory in fragments' lane order are read
-// by the target's matrix load, a group of register pairs that differ by
-// register masks at a time: k (B^T, 16 keys x 32 columns: four pairs a
-// column block) by ldmatrix.x4, v (B, 16 keys x 16 columns: two pairs a
-// column block) by ldmatrix.x2 with .trans. Lane 8 i + r addresses row r of
-// matrix i (rows lane % 8, then the register masks' moves).
+// by the target's matrix load, k step by k step (the pairs of every column
+// block a step needs, once), a group of register pairs that differ by
+// register masks at a time: k (B^T, 16 keys x 32 columns, two k steps of
+// two pairs in each of two column blocks) by ldmatrix.x4 a step, v (B, 16
+// keys x 16 columns: one k step) by one ldmatrix.x4 with .trans. Lane 8 i
+// + r addresses row r of matrix i (rows lane % 8, then the register masks'
+// moves: for v, rows lane % 16, columns 8 (lane / 16)).
 #a32 = #fmha.layout<16x32, register = [[0, 1], [8, 0], [0, 8], [0, 16]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
 #bt32 = #fmha.layout<16x32, register = [[0, 1], [0, 8], [0, 16], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
 #c16 = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
@@ -225,15 +225,15 @@ gpu.module @kernels {
 // CHECK: %[[LANE:.+]] = arith.remui %[[TID]], %{{.+}} : index
 // CHECK: scf.for
 // CHECK-NOT: vector.transfer_read %[[KB]]
-// CHECK: %[[R8:.+]] = arith.remsi %[[LANE]], %{{.+}} : index
-// CHECK: nvgpu.ldmatrix %[[KB]][%[[R8]], %{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<16x40xf16, 3> -> vector<4x2xf16>
+// CHECK: arith.remsi %[[LANE]], %{{.+}} : index
+// CHECK: nvgpu.ldmatrix %[[KB]][%{{.+}}, %{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<16x40xf16, 3> -> vector<4x2xf16>
 // CHECK-COUNT-2: nvvm.mma.sync
 // CHECK: nvgpu.ldmatrix %[[KB]][{{.+}}] {numTiles = 4 : i32, transpose = false}
 // CHECK-COUNT-2: nvvm.mma.sync
-// CHECK: nvgpu.ldmatrix %[[VB]][{{.+}}] {numTiles = 2 : i32, transpose = true} : memref<16x24xf16, 3> -> vector<2x2xf16>
-// CHECK: nvvm.mma.sync
-// CHECK: nvgpu.ldmatrix %[[VB]][{{.+}}] {numTiles = 2 : i32, transpose = true}
-// CHECK: nvvm.mma.sync
+// CHECK: %[[R16:.+]] = arith.remsi %[[LANE]], %{{.+}} : index
+// CHECK: nvgpu.ldmatrix %[[VB]][%[[R16]], %{{.+}}] {numTiles = 4 : i32, transpose = true} : memref<16x24xf16, 3> -> vector<4x2xf16>
+// CHECK-COUNT-2: nvvm.mma.sync
+// CHECK-NOT: nvgpu.ldmatrix
 // CHECK-NOT: vector.transfer_read
 // CHECK: scf.yield
 gpu.module @kernels {
@@ -300,6 +300,54 @@ gpu.module @kernels {
     %c1 = arith.constant 1 : index
     fmha.copy_async %k[%row, %c0] to %kb[%c1, %c0, %c0] layout(#copy) : memref<?x16xf16> to memref<2x16x24xf16, 3>
     fmha.copy_wait pending(0)
+    gpu.return
+  }
+}
+
+// -----
+
+#a = #fmha.layout<32x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0]]>
+#c = #fmha.layout<32x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0]]>
+#bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[0, 0]]>
+
+// An A operand read from workgroup memory where its products use it (Q
+// through fmha-stage-q) is read by the matrix load too, a k step at a time:
+// ldmatrix.x4 without .trans, lane l addressing row l % 16 of its warp's
+// rows (warp 16 + l % 16) at column 8 (l / 16); both products of the k
+// step take the one A fragment.
+// CHECK-LABEL: gpu.func @folded_a
+// CHECK-SAME: workgroup(%[[QB:.+]] : memref<32x24xf16, 3>, %[[KB:.+]] : memref<16x24xf16, 3>)
+// CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK: %[[LANE:.+]] = arith.remui %[[TID]], %{{.+}} : index
+// CHECK: %[[WARP:.+]] = arith.divui %[[TID]], %{{.+}} : index
+// CHECK: scf.for
+// CHECK: %[[R16:.+]] = arith.remsi %[[LANE]], %[[C16:.+]] : index
+// CHECK: %[[W16:.+]] = arith.muli %[[WARP]], %{{.+}} : index
+// CHECK: %[[ROW:.+]] = arith.addi %[[R16]], %[[W16]] : index
+// CHECK: %[[HALF:.+]] = arith.divsi %[[LANE]], %{{.+}} : index
+// CHECK: %[[COL:.+]] = arith.muli %[[HALF]], %{{.+}} : index
+// CHECK: %[[A:.+]] = nvgpu.ldmatrix %[[QB]][%[[ROW]], %[[COL]]] {numTiles = 4 : i32, transpose = false} : memref<32x24xf16, 3> -> vector<4x2xf16>
+// CHECK: nvgpu.ldmatrix %[[KB]]
+// CHECK-COUNT-2: nvvm.mma.sync
+// CHECK-NOT: nvgpu.ldmatrix
+// CHECK: scf.yield
+gpu.module @kernels {
+  gpu.func @folded_a(%k: memref<?x16xf16>, %s: memref<32x16xf32>, %n: index) workgroup(%qb : memref<32x24xf16, 3>, %kb : memref<16x24xf16, 3>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<32x16xf32>
+    %init = fmha.to_layout %zero to layout(#c) : vector<32x16xf32>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (vector<32x16xf32>) {
+      %kt = vector.transfer_read %kb[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x24xf16, 3>, vector<16x16xf16>
+      %kbt = fmha.to_layout %kt to layout(#bt) : vector<16x16xf16>
+      %qt = vector.transfer_read %qb[%c0, %c0], %pad {in_bounds = [true, true]} : memref<32x24xf16, 3>, vector<32x16xf16>
+      %qa = fmha.to_layout %qt to layout(#a) : vector<32x16xf16>
+      %st = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %qa, %kbt, %acc : vector<32x16xf16>, vector<16x16xf16> into vector<32x16xf32>
+      %sc = fmha.to_layout %st to layout(#c) : vector<32x16xf32>
+      scf.yield %sc : vector<32x16xf32>
+    }
+    vector.transfer_write %r, %s[%c0, %c0] {in_bounds = [true, true]} : vector<32x16xf32>, memref<32x16xf32>
     gpu.return
   }
 }

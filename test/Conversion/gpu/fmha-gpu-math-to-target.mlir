@@ -58,3 +58,40 @@ gpu.module @registers_module {
     gpu.return
   }
 }
+
+// exp(a - b) (the softmax's exp(s - m)): exp2(fma(a, log2 e, b * -log2 e)),
+// element by element; the difference goes where nothing else uses it.
+// CHECK-LABEL: gpu.func @difference
+// CHECK-SAME: (%[[A:[^:]+]]: vector<2xf32>, %[[B:[^:]+]]: vector<2xf32>
+// CHECK-DAG: %[[NLOG2E:.+]] = arith.constant -1.44269502 : f32
+// CHECK-DAG: %[[LOG2E:.+]] = arith.constant 1.44269502 : f32
+// CHECK-NOT: arith.subf
+// CHECK: %[[A0:.+]] = vector.extract %[[A]][0] : f32 from vector<2xf32>
+// CHECK: %[[B0:.+]] = vector.extract %[[B]][0] : f32 from vector<2xf32>
+// CHECK: %[[NB0:.+]] = arith.mulf %[[B0]], %[[NLOG2E]] : f32
+// CHECK: %[[Y0:.+]] = llvm.intr.fma(%[[A0]], %[[LOG2E]], %[[NB0]]) : (f32, f32, f32) -> f32
+// NVVM: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"(%[[Y0]])
+// ROCDL: math.exp2 %[[Y0]] : f32
+// CHECK: %[[A1:.+]] = vector.extract %[[A]][1] : f32 from vector<2xf32>
+// CHECK: %[[B1:.+]] = vector.extract %[[B]][1] : f32 from vector<2xf32>
+// CHECK: %[[NB1:.+]] = arith.mulf %[[B1]], %[[NLOG2E]] : f32
+// CHECK: llvm.intr.fma(%[[A1]], %[[LOG2E]], %[[NB1]])
+// A difference used elsewhere stays for that use.
+// CHECK: %[[D:.+]] = arith.subf %[[X:[^,]+]], %[[Y:[^ ]+]] : f32
+// CHECK: %[[NY:.+]] = arith.mulf %[[Y]], %[[NLOG2E]] : f32
+// CHECK: llvm.intr.fma(%[[X]], %[[LOG2E]], %[[NY]])
+// CHECK: memref.store %[[D]]
+gpu.module @difference_module {
+  gpu.func @difference(%a: vector<2xf32>, %b: vector<2xf32>, %x: f32, %y: f32, %out: memref<vector<2xf32>>, %out1: memref<2xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %d = arith.subf %a, %b : vector<2xf32>
+    %e = math.exp %d : vector<2xf32>
+    memref.store %e, %out[] : memref<vector<2xf32>>
+    %dx = arith.subf %x, %y : f32
+    %ex = math.exp %dx : f32
+    memref.store %ex, %out1[%c0] : memref<2xf32>
+    memref.store %dx, %out1[%c1] : memref<2xf32>
+    gpu.return
+  }
+}

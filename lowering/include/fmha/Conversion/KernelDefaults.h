@@ -28,6 +28,9 @@ struct GpuKernelRequest {
   bool rocdl = false; ///< else nvvm
   std::string chip;
   bool backward = false;
+  /// The forward from the staged passes (--vector-tiles): mma.sync's
+  /// layouts, a workgroup of block-m / 16 warps (at most 4).
+  bool staged = false;
   bool f32 = false; ///< f32 inputs (no matrix kernel takes them)
   int64_t d = 0, dv = 0;
   int64_t mfma = 0; ///< rocdl: 0, 16 or 32
@@ -54,6 +57,9 @@ struct GpuKernelChoice {
 ///     Q tile in workgroup memory at D or Dv over 64 (16-key tiles where
 ///     --block-n alone is given without q-in-shared).
 ///   - nvvm backward: 128 x 128 tiles above D = 64, 64 x 64 up to it.
+///   - the staged forward (nvvm): 128 x 64 tiles (32 rows a warp), the Q
+///     tile in workgroup memory (fmha-stage-q) where D or Dv is over 64
+///     and block-m is not given.
 ///   - rocdl: 32 rows a warp with mfma 32; RDNA (gfx1*) forward 16-key
 ///     tiles on gfx11, 32 on gfx12 (16 at D = 128).
 ///   - otherwise 64, 64, 16 rows a warp, Q in registers.

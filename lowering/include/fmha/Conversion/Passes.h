@@ -80,7 +80,8 @@ struct GpuPipelineOptions : public PassPipelineOptions<Derived> {
       llvm::cl::init(16)};
   typename Base::template Option<bool> qInShared{
       *this, "q-in-shared",
-      llvm::cl::desc("Q tile in workgroup memory (fragments read per kv tile)"),
+      llvm::cl::desc("Q tile in workgroup memory (fragments read per kv "
+                     "tile; with vector-tiles, fmha-stage-q)"),
       llvm::cl::init(false)};
   typename Base::template Option<std::string> rescale{
       *this, "rescale",

@@ -250,6 +250,34 @@ def FmhaDistributeTilesPass : Pass<"fmha-distribute-tiles"> {
   ];
 }
 
+def FmhaStageQPass : Pass<"fmha-stage-q"> {
+  let summary = "Copy the A operands of a kernel's loops through workgroup "
+                "memory";
+  let description = [{
+    In each `gpu.func` of vector tiles (before `--fmha-distribute-tiles`),
+    a 2-D tile read from global memory before a loop only to be the A
+    operand of products inside loops (the staged forward's Q tile) is
+    copied once by the whole workgroup (`fmha.copy_async` in
+    `fmha::copyLayout`, then `fmha.copy_wait` and a barrier) into a
+    workgroup buffer (rows padded by 16 bytes), and each product reads it
+    back from there right before it, where the distribution folds the read
+    into the product (a k step's fragments at a time, by the target's matrix
+    load): the tile's registers are not held across the loop.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+  let options = [
+    Option<"target", "target", "std::string", "\"nvvm\"",
+           "GPU target: nvvm or rocdl">,
+    Option<"chip", "chip", "std::string", "\"sm_80\"",
+           "The chip (the target's warp size follows it)">,
+    Option<"mfma", "mfma", "int64_t", "0",
+           "ROCDL: the MFMA size (16 or 32; 0: the chip's default)">
+  ];
+}
+
 def FmhaStageKVPass : Pass<"fmha-stage-kv"> {
   let summary = "Copy the B operands of a kernel's loop iterations through "
                 "workgroup memory";
