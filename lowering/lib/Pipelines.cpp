@@ -235,6 +235,9 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
   // size).
   if (vectorTiles) {
     OpPassManager &tiles = pm.nest<gpu::GPUModuleOp>();
+    // The scores' scale past the mask and the row max, into the exponent's
+    // fma (fmha-gpu-math-to-target).
+    tiles.addPass(mlir::fmha::createFmhaDeferScalePass());
     mlir::fmha::FmhaStageKVPassOptions stage;
     stage.target = target.str();
     stage.chip = chip.str();

@@ -83,7 +83,8 @@ struct ExpToTarget : OpRewritePattern<math::ExpOp> {
 
 /// exp(a - b) -> exp2(fma(a, log2(e), b * -log2(e))): one fma an element
 /// where the subtraction and the product were two (the softmax's
-/// exp(s - m), whose b * -log2(e) is one product a row). Ahead of
+/// exp(s - m), whose b * -log2(e) is one product a row); with a = x * c for
+/// a constant c, exp2(fma(x, c log2(e), b * -log2(e))). Ahead of
 /// ExpToTarget.
 struct ExpOfDifferenceToTarget : OpRewritePattern<math::ExpOp> {
   ExpOfDifferenceToTarget(MLIRContext *ctx, const GpuTarget &target)
@@ -94,21 +95,34 @@ struct ExpOfDifferenceToTarget : OpRewritePattern<math::ExpOp> {
     if (!sub)
       return rewriter.notifyMatchFailure(op, "not the exp of a difference");
     Location loc = op.getLoc();
-    Value out =
-        perElement(rewriter, loc, {sub.getLhs(), sub.getRhs()}, [&](auto x) {
-          Value nb = arith::MulFOp::create(
-              rewriter, loc, x[1],
-              constant(rewriter, loc, -llvm::numbers::log2ef));
-          Value y = LLVM::FMAOp::create(
-              rewriter, loc, x[0],
-              constant(rewriter, loc, llvm::numbers::log2ef), nb);
-          return target.emitExp2(rewriter, loc, y);
-        });
+    // a = x * c (a constant c, the scores' scale that fmha-defer-scale
+    // left here): fma(x, c log2 e, ...).
+    Value a = sub.getLhs();
+    double coefficient = llvm::numbers::log2e;
+    auto mul = a.getDefiningOp<arith::MulFOp>();
+    APFloat c(0.0);
+    if (mul)
+      for (auto [x, k] : {std::pair(mul.getLhs(), mul.getRhs()),
+                          std::pair(mul.getRhs(), mul.getLhs())})
+        if (matchPattern(k, m_ConstantFloat(&c))) {
+          a = x;
+          coefficient *= c.convertToDouble();
+          break;
+        }
+    Value out = perElement(rewriter, loc, {a, sub.getRhs()}, [&](auto x) {
+      Value nb = arith::MulFOp::create(
+          rewriter, loc, x[1], constant(rewriter, loc, -llvm::numbers::log2ef));
+      Value y = LLVM::FMAOp::create(rewriter, loc, x[0],
+                                    constant(rewriter, loc, coefficient), nb);
+      return target.emitExp2(rewriter, loc, y);
+    });
     if (!out)
       return rewriter.notifyMatchFailure(op, "not f32");
     rewriter.replaceOp(op, out);
     if (sub->use_empty())
       rewriter.eraseOp(sub);
+    if (mul && mul->use_empty())
+      rewriter.eraseOp(mul);
     return success();
   }
   const GpuTarget &target;

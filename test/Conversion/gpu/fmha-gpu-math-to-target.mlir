@@ -95,3 +95,27 @@ gpu.module @difference_module {
     gpu.return
   }
 }
+
+// exp(x c - b) for a constant c (the scale fmha-defer-scale leaves there):
+// exp2(fma(x, c log2 e, b * -log2 e)), the product gone.
+// CHECK-LABEL: gpu.func @scaled_difference
+// CHECK-SAME: (%[[X:[^:]+]]: f32, %[[B:[^:]+]]: f32
+// CHECK-DAG: %[[NLOG2E:.+]] = arith.constant -1.44269502 : f32
+// CHECK-DAG: %[[CLOG2E:.+]] = arith.constant 0.180336878 : f32
+// CHECK-NOT: arith.subf
+// CHECK: %[[NB:.+]] = arith.mulf %[[B]], %[[NLOG2E]] : f32
+// CHECK-NEXT: %[[Y:.+]] = llvm.intr.fma(%[[X]], %[[CLOG2E]], %[[NB]]) : (f32, f32, f32) -> f32
+// NVVM-NEXT: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"(%[[Y]])
+// ROCDL-NEXT: math.exp2 %[[Y]] : f32
+// CHECK-NOT: arith.mulf
+// CHECK: gpu.return
+gpu.module @scaled_difference_module {
+  gpu.func @scaled_difference(%x: f32, %b: f32, %out: memref<f32>) kernel {
+    %c = arith.constant 0.125 : f32
+    %s = arith.mulf %c, %x : f32
+    %d = arith.subf %s, %b : f32
+    %e = math.exp %d : f32
+    memref.store %e, %out[] : memref<f32>
+    gpu.return
+  }
+}

@@ -175,6 +175,26 @@ def FmhaVectorizeElementsPass : Pass<"fmha-vectorize-elements"> {
   ];
 }
 
+def FmhaDeferScalePass : Pass<"fmha-defer-scale"> {
+  let summary = "Apply a positive constant scale of the scores after the "
+                "mask, the branches and the row max";
+  let description = [{
+    The staged forward's scores are a product by a positive constant (the
+    scale, or the softcap's cap); the online softmax takes their row max
+    and exp(s - m). Rounding is monotonic, so the product commutes exactly
+    with the mask's select to -inf, with an `scf.if` whose branches both
+    yield it, with `fmha.to_layout` and with a max `vector.multi_reduction`
+    (max_j fl(x_j c) = fl(c max_j x_j)); these patterns move it past them,
+    leaving one product a row in the max and the element-wise product
+    only in exp(x c - m), which `--fmha-gpu-math-to-target` folds into the
+    exponent's fma. Every rewrite gives the same bits. The GPU pipelines'
+    `vector-tiles=1` run it on the kernels before the distribution.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 def FmhaDropOutResultsPass
     : Pass<"fmha-drop-out-results", "::mlir::ModuleOp"> {
   let summary = "Drop function results that are an argument's buffer";
