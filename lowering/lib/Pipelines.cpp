@@ -64,12 +64,13 @@ bool isTileScratch(Value alloc) {
 /// instruction over `warps` warps before they become vectors.
 void addForwardTiling(OpPassManager &pm, int64_t blockM, int64_t blockN,
                       bool staticTiles, bool vectorTiles, StringRef mma = "",
-                      int64_t warps = 1) {
+                      int64_t warps = 1, bool longestFirst = false) {
   mlir::fmha::FmhaTileAttentionPassOptions tile;
   tile.blockM = blockM;
   tile.blockN = blockN;
   tile.backwardOnTensors = false;
   tile.staticTiles = staticTiles;
+  tile.longestFirst = longestFirst;
   pm.addPass(mlir::fmha::createFmhaTileAttentionPass(tile));
   if (!mma.empty()) {
     mlir::fmha::FmhaAssignLayoutsPassOptions layouts;
@@ -167,9 +168,12 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
   // (The staged forward takes nvvm alone for now: mma.sync's M is 16.)
   const int64_t warps = stagedWarps(options.blockM, /*mmaM=*/16);
   if (options.vectorTiles) {
+    // The grid runs the q tiles in loop order: longest first under causal
+    // masks, as the builder's kernels (the light tiles fill the tail).
     addForwardTiling(pm, options.blockM, options.blockN,
                      /*staticTiles=*/true, /*vectorTiles=*/true,
-                     target == "nvvm" ? "mma.sync" : "", warps);
+                     target == "nvvm" ? "mma.sync" : "", warps,
+                     /*longestFirst=*/true);
   }
   addBufferization(pm);
   // The q-tile loop of the staged forward: a workgroup per q tile whose

@@ -238,6 +238,9 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     lse = op.getLse();
   }
 
+  // Longest first: under a right bound, later q tiles see more keys.
+  if (options.longestFirst && mask.hasRight())
+    qt = im.sub(im.sub(numQTiles, one), qt);
   Value kvHead = hq == hk ? h : im.div(h, im.c(hq / hk));
   Value r0 = im.mul(qt, im.c(bm));
   Value rows = im.min(im.c(bm), im.sub(sq, r0));
@@ -662,7 +665,7 @@ struct FmhaTileAttentionPass
   using Base::Base;
 
   void runOnOperation() override {
-    TileAttentionOptions tileOptions{blockM, blockN, staticTiles};
+    TileAttentionOptions tileOptions{blockM, blockN, staticTiles, longestFirst};
     IRRewriter rewriter(&getContext());
     bool failedAny = false;
     getOperation()->walk([&](Operation *op) {

@@ -32,6 +32,9 @@ struct TileAttentionOptions {
   /// padded with zeros at the edges of Sq and Sk, the scratch `tensor.empty`,
   /// the o and lse tiles sliced back to the rows in range.
   bool staticTiles = false;
+  /// The forward's q tiles in reverse order under a mask with a right
+  /// bound: the tiles that see the most keys first.
+  bool longestFirst = false;
 };
 
 /// Rewrites `op` into the tiled flash-attention form. Emits a diagnostic and

@@ -34,6 +34,10 @@ def FmhaTileAttentionPass : Pass<"fmha-tile-attention"> {
     o and lse tiles are written block-m rows and sliced back to the rows in
     range; a kv tile that reaches past Sk gets the element mask (which
     hides keys at or past Sk).
+    With `longest-first`, under a mask with a right bound (causal, windows)
+    the forward's q-tile index runs backwards (iteration i takes q tile
+    ceil(Sq / block-m) - 1 - i): a GPU grid, dispatched in iteration order,
+    starts with the tiles that see the most keys and ends on the light ones.
   }];
   let dependentDialects = [
     "::mlir::fmha::FmhaDialect", "::mlir::arith::ArithDialect",
@@ -51,7 +55,11 @@ def FmhaTileAttentionPass : Pass<"fmha-tile-attention"> {
            "buffers); false leaves it untouched">,
     Option<"staticTiles", "static-tiles", "bool", "false",
            "Tiles of static shape, padded at the edges of Sq and Sk (the "
-           "forward on tensors)">
+           "forward on tensors)">,
+    Option<"longestFirst", "longest-first", "bool", "false",
+           "The forward's q tiles in reverse order under a mask with a "
+           "right bound (causal): the tiles that see the most keys first, "
+           "so that a GPU grid ends on light tiles">
   ];
 }
 
