@@ -117,7 +117,9 @@ cl::opt<bool> qInShared(
     "q-in-shared",
     cl::desc("GPU forward: keep the Q tile in workgroup memory and read its "
              "fragments per kv tile (frees registers for wider kv tiles; "
-             "cuda default: on at D = 128 unless --block-n is given)"),
+             "cuda default: on at D = 128 unless --block-n is given; with "
+             "--vector-tiles, fmha-stage-q, on above D = 64 unless "
+             "--block-m is given)"),
     cl::init(false), cl::cat(category));
 cl::opt<int64_t> indexBits(
     "index-bits",
@@ -146,7 +148,8 @@ cl::opt<bool> vectorTiles(
              "vectors and the tile ops as generic vector ops "
              "(fmha-vectorize-tiles); on a GPU a workgroup per q tile, the "
              "tiles distributed to its lanes by their mma.sync layouts, K "
-             "and V through workgroup memory. Needs --from-tensors"),
+             "and V through workgroup memory (128 x 64 tiles by default, Q "
+             "in workgroup memory above D = 64). Needs --from-tensors"),
     cl::init(false), cl::cat(category));
 cl::opt<int64_t> kvStages(
     "kv-stages",
