@@ -82,6 +82,25 @@ void addForwardTiling(OpPassManager &pm, int64_t blockM, int64_t blockN,
     pm.addPass(mlir::fmha::createFmhaVectorizeTilesPass());
 }
 
+/// fmha-assign-layouts' name of `instr` (empty for one it does not know).
+StringRef stagedInstruction(const ::fmha::MmaInstruction &instr) {
+  using Make = ::fmha::MmaInstruction (*)();
+  for (auto [key, make] :
+       {std::pair<StringRef, Make>(
+            "mma.sync", ::fmha::MmaInstruction::nvidiaMmaSyncM16N8K16),
+        std::pair<StringRef, Make>("mfma16",
+                                   ::fmha::MmaInstruction::amdMfma16x16x16),
+        std::pair<StringRef, Make>("mfma32",
+                                   ::fmha::MmaInstruction::amdMfma32x32x8),
+        std::pair<StringRef, Make>("wmma-rdna3",
+                                   ::fmha::MmaInstruction::amdWmmaRdna3),
+        std::pair<StringRef, Make>("wmma-rdna4",
+                                   ::fmha::MmaInstruction::amdWmmaRdna4)})
+    if (make().name == instr.name)
+      return key;
+  return "";
+}
+
 /// Warps of the staged forward's workgroup: each a band of at least the
 /// instruction's M rows of the q tile, at most 4.
 int64_t stagedWarps(int64_t blockM, int64_t mmaM) {
@@ -163,17 +182,23 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
                         int64_t mfma = 0, StringRef mma = "",
                         bool mmaGiven = false) {
   // The staged forward: tiled on tensors with the static tiles, typed with
-  // the register layouts of the target's matrix instruction, which become
-  // vectors (anchored in those layouts) before bufferization.
-  // (The staged forward takes nvvm alone for now: mma.sync's M is 16.)
-  const int64_t warps = stagedWarps(options.blockM, /*mmaM=*/16);
+  // the register layouts of the chip's matrix instruction (the target's
+  // configuration: mma.sync, MFMA 16 or 32, WMMA), which become vectors
+  // (anchored in those layouts) before bufferization.
+  std::unique_ptr<mlir::fmha::GpuTarget> gpuTarget =
+      mlir::fmha::createGpuTarget(target);
+  const bool configured =
+      gpuTarget && gpuTarget->configure(options.chip, mfma).empty();
+  const int64_t warps = stagedWarps(
+      options.blockM, configured ? gpuTarget->getMmaM() : int64_t(16));
+  const int64_t warpSize = configured ? gpuTarget->getWarpSize() : 32;
   if (options.vectorTiles) {
     // The grid runs the q tiles in loop order: longest first under causal
     // masks, as the builder's kernels (the light tiles fill the tail).
     addForwardTiling(pm, options.blockM, options.blockN,
                      /*staticTiles=*/true, /*vectorTiles=*/true,
-                     target == "nvvm" ? "mma.sync" : "", warps,
-                     /*longestFirst=*/true);
+                     configured ? stagedInstruction(gpuTarget->getMma()) : "",
+                     warps, /*longestFirst=*/true);
   }
   addBufferization(pm);
   // The q-tile loop of the staged forward: a workgroup per q tile whose
@@ -184,7 +209,7 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
     pm.addPass(createCSEPass());
     mlir::fmha::FmhaMapParallelToGpuPassOptions map;
     map.kernelName = options.kernelName;
-    map.blockThreads = warps * 32;
+    map.blockThreads = warps * warpSize;
     map.rowThreads = 1;
     map.threadElements = 1;
     map.workgroup = true;

@@ -206,10 +206,18 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
     }
     return success();
   };
-  auto pairsAt = [&](Operand &o, Key corner) {
+  auto pairsAt = [&](Operand &o, Key corner) -> FailureOr<SmallVector<Value>> {
+    FailureOr<SmallVector<int64_t>> firsts =
+        pairRegisters(o.idx, corner, o.count);
+    if (failed(firsts))
+      return failure();
     SmallVector<Value> out;
-    for (int64_t first : *pairRegisters(o.idx, corner, o.count))
-      out.push_back(o.pairs.at(first));
+    for (int64_t first : *firsts) {
+      auto it = o.pairs.find(first);
+      if (it == o.pairs.end())
+        return failure();
+      out.push_back(it->second);
+    }
     return out;
   };
   // k steps outermost: each k step reads the A fragments of the rows and
@@ -243,9 +251,13 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
                       "registers as element pairs");
     for (size_t f = 0; f < accs.size(); ++f) {
       TileCoord corner = tc->block[f * numC];
-      accs[f] =
-          target.emitMma(b, loc, ab, pairsAt(operands[0], {corner.row, k0}),
-                         pairsAt(operands[1], {k0, corner.col}), accs[f]);
+      FailureOr<SmallVector<Value>> a = pairsAt(operands[0], {corner.row, k0});
+      FailureOr<SmallVector<Value>> bb = pairsAt(operands[1], {k0, corner.col});
+      if (failed(a) || failed(bb))
+        return fail(op, "the fragments of A rows and B columns a k step "
+                        "reads do not cover the accumulator at (")
+               << corner.row << ", " << corner.col << ")";
+      accs[f] = target.emitMma(b, loc, ab, *a, *bb, accs[f]);
     }
   }
   SmallVector<Value> d;

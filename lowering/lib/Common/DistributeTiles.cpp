@@ -270,10 +270,7 @@ LogicalResult Distributor::toLayout(ToLayoutOp op) {
   if (f.getBases(LayoutInput::Lane) != t.getBases(LayoutInput::Lane) ||
       f.getBases(LayoutInput::Warp) != t.getBases(LayoutInput::Warp) ||
       f.getNumRegisters() != t.getNumRegisters())
-    return fail(op, "converts between layouts whose lanes or warps "
-                    "differ (")
-           << from << " to " << to
-           << "); only register permutations are distributed";
+    return throughWorkgroupMemory(op, *regs, from);
   SmallVector<int64_t> perm;
   for (int64_t r = 0; r < t.getNumRegisters(); ++r) {
     TileCoord want = t.apply(r, 0, 0);
@@ -288,6 +285,50 @@ LogicalResult Distributor::toLayout(ToLayoutOp op) {
   }
   registers[op.getResult()] =
       vector::ShuffleOp::create(b, op.getLoc(), *regs, *regs, perm);
+  return success();
+}
+
+LogicalResult Distributor::throughWorkgroupMemory(ToLayoutOp op, Value regs,
+                                                  LayoutAttr from) {
+  // Each thread writes its registers at their (row, col) of a workgroup
+  // buffer of the tile and reads those of the new layout back: AMD's P,
+  // whose MFMA / WMMA C fragment is not the same lane's A fragment. A
+  // barrier before (the buffer's last readers are done) and one between.
+  VectorType type = tileType(op.getSource());
+  auto func = op->getParentOfType<gpu::GPUFuncOp>();
+  if (!func || !type || type.getRank() != 2)
+    return fail(op, "converts a tile outside a gpu.func or not 2-D");
+  Type element = type.getElementType();
+  const LinearLayout f = from.getLayout(), t = op.getLayout().getLayout();
+  MLIRContext *ctx = op.getContext();
+  Attribute space = IntegerAttr::get(IntegerType::get(ctx, 64),
+                                     target.getWorkgroupAddressSpace());
+  auto bufferType = MemRefType::get(type.getShape(), element,
+                                    MemRefLayoutAttrInterface(), space);
+  Value buffer = func.addWorkgroupAttribution(bufferType, op.getLoc());
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  gpu::BarrierOp::create(b, loc);
+  for (auto [first, len] : runs(f, element)) {
+    Value run = vector::ExtractStridedSliceOp::create(
+        b, loc, regs, ArrayRef<int64_t>{first}, ArrayRef<int64_t>{len},
+        ArrayRef<int64_t>{1});
+    vector::StoreOp::create(b, loc, run, buffer,
+                            ValueRange{coord(b, loc, f, first, /*row=*/true),
+                                       coord(b, loc, f, first, /*row=*/false)});
+  }
+  gpu::BarrierOp::create(b, loc);
+  Value out = arith::ConstantOp::create(
+      b, loc, b.getZeroAttr(registersType(op.getLayout(), element)));
+  for (auto [first, len] : runs(t, element)) {
+    Value run = vector::LoadOp::create(
+        b, loc, VectorType::get({len}, element), buffer,
+        ValueRange{coord(b, loc, t, first, /*row=*/true),
+                   coord(b, loc, t, first, /*row=*/false)});
+    out = vector::InsertStridedSliceOp::create(
+        b, loc, run, out, ArrayRef<int64_t>{first}, ArrayRef<int64_t>{1});
+  }
+  registers[op.getResult()] = out;
   return success();
 }
 

@@ -105,6 +105,11 @@ struct Distributor {
 
   LogicalResult toLayout(ToLayoutOp op);
 
+  /// A conversion between layouts whose lanes or warps differ: through a
+  /// workgroup buffer of the tile, between barriers.
+  LogicalResult throughWorkgroupMemory(ToLayoutOp op, Value regs,
+                                       LayoutAttr from);
+
   LogicalResult broadcast(vector::BroadcastOp op);
 
   LogicalResult reduction(vector::MultiDimReductionOp op);

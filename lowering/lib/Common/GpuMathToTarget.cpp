@@ -149,6 +149,26 @@ struct LogToTarget : OpRewritePattern<math::LogOp> {
   const GpuTarget &target;
 };
 
+/// tanh(x) -> GpuTarget::emitTanh, unless the target lowers it itself.
+struct TanhToTarget : OpRewritePattern<math::TanhOp> {
+  TanhToTarget(MLIRContext *ctx, const GpuTarget &target)
+      : OpRewritePattern(ctx), target(target) {}
+  LogicalResult matchAndRewrite(math::TanhOp op,
+                                PatternRewriter &rewriter) const override {
+    if (target.lowersTanh())
+      return rewriter.notifyMatchFailure(op, "the target lowers tanh itself");
+    Location loc = op.getLoc();
+    Value out = perElement(rewriter, loc, op.getOperand(), [&](auto x) {
+      return target.emitTanh(rewriter, loc, x[0]);
+    });
+    if (!out)
+      return rewriter.notifyMatchFailure(op, "not f32");
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+  const GpuTarget &target;
+};
+
 struct FmhaGpuMathToTargetPass
     : mlir::fmha::impl::FmhaGpuMathToTargetPassBase<FmhaGpuMathToTargetPass> {
   using Base::Base;
@@ -159,8 +179,9 @@ struct FmhaGpuMathToTargetPass
     if (!gpuTarget)
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
-    patterns.add<ExpOfDifferenceToTarget, ExpToTarget, LogToTarget>(
-        &getContext(), *gpuTarget);
+    patterns
+        .add<ExpOfDifferenceToTarget, ExpToTarget, LogToTarget, TanhToTarget>(
+            &getContext(), *gpuTarget);
     FrozenRewritePatternSet frozen(std::move(patterns));
     SmallVector<gpu::GPUFuncOp> funcs;
     getOperation()->walk([&](gpu::GPUFuncOp f) { funcs.push_back(f); });

@@ -115,6 +115,17 @@ Value GpuTarget::emitLog2(OpBuilder &b, Location loc, Value x) const {
   return math::Log2Op::create(b, loc, x);
 }
 
+Value GpuTarget::emitTanh(OpBuilder &b, Location loc, Value x) const {
+  auto c = [&](double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  };
+  Value e = emitExp2(
+      b, loc, arith::MulFOp::create(b, loc, x, c(2.0 * 1.4426950408889634)));
+  Value q = arith::DivFOp::create(b, loc, c(2.0),
+                                  arith::AddFOp::create(b, loc, e, c(1.0)));
+  return arith::SubFOp::create(b, loc, c(1.0), q);
+}
+
 void GpuTarget::emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
                                        Value memref, Value idx) const {
   memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, value, memref,

@@ -376,6 +376,9 @@ public:
         .getResult(0);
   }
 
+  /// NVPTX lowers math.tanh (llvm.tanh) to tanh.approx.f32 itself.
+  bool lowersTanh() const override { return true; }
+
   int64_t getNumCopyStages() const override { return 2; }
   /// H200, mma.sync (docs/PERFORMANCE.md v9): D = 128 with 32-key tiles
   /// +8-14%, D = 64 with 64-key tiles -7-9%: lazy where the O rescale

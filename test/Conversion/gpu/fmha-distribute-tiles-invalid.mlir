@@ -21,25 +21,6 @@ gpu.module @kernels {
 #c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
 #t = #fmha.layout<16x16, register = [[1, 0], [0, 8], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
 
-// Lanes that hold other elements need workgroup memory (not yet).
-gpu.module @kernels {
-  gpu.func @lanes_differ(%m: memref<16x16xf32>) kernel {
-    %c0 = arith.constant 0 : index
-    %pad = arith.constant 0.0 : f32
-    %t = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
-    %a = fmha.to_layout %t to layout(#c) : vector<16x16xf32>
-    // expected-error @+1 {{'fmha.to_layout' op fmha-distribute-tiles: converts between layouts whose lanes or warps differ}}
-    %b = fmha.to_layout %a to layout(#t) : vector<16x16xf32>
-    vector.transfer_write %b, %m[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
-    gpu.return
-  }
-}
-
-// -----
-
-#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
-#t = #fmha.layout<16x16, register = [[1, 0], [0, 8], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
-
 // One value, two layouts.
 gpu.module @kernels {
   gpu.func @two_layouts(%m: memref<16x16xf32>) kernel {

@@ -351,3 +351,33 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#t = #fmha.layout<16x16, register = [[1, 0], [0, 8], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+
+// A conversion between layouts whose lanes differ (AMD's P: the C fragment
+// is not the same lane's A fragment) goes through a workgroup buffer of the
+// tile: a barrier (its last readers are done), each thread's runs of the
+// source layout stored at their (row, col) (two adjacent columns a run), a
+// barrier, the target layout's registers loaded (one a run: its registers
+// are not adjacent along columns).
+// CHECK-LABEL: gpu.func @lanes_differ
+// CHECK-SAME: workgroup(%[[BUF:.+]] : memref<16x16xf32, 3>)
+// CHECK: gpu.barrier
+// CHECK-COUNT-4: vector.store %{{.+}}, %[[BUF]][%{{.+}}, %{{.+}}] : memref<16x16xf32, 3>, vector<2xf32>
+// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-8: vector.load %[[BUF]][%{{.+}}, %{{.+}}] : memref<16x16xf32, 3>, vector<1xf32>
+// CHECK-NOT: vector.load
+gpu.module @kernels {
+  gpu.func @lanes_differ(%m: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %t = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %a = fmha.to_layout %t to layout(#c) : vector<16x16xf32>
+    %b = fmha.to_layout %a to layout(#t) : vector<16x16xf32>
+    vector.transfer_write %b, %m[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}

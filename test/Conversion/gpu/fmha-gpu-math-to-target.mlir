@@ -119,3 +119,25 @@ gpu.module @scaled_difference_module {
     gpu.return
   }
 }
+
+// tanh (the softcap): on ROCDL 1 - 2 / (2^(2x log2 e) + 1) through the
+// target's exp2 (AMDGPU has no tanh); NVPTX lowers math.tanh itself.
+// CHECK-LABEL: gpu.func @tanh
+// CHECK-SAME: (%[[X:[^:]+]]: f32
+// NVVM: math.tanh %[[X]] : f32
+// ROCDL-DAG: %[[TWOLOG2E:.+]] = arith.constant 2.885390e+00 : f32
+// ROCDL-DAG: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// ROCDL-DAG: %[[TWO:.+]] = arith.constant 2.000000e+00 : f32
+// ROCDL: %[[Y:.+]] = arith.mulf %[[X]], %[[TWOLOG2E]] : f32
+// ROCDL: %[[E:.+]] = math.exp2 %[[Y]] : f32
+// ROCDL: %[[D:.+]] = arith.addf %[[E]], %[[ONE]] : f32
+// ROCDL: %[[Q:.+]] = arith.divf %[[TWO]], %[[D]] : f32
+// ROCDL: arith.subf %[[ONE]], %[[Q]] : f32
+// ROCDL-NOT: math.tanh
+gpu.module @tanh_module {
+  gpu.func @tanh(%x: f32, %out: memref<f32>) kernel {
+    %t = math.tanh %x : f32
+    memref.store %t, %out[] : memref<f32>
+    gpu.return
+  }
+}

@@ -263,6 +263,12 @@ public:
   /// the `math` ops.
   virtual Value emitExp2(OpBuilder &b, Location loc, Value x) const;
   virtual Value emitLog2(OpBuilder &b, Location loc, Value x) const;
+  /// Whether the target's LLVM backend lowers math.tanh of f32 itself
+  /// (NVPTX: tanh.approx.f32); else emitTanh gives it.
+  virtual bool lowersTanh() const { return false; }
+  /// tanh(x) of an f32 value (the softcap) as 1 - 2 / (2^(2x log2 e) + 1)
+  /// through emitExp2 (AMDGPU has no tanh).
+  Value emitTanh(OpBuilder &b, Location loc, Value x) const;
 
   /// memref[idx] += value (f32), atomically, on a rank-1 memref of global
   /// memory that the kernel's caller allocated on this device (a workspace,
