@@ -189,8 +189,14 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
       mlir::fmha::createGpuTarget(target);
   const bool configured =
       gpuTarget && gpuTarget->configure(options.chip, mfma).empty();
-  const int64_t warps = stagedWarps(
-      options.blockM, configured ? gpuTarget->getMmaM() : int64_t(16));
+  // mma=wgmma: warpgroup products (fmha-distribute-tiles makes them of the
+  // contractions whose B lies in the 128-byte swizzle) over mma.sync's
+  // fragments, one warp each 16 rows of the q tile.
+  const bool warpgroup = options.vectorTiles && mma == "wgmma";
+  const int64_t warps =
+      warpgroup ? std::max<int64_t>(options.blockM / 16, 4)
+                : stagedWarps(options.blockM,
+                              configured ? gpuTarget->getMmaM() : int64_t(16));
   const int64_t warpSize = configured ? gpuTarget->getWarpSize() : 32;
   if (options.vectorTiles) {
     // The grid runs the q tiles in loop order: longest first under causal
@@ -257,7 +263,8 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
 void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
                        function_ref<void(OpPassManager &)> toTarget,
                        StringRef format, bool vectorTiles, bool qInShared,
-                       int64_t kvStages, unsigned indexBitwidth) {
+                       int64_t kvStages, unsigned indexBitwidth,
+                       int64_t swizzle = 0) {
   // The vector tiles spread over the threads by their layouts; the reads
   // and writes of rows that may lie past the operands as branches. The
   // workgroup buffers in dynamic workgroup memory (the launches get its
@@ -270,11 +277,13 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
     mlir::fmha::FmhaStageKVPassOptions stage;
     stage.target = target.str();
     stage.chip = chip.str();
+    stage.swizzle = swizzle;
     tiles.addPass(mlir::fmha::createFmhaStageKVPass(stage));
     if (qInShared) {
       mlir::fmha::FmhaStageQPassOptions stageQ;
       stageQ.target = target.str();
       stageQ.chip = chip.str();
+      stageQ.swizzle = swizzle;
       tiles.addPass(mlir::fmha::createFmhaStageQPass(stageQ));
     }
     mlir::fmha::FmhaPipelineCopiesPassOptions pipeline;
@@ -352,7 +361,9 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
         kernels.addPass(createConvertNVVMToLLVMPass());
       },
       options.format, options.vectorTiles, options.qInShared, options.kvStages,
-      indexBitwidth);
+      indexBitwidth,
+      // Warpgroup products read K, V (and Q) in the 128-byte swizzle.
+      options.mma == "wgmma" ? 128 : 0);
 }
 
 void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,

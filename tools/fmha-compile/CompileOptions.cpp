@@ -149,7 +149,10 @@ cl::opt<bool> vectorTiles(
              "(fmha-vectorize-tiles); on a GPU a workgroup per q tile, the "
              "tiles distributed to its lanes by their mma.sync layouts, K "
              "and V through workgroup memory (128 x 64 tiles by default, Q "
-             "in workgroup memory above D = 64). Needs --from-tensors"),
+             "in workgroup memory above D = 64); with --mma=wgmma "
+             "(sm_90a) warpgroup products over K, V and Q in the 128-byte "
+             "swizzle, warps of 16 rows (128 x 128 tiles, 128 x 64 at D = "
+             "64). Needs --from-tensors"),
     cl::init(false), cl::cat(category));
 cl::opt<int64_t> kvStages(
     "kv-stages",

@@ -119,6 +119,12 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
   // memory here, one k step at a time.
   vector::TransferReadOp aRead = folded.lookup(op.getLhs());
   vector::TransferReadOp bRead = folded.lookup(op.getRhs());
+  if (bRead && workgroupSwizzle(bRead.getBase()))
+    return warpgroupContraction(op, bTransposed, *ta, *tc, aRead, bRead);
+  if (aRead && workgroupSwizzle(aRead.getBase()))
+    return fail(op, "reads A from a buffer in the 128-byte swizzle and B "
+                    "from elsewhere; only warpgroup products (B in such a "
+                    "buffer) read it");
   FailureOr<Value> av =
       aRead ? FailureOr<Value>(Value()) : registersOf(op.getLhs(), op);
   FailureOr<Value> bv =

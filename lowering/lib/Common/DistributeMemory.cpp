@@ -208,6 +208,9 @@ LogicalResult Distributor::transferRead(vector::TransferReadOp op) {
     folded[op.getResult()] = op;
     return success();
   }
+  if (workgroupSwizzle(op.getBase()))
+    return fail(op, "reads a buffer in the 128-byte swizzle into registers; "
+                    "only warpgroup products read it");
   OpBuilder b(op);
   registers[op.getResult()] =
       readRegisters(b, op, l, 0, l.getLayout().getNumRegisters());
@@ -250,7 +253,13 @@ LogicalResult Distributor::copyAsync(CopyAsyncOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   const int64_t srcRow = source.getRank() - 2;
-  const int64_t dstRow = cast<MemRefType>(op.getDest().getType()).getRank() - 2;
+  auto dest = cast<MemRefType>(op.getDest().getType());
+  const int64_t dstRow = dest.getRank() - 2;
+  const int64_t swizzle = workgroupSwizzle(op.getDest());
+  if (swizzle && (bytes != 16 || element.getIntOrFloatBitWidth() != 16))
+    return fail(op, "copies into a buffer in the 128-byte swizzle take 16 "
+                    "bytes of 16-bit elements a thread, not ")
+           << bytes << " of " << element;
   Value rows = memref::DimOp::create(b, loc, op.getSource(), srcRow);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -269,6 +278,14 @@ LogicalResult Distributor::copyAsync(CopyAsyncOp op) {
       from[srcRow + 1] = in.add(from[srcRow + 1], col);
       to[dstRow] = in.add(to[dstRow], row);
       to[dstRow + 1] = in.add(to[dstRow + 1], col);
+      if (swizzle) {
+        // The element's place in the stage, as a (row, col) of its type.
+        const int64_t cols = dest.getDimSize(dstRow + 1);
+        Value at = swizzledOffset(b, loc, to[dstRow], to[dstRow + 1],
+                                  dest.getDimSize(dstRow));
+        to[dstRow] = in.div(at, in.c(cols));
+        to[dstRow + 1] = in.rem(at, in.c(cols));
+      }
       target.emitCopyAsync(b, loc, op.getSource(), from, op.getDest(), to, n,
                            valid);
     }

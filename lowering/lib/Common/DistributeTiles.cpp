@@ -366,6 +366,13 @@ LogicalResult Distributor::rewrite(Operation *op) {
   auto hasTile = [&](ValueRange values) {
     return llvm::any_of(values, [&](Value v) { return isTile(v); });
   };
+  // Asynchronous products: an anchor of one stands for it; any other use
+  // waits for it.
+  if (auto anchor = dyn_cast<ToLayoutOp>(op); anchor && aliasPending(anchor)) {
+    replaced.push_back(op);
+    return success();
+  }
+  waitForUses(op);
   if (auto loop = dyn_cast<scf::ForOp>(op)) {
     for (auto [init, arg, result] :
          llvm::zip(loop.getInitArgsMutable(), loop.getRegionIterArgs(),
@@ -406,6 +413,8 @@ LogicalResult Distributor::rewrite(Operation *op) {
   if (auto wait = dyn_cast<CopyWaitOp>(op)) {
     OpBuilder b(op);
     target.emitCopyWait(b, op->getLoc(), wait.getPending());
+    if (warpgroupOperands)
+      target.emitWarpgroupOperandFence(b, op->getLoc());
     replaced.push_back(op);
     return success();
   }
@@ -459,6 +468,8 @@ LogicalResult Distributor::run(gpu::GPUFuncOp func) {
     return success();
   if (failed(layouts.run(ops)))
     return failure();
+  warpgroupOperands = llvm::any_of(func.getWorkgroupAttributions(),
+                                   [](Value a) { return workgroupSwizzle(a); });
   for (Operation *op : ops) {
     for (Value v : op->getResults())
       if (isTileVector(v.getType()))
@@ -498,6 +509,7 @@ struct FmhaDistributeTilesPass
       return signalPassFailure();
     for (Operation *f : gpuFuncsIn(getOperation())) {
       Distributor distributor(*gpuTarget);
+      distributor.warpgroupUnsupported = gpuTarget->checkWarpgroupMma(chip);
       if (failed(distributor.run(cast<gpu::GPUFuncOp>(f))))
         return signalPassFailure();
     }

@@ -116,6 +116,49 @@ struct Distributor {
 
   LogicalResult contraction(vector::ContractionOp op);
 
+  /// Why this target has no warpgroup products (GpuTarget::
+  /// checkWarpgroupMma), empty where it has them.
+  std::string warpgroupUnsupported;
+  /// The function has buffers in the 128-byte swizzle: the copies' waits
+  /// make their data visible to the warpgroup products.
+  bool warpgroupOperands = false;
+
+  /// Warpgroup products committed and not yet waited for, in commit order:
+  /// the values that stand for each one's result (the contraction's, and
+  /// anchors of its layout on it), its accumulator registers (wgmma's
+  /// order) and where each goes in the result's registers, and the block
+  /// they were issued in.
+  struct PendingProduct {
+    SmallVector<Value> values;
+    SmallVector<Value> registers;
+    SmallVector<int64_t> order;
+    Block *block;
+  };
+  SmallVector<PendingProduct> pendingProducts;
+
+  /// Before `op`: waits for the pending products it uses (in it or in its
+  /// regions), or for all of them where `op` ends their block, and gives
+  /// their results their registers (each wait completes the products
+  /// committed before it too).
+  void waitForUses(Operation *op);
+  /// `anchor` puts a pending product in the layout it has: it stands for
+  /// the product too (no wait).
+  bool aliasPending(ToLayoutOp anchor);
+
+  /// A contraction whose B is read from a buffer in the 128-byte swizzle:
+  /// warpgroup products over descriptors (DistributeWarpgroup.cpp); `ta`
+  /// and `tc` are A's and C's tilings of the target's m16n8k16 fragments.
+  LogicalResult warpgroupContraction(vector::ContractionOp op, bool bTransposed,
+                                     const Tiling &ta, const Tiling &tc,
+                                     vector::TransferReadOp aRead,
+                                     vector::TransferReadOp bRead);
+
+  /// The i64 workgroup address of element (row + r0, col + c0) of the
+  /// buffer in the 128-byte swizzle that `read` reads at (.., r0, c0), as
+  /// a warpgroup descriptor takes it (unswizzled; row a multiple of 8).
+  FailureOr<Value> warpgroupAddress(OpBuilder &b, vector::TransferReadOp read,
+                                    Value row, int64_t col);
+
   /// How many registers from each multiple of it are adjacent along the
   /// last dim in `l` (2^k, at most 16 bytes).
   static int64_t runLength(const ::fmha::LinearLayout &l, Type element);

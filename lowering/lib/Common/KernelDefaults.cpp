@@ -19,6 +19,18 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
   c.qInShared = r.qInShared.value_or(false);
   const bool tileGiven = r.blockM || r.blockN || r.warpRows || r.qInShared;
   std::string mma = r.mma.value_or("");
+  if (r.staged && mma == "wgmma") {
+    // Warpgroup products: two warpgroups of 64 rows, Q in workgroup memory
+    // (read by descriptor, as K and V), the builder's wgmma kv tiles.
+    if (!r.blockM)
+      c.blockM = 128;
+    if (!r.blockN)
+      c.blockN = r.d == 64 ? 64 : 128;
+    if (!r.qInShared)
+      c.qInShared = true;
+    c.mma = mma;
+    return c;
+  }
   if (r.staged) {
     // Measured on the H200 (docs/PERFORMANCE.md, "Q through workgroup
     // memory"): 128 rows, 32 a warp; above D = 64 Q in workgroup memory

@@ -33,6 +33,7 @@
 #include "fmha/Conversion/GpuTarget.h"
 #include "fmha/Conversion/Passes.h"
 #include "fmha/Dialect/FmhaOps.h"
+#include "fmha/Transforms/MaskUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -99,10 +100,18 @@ bool mlir::fmha::isCopyableTile(vector::TransferReadOp read) {
 FailureOr<std::pair<LayoutAttr, Value>>
 mlir::fmha::addStagingBuffer(gpu::GPUFuncOp func, vector::TransferReadOp read,
                              const GpuTarget &target, int64_t warps,
-                             StringRef pass) {
+                             StringRef pass, int64_t swizzle) {
   VectorType type = read.getVectorType();
   Type element = type.getElementType();
   const int64_t bits = element.getIntOrFloatBitWidth();
+  if (swizzle != 0 && swizzle != kSwizzleBytes)
+    return read.emitOpError() << pass << ": swizzle must be 0 or "
+                              << kSwizzleBytes << ", got " << swizzle;
+  if (swizzle && (bits != 16 || type.getDimSize(1) % 64 != 0 ||
+                  type.getDimSize(0) % 8 != 0))
+    return read.emitOpError()
+           << pass << ": the 128-byte swizzle takes tiles of 16-bit elements, "
+           << "rows a multiple of 8 and columns of 64, not " << type;
   ::fmha::LinearLayout copy =
       ::fmha::copyLayout(type.getDimSize(0), type.getDimSize(1), bits,
                          target.getWarpSize(), warps);
@@ -112,16 +121,48 @@ mlir::fmha::addStagingBuffer(gpu::GPUFuncOp func, vector::TransferReadOp read,
   MLIRContext *ctx = func.getContext();
   Attribute workgroup = IntegerAttr::get(IntegerType::get(ctx, 64),
                                          target.getWorkgroupAddressSpace());
+  const int64_t pad = swizzle ? 0 : 128 / bits;
   auto bufferType =
-      MemRefType::get({type.getDimSize(0), type.getDimSize(1) + 128 / bits},
-                      element, MemRefLayoutAttrInterface(), workgroup);
+      MemRefType::get({type.getDimSize(0), type.getDimSize(1) + pad}, element,
+                      MemRefLayoutAttrInterface(), workgroup);
   Value buffer = func.addWorkgroupAttribution(bufferType, read.getLoc());
+  if (swizzle)
+    func.setWorkgroupAttributionAttr(
+        func.getNumWorkgroupAttributions() - 1, kSwizzleAttrName,
+        IntegerAttr::get(IntegerType::get(ctx, 64), swizzle));
   return std::pair(LayoutAttr::get(ctx, copy), buffer);
+}
+
+int64_t mlir::fmha::workgroupSwizzle(Value buffer) {
+  auto arg = dyn_cast<BlockArgument>(buffer);
+  auto func =
+      arg ? dyn_cast<gpu::GPUFuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!func || !llvm::is_contained(func.getWorkgroupAttributions(), arg))
+    return 0;
+  auto attr = dyn_cast_or_null<IntegerAttr>(func.getWorkgroupAttributionAttr(
+      arg.getArgNumber() - func.getFirstWorkgroupAttributionIndex(),
+      kSwizzleAttrName));
+  return attr ? attr.getInt() : 0;
+}
+
+Value mlir::fmha::swizzledOffset(OpBuilder &b, Location loc, Value row,
+                                 Value col, int64_t rows) {
+  IndexMath im{b, loc};
+  auto bits = [&](Value v, int64_t shift, int64_t mask) {
+    Value s = shift ? arith::ShRUIOp::create(b, loc, v, im.c(shift)) : v;
+    return mask ? arith::AndIOp::create(b, loc, s, im.c(mask)).getResult() : s;
+  };
+  // ((col / 64) rows + row) 64 + ((col / 8) % 8 ^ row % 8) 8 + col % 8.
+  Value line = im.add(im.mul(bits(col, 6, 0), im.c(rows)), row);
+  Value chunk = arith::XOrIOp::create(b, loc, bits(col, 3, 7), bits(row, 0, 7));
+  return im.add(im.add(im.mul(line, im.c(64)), im.mul(chunk, im.c(8))),
+                bits(col, 0, 7));
 }
 
 namespace {
 
-LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target) {
+LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target,
+                    int64_t swizzle) {
   // Blocks of the tiles to stage, in order, with their reads in order.
   llvm::MapVector<Block *, SmallVector<vector::TransferReadOp>> groups;
   func.walk([&](vector::TransferReadOp read) {
@@ -137,8 +178,8 @@ LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target) {
   for (auto &[parent, reads] : groups) {
     SmallVector<std::pair<LayoutAttr, Value>> copies; // (layout, buffer)
     for (vector::TransferReadOp read : reads) {
-      FailureOr<std::pair<LayoutAttr, Value>> copy =
-          addStagingBuffer(func, read, target, *warps, "fmha-stage-kv");
+      FailureOr<std::pair<LayoutAttr, Value>> copy = addStagingBuffer(
+          func, read, target, *warps, "fmha-stage-kv", swizzle);
       if (failed(copy))
         return failure();
       copies.push_back(*copy);
@@ -176,8 +217,11 @@ struct FmhaStageKVPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(forEachGpuFunc(getOperation(), target, chip, mfma,
-                              "fmha-stage-kv", stage)))
+    if (failed(forEachGpuFunc(
+            getOperation(), target, chip, mfma, "fmha-stage-kv",
+            [&](gpu::GPUFuncOp func, const GpuTarget &gpuTarget) {
+              return stage(func, gpuTarget, swizzle);
+            })))
       signalPassFailure();
   }
 };

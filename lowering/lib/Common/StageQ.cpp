@@ -71,7 +71,8 @@ SmallVector<OpOperand *> productsInLoops(vector::TransferReadOp read) {
   return out;
 }
 
-LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target) {
+LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target,
+                    int64_t swizzle) {
   SmallVector<vector::TransferReadOp> reads;
   func.walk([&](vector::TransferReadOp read) {
     if (isCopyableTile(read) && !productsInLoops(read).empty())
@@ -84,7 +85,7 @@ LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target) {
     return failure();
   for (vector::TransferReadOp read : reads) {
     FailureOr<std::pair<LayoutAttr, Value>> copy =
-        addStagingBuffer(func, read, target, *warps, "fmha-stage-q");
+        addStagingBuffer(func, read, target, *warps, "fmha-stage-q", swizzle);
     if (failed(copy))
       return failure();
     Value buffer = copy->second;
@@ -118,8 +119,11 @@ struct FmhaStageQPass : mlir::fmha::impl::FmhaStageQPassBase<FmhaStageQPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(forEachGpuFunc(getOperation(), target, chip, mfma,
-                              "fmha-stage-q", stage)))
+    if (failed(forEachGpuFunc(
+            getOperation(), target, chip, mfma, "fmha-stage-q",
+            [&](gpu::GPUFuncOp func, const GpuTarget &gpuTarget) {
+              return stage(func, gpuTarget, swizzle);
+            })))
       signalPassFailure();
   }
 };

@@ -83,13 +83,35 @@ LogicalResult forEachGpuFunc(
 bool isCopyableTile(vector::TransferReadOp read);
 
 /// A workgroup buffer for the tile `read` reads (a workgroup attribution of
-/// `func`, each row padded by 16 bytes so that the lanes of a fragment read
-/// fall in distinct banks) and the layout in which `warps` warps copy it
-/// (fmha::copyLayout, 16 bytes a thread); an error naming `pass` where the
-/// tile has no such layout.
+/// `func`) and the layout in which `warps` warps copy it (fmha::copyLayout,
+/// 16 bytes a thread); an error naming `pass` where the tile has no such
+/// layout. With `swizzle` 0, each row padded by 16 bytes so that the lanes
+/// of a fragment read fall in distinct banks; with 128, the tile unpadded in
+/// the 128-byte swizzle that warpgroup products read (kSwizzleAttrName).
 FailureOr<std::pair<LayoutAttr, Value>>
 addStagingBuffer(gpu::GPUFuncOp func, vector::TransferReadOp read,
-                 const GpuTarget &target, int64_t warps, StringRef pass);
+                 const GpuTarget &target, int64_t warps, StringRef pass,
+                 int64_t swizzle = 0);
+
+/// The workgroup attribution attribute of a buffer in the 128-byte swizzle
+/// (`fmha.swizzle = 128`): each [rows][cols] stage of 16-bit elements
+/// (the buffer's last two dims; cols a multiple of 64, rows of 8) is stored
+/// as [cols / 64][rows][64], the 16-byte chunk j of each 128-byte row r at
+/// chunk j ^ (r % 8): Hopper's layout for warpgroup operands, 8-row atoms of
+/// 1024 bytes. The buffer's memref type counts its elements; only the
+/// copies into it (fmha-distribute-tiles) and the warpgroup products'
+/// descriptors read the attribute, and any other access is refused.
+inline constexpr llvm::StringLiteral kSwizzleAttrName = "fmha.swizzle";
+inline constexpr int64_t kSwizzleBytes = 128;
+
+/// The swizzle of `buffer` (a workgroup attribution with kSwizzleAttrName),
+/// or 0.
+int64_t workgroupSwizzle(Value buffer);
+
+/// The element offset, within its stage, of element (row, col) of a
+/// [rows][cols] stage in the 128-byte swizzle of 16-bit elements.
+Value swizzledOffset(OpBuilder &b, Location loc, Value row, Value col,
+                     int64_t rows);
 
 /// The layout of every vector tile of a region that has one of its own:
 ///   - fmha.to_layout gives its result the anchor's layout;

@@ -19,7 +19,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TileLayouts.h"
 #include "fmha/Conversion/Passes.h"
+#include "fmha/Transforms/MaskUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -37,13 +39,53 @@ using namespace mlir;
 namespace {
 
 constexpr int64_t kAlign = 128;
+constexpr int64_t kSwizzleAlign = 1024;
+
+/// The ops of `entry` (by position) from the first to the last that holds a
+/// use of `buffer`; nullopt when it has none.
+std::optional<std::pair<int64_t, int64_t>>
+span(Block &entry, Value buffer,
+     const DenseMap<Operation *, int64_t> &position) {
+  std::optional<std::pair<int64_t, int64_t>> out;
+  for (Operation *user : buffer.getUsers()) {
+    Operation *top = entry.findAncestorOpInBlock(*user);
+    if (!top)
+      continue;
+    int64_t i = position.lookup(top);
+    out = out ? std::pair(std::min(out->first, i), std::max(out->second, i))
+              : std::pair(i, i);
+  }
+  return out;
+}
 
 /// Replaces the workgroup attributions of `func` by views of its dynamic
-/// workgroup memory; returns the bytes it needs.
+/// workgroup memory; returns the bytes it needs. Two buffers share bytes
+/// when every use of one comes before every use of the other with a
+/// barrier of the whole workgroup between them (the kv loops that run one
+/// after the other: sinks, then the window), else each has its own.
 FailureOr<int64_t> toDynamic(gpu::GPUFuncOp func) {
   ArrayRef<BlockArgument> attributions = func.getWorkgroupAttributions();
-  int64_t offset = 0;
-  SmallVector<int64_t> offsets;
+  Block &body = func.getBody().front();
+  DenseMap<Operation *, int64_t> position;
+  SmallVector<int64_t> barriers;
+  for (auto [i, op] : llvm::enumerate(body)) {
+    position[&op] = i;
+    if (isa<gpu::BarrierOp>(op))
+      barriers.push_back(i);
+  }
+  // Whether buffers used over spans `a` and `b` may share bytes.
+  auto apart = [&](std::optional<std::pair<int64_t, int64_t>> a,
+                   std::optional<std::pair<int64_t, int64_t>> b) {
+    if (!a || !b)
+      return !a || !b;
+    if (a->first > b->first)
+      std::swap(a, b);
+    return llvm::any_of(
+        barriers, [&](int64_t i) { return i > a->second && i < b->first; });
+  };
+  int64_t size = 0, baseAlign = kAlign;
+  SmallVector<int64_t> offsets, sizes;
+  SmallVector<std::optional<std::pair<int64_t, int64_t>>> spans;
   for (BlockArgument arg : attributions) {
     auto type = cast<MemRefType>(arg.getType());
     if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
@@ -53,13 +95,38 @@ FailureOr<int64_t> toDynamic(gpu::GPUFuncOp func) {
              << type
              << " is not a static shape of integers or floats with an "
                 "identity layout";
+    // A buffer in the 128-byte swizzle starts on a 1024-byte boundary of
+    // the shared address space (its 8-row atoms are the warpgroup
+    // descriptors' units).
+    const int64_t align =
+        mlir::fmha::workgroupSwizzle(arg) ? kSwizzleAlign : kAlign;
+    baseAlign = std::max(baseAlign, align);
+    const int64_t bytes = llvm::alignTo(
+        type.getNumElements() * type.getElementTypeBitWidth() / 8, kAlign);
+    spans.push_back(span(body, arg, position));
+    // The lowest offset clear of every placed buffer it may not share with.
+    int64_t offset = 0;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (size_t j = 0; j < offsets.size(); ++j)
+        if (!apart(spans.back(), spans[j]) && offset < offsets[j] + sizes[j] &&
+            offsets[j] < offset + bytes) {
+          offset = llvm::alignTo(offsets[j] + sizes[j], align);
+          moved = true;
+        }
+    }
     offsets.push_back(offset);
-    const int64_t bytes =
-        type.getNumElements() * type.getElementTypeBitWidth() / 8;
-    offset += llvm::alignTo(bytes, kAlign);
+    sizes.push_back(bytes);
+    size = std::max(size, offset + bytes);
   }
+  // The dynamic memory's start is only known to be 16-byte aligned: the
+  // views start past it at the first multiple of baseAlign (the launch
+  // reserves the slack).
+  if (baseAlign > kAlign)
+    size += baseAlign;
+  int64_t offset = size;
   MLIRContext *ctx = func.getContext();
-  Block &entry = func.getBody().front();
+  Block &entry = body;
   OpBuilder b = OpBuilder::atBlockBegin(&entry);
   Location loc = func.getLoc();
   auto workgroup = gpu::AddressSpaceAttr::get(
@@ -69,6 +136,13 @@ FailureOr<int64_t> toDynamic(gpu::GPUFuncOp func) {
   Value raw = gpu::DynamicSharedMemoryOp::create(b, loc, rawType);
   llvm::DenseMap<Attribute, Value> bySpace;
   bySpace[workgroup] = raw;
+  Value pad;
+  if (baseAlign > kAlign) {
+    mlir::fmha::IndexMath im{b, loc};
+    Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, raw);
+    pad = im.rem(im.sub(im.c(baseAlign), im.rem(address, im.c(baseAlign))),
+                 im.c(baseAlign));
+  }
   for (auto [arg, at] : llvm::zip(attributions, offsets)) {
     auto type = cast<MemRefType>(arg.getType());
     Value &bytes = bySpace[type.getMemorySpace()];
@@ -79,6 +153,8 @@ FailureOr<int64_t> toDynamic(gpu::GPUFuncOp func) {
                           MemRefLayoutAttrInterface(), type.getMemorySpace()),
           raw);
     Value shift = arith::ConstantIndexOp::create(b, loc, at);
+    if (pad)
+      shift = arith::AddIOp::create(b, loc, pad, shift);
     Value view =
         memref::ViewOp::create(b, loc, type, bytes, shift, ValueRange{});
     Value(arg).replaceAllUsesWith(view);

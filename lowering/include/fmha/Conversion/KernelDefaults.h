@@ -29,7 +29,8 @@ struct GpuKernelRequest {
   std::string chip;
   bool backward = false;
   /// The forward from the staged passes (--vector-tiles): mma.sync's
-  /// layouts, a workgroup of block-m / 16 warps (at most 4).
+  /// layouts, a workgroup of block-m / 16 warps (at most 4; with mma
+  /// "wgmma" warpgroup products and every warp 16 rows).
   bool staged = false;
   bool f32 = false; ///< f32 inputs (no matrix kernel takes them)
   int64_t d = 0, dv = 0;
@@ -59,7 +60,9 @@ struct GpuKernelChoice {
 ///   - nvvm backward: 128 x 128 tiles above D = 64, 64 x 64 up to it.
 ///   - the staged forward (nvvm): 128 x 64 tiles (32 rows a warp), the Q
 ///     tile in workgroup memory (fmha-stage-q) where D or Dv is over 64
-///     and block-m is not given.
+///     and block-m is not given; with mma "wgmma" (warpgroup products),
+///     128 rows, 64-key tiles at D = 64 and 128 above, Q in workgroup
+///     memory.
 ///   - rocdl: 32 rows a warp with mfma 32; RDNA (gfx1*) forward 16-key
 ///     tiles on gfx11, 32 on gfx12 (16 at D = 128).
 ///   - otherwise 64, 64, 16 rows a warp, Q in registers.

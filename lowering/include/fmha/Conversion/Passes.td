@@ -230,8 +230,13 @@ def FmhaDistributeTilesPass : Pass<"fmha-distribute-tiles"> {
     register, elementwise ops on the registers, `fmha.to_layout` as a
     register permutation (or nothing), loops and branches carrying the
     registers. Values made of constants and index steps alone (the mask's
-    indices) are built in the layout of each use. What it cannot distribute
-    gets a diagnostic naming the op.
+    indices) are built in the layout of each use. A contraction whose B is
+    read from a workgroup buffer in the 128-byte swizzle (`fmha.swizzle`,
+    `--fmha-stage-kv{swizzle=128}`) is a warpgroup product on chips that
+    have them (sm_90a `wgmma.mma_async` over descriptors; A from such a
+    buffer or from registers; C in warps of 16 rows), and the copies into
+    such buffers write each 16-byte chunk at its swizzled place. What it
+    cannot distribute gets a diagnostic naming the op.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
@@ -274,7 +279,11 @@ def FmhaStageQPass : Pass<"fmha-stage-q"> {
     Option<"chip", "chip", "std::string", "\"sm_80\"",
            "The chip (the target's warp size follows it)">,
     Option<"mfma", "mfma", "int64_t", "0",
-           "ROCDL: the MFMA size (16 or 32; 0: the chip's default)">
+           "ROCDL: the MFMA size (16 or 32; 0: the chip's default)">,
+    Option<"swizzle", "swizzle", "int64_t", "0",
+           "The buffers' layout: rows padded by 16 bytes (0), or the 128-byte "
+           "swizzle warpgroup products read (128; fmha.swizzle on the "
+           "attribution)">
   ];
 }
 
@@ -303,7 +312,11 @@ def FmhaStageKVPass : Pass<"fmha-stage-kv"> {
     Option<"chip", "chip", "std::string", "\"sm_80\"",
            "The chip (the target's warp size follows it)">,
     Option<"mfma", "mfma", "int64_t", "0",
-           "ROCDL: the MFMA size (16 or 32; 0: the chip's default)">
+           "ROCDL: the MFMA size (16 or 32; 0: the chip's default)">,
+    Option<"swizzle", "swizzle", "int64_t", "0",
+           "The buffers' layout: rows padded by 16 bytes (0), or the 128-byte "
+           "swizzle warpgroup products read (128; fmha.swizzle on the "
+           "attribution)">
   ];
 }
 
@@ -344,8 +357,14 @@ def FmhaWorkgroupToDynamicSharedPass
     what the chip has (227 KB on the H100 and H200) and its size is part of
     the launch. For each kernel of the module's `gpu.module`s with workgroup
     attributions: each becomes a `memref.view` of `gpu.dynamic_shared_memory`
-    at an offset aligned to 128 bytes (a `memref.memory_space_cast` where the
-    attribution names the workgroup address space by number), the
+    at an offset aligned to 128 bytes (1024 for a buffer in the 128-byte
+    swizzle, `fmha.swizzle`, with every view then past the first 1024-byte
+    boundary of the dynamic memory, found at run time, and 1024 bytes of
+    slack in the size; a `memref.memory_space_cast` where the
+    attribution names the workgroup address space by number; two buffers
+    share bytes where every use of one comes before every use of the other
+    with a `gpu.barrier` of the kernel's body between them, as the buffers
+    of kv loops that run one after the other), the
     attributions are dropped, and every `gpu.launch_func` of the kernel in
     the module launches with the total as its dynamic workgroup memory size.
     A launch that already sets one other than 0, or an attribution of a shape
