@@ -64,7 +64,8 @@ bool isTileScratch(Value alloc) {
 /// instruction over `warps` warps before they become vectors.
 void addForwardTiling(OpPassManager &pm, int64_t blockM, int64_t blockN,
                       bool staticTiles, bool vectorTiles, StringRef mma = "",
-                      int64_t warps = 1, bool longestFirst = false) {
+                      int64_t warps = 1, bool longestFirst = false,
+                      bool deferPV = false) {
   mlir::fmha::FmhaTileAttentionPassOptions tile;
   tile.blockM = blockM;
   tile.blockN = blockN;
@@ -80,6 +81,8 @@ void addForwardTiling(OpPassManager &pm, int64_t blockM, int64_t blockN,
   }
   if (vectorTiles)
     pm.addPass(mlir::fmha::createFmhaVectorizeTilesPass());
+  if (vectorTiles && deferPV)
+    pm.addPass(mlir::fmha::createFmhaDeferPVPass());
 }
 
 /// fmha-assign-layouts' name of `instr` (empty for one it does not know).
@@ -117,7 +120,8 @@ void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
   // (m, l, acc, scores) a stack buffer of its iteration.
   addForwardTiling(pm, options.blockM, options.blockN,
                    options.staticTiles || options.vectorTiles,
-                   options.vectorTiles);
+                   options.vectorTiles, /*mma=*/"", /*warps=*/1,
+                   /*longestFirst=*/false, options.deferPV);
   addBufferization(pm);
   // The padding of static tiles bufferizes into linalg.map fills.
   if (options.staticTiles)
@@ -204,7 +208,7 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
     addForwardTiling(pm, options.blockM, options.blockN,
                      /*staticTiles=*/true, /*vectorTiles=*/true,
                      configured ? stagedInstruction(gpuTarget->getMma()) : "",
-                     warps, /*longestFirst=*/true);
+                     warps, /*longestFirst=*/true, options.deferPV);
   }
   addBufferization(pm);
   // The q-tile loop of the staged forward: a workgroup per q tile whose

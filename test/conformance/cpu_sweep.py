@@ -118,6 +118,8 @@ def check_signature(args, tmp, index, sig, shapes):
         compile_cmd += ["--from-tensors", "--static-tiles"]
     if args.vector_tiles:
         compile_cmd += ["--from-tensors", "--vector-tiles"]
+    if args.defer_pv:
+        compile_cmd += ["--defer-pv"]
     rc, text = run(compile_cmd)
     if rc != 0:
         return [f"COMPILE FAIL {' '.join(compile_cmd)}\n{text}"], 0, 0.0
@@ -158,10 +160,15 @@ def main():
                         help="sweep the backward kernels instead")
     parser.add_argument("--static-tiles", action="store_true",
                         help="forward bundles with the GPU's static tiles")
+    parser.add_argument("--defer-pv", action="store_true",
+                        help="with --vector-tiles: each kv tile's P V "
+                             "product one iteration late (fmha-defer-pv)")
     parser.add_argument("--vector-tiles", action="store_true",
                         help="forward bundles with the static tiles as "
                              "vectors")
     args = parser.parse_args()
+    if args.defer_pv and not args.vector_tiles:
+        parser.error("--defer-pv needs --vector-tiles")
     if (args.static_tiles or args.vector_tiles) and args.bwd:
         parser.error("--static-tiles and --vector-tiles tile the forward; "
                      "drop --bwd")

@@ -154,6 +154,13 @@ cl::opt<bool> vectorTiles(
              "swizzle, warps of 16 rows (128 x 128 tiles, 128 x 64 at D = "
              "64). Needs --from-tensors"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> deferPV(
+    "defer-pv",
+    cl::desc("with --vector-tiles: each kv tile's P V product in the next "
+             "iteration, after the next tile's scores (fmha-defer-pv): with "
+             "--mma=wgmma the softmax runs while the product is in flight; on "
+             "the CPU and with mma.sync the same values, to check it"),
+    cl::init(false), cl::cat(category));
 cl::opt<int64_t> kvStages(
     "kv-stages",
     cl::desc("with --vector-tiles on a GPU: the stages of the kv loop's "
@@ -430,6 +437,9 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   if (vectorTiles && meta.target == rt::Target::Hip)
     return error("--vector-tiles runs on --target=cpu and --target=cuda (the "
                  "ROCDL kernels come with the distribution to lanes)");
+  if (deferPV && !vectorTiles)
+    return error("--defer-pv reorders the staged forward's kv loop: give "
+                 "--vector-tiles (and --from-tensors)");
   if (kvStages.getNumOccurrences()) {
     if (!vectorTiles || meta.target == rt::Target::Cpu)
       return error("--kv-stages is for the staged GPU forward: give "

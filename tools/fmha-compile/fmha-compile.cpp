@@ -360,6 +360,7 @@ int compileGpu(ModuleOp module, const rt::Manifest &host,
     options.kernelName = meta.kernel;
     options.vectorTiles = vectorTiles;
     options.kvStages = kvStages;
+    options.deferPV = deferPV;
     options.indexBitwidth = meta.indexBits;
     // --cuda-binary=ptx: no toolkit (PTX, nothing of libdevice linked).
     std::string toolkit = cudaBinary == "ptx" ? "" : findCudaToolkit();
@@ -535,6 +536,7 @@ int main(int argc, char **argv) {
   options.blockN = blockN;
   options.staticTiles = staticTiles;
   options.vectorTiles = vectorTiles;
+  options.deferPV = deferPV;
   options.chip = chip;
   mlir::fmha::buildFmhaToCpuPipeline(pm, options);
   if (failed(pm.run(*module)) || sawError)

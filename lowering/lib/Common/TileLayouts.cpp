@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::fmha;
@@ -83,8 +84,13 @@ FailureOr<Tiling> mlir::fmha::asTiling(const LinearLayout &layout,
 
 bool mlir::fmha::feedsProductsAs(vector::TransferReadOp read,
                                  unsigned operand) {
+  // In a loop, products of the same loop; outside any loop, in a branch
+  // (the product after a loop, fmha-defer-pv's last one), products of the
+  // read's block. A read at the kernel's top level is read once, in
+  // registers.
   auto loop = read->getParentOfType<scf::ForOp>();
-  if (!loop || read->use_empty())
+  if (read->use_empty() ||
+      (!loop && isa<FunctionOpInterface>(read->getParentOp())))
     return false;
   LayoutAttr layout;
   for (Operation *user : read->getUsers()) {
@@ -96,7 +102,8 @@ bool mlir::fmha::feedsProductsAs(vector::TransferReadOp read,
     for (OpOperand &use : anchor->getUses()) {
       auto contract = dyn_cast<vector::ContractionOp>(use.getOwner());
       if (!contract || use.getOperandNumber() != operand ||
-          contract->getParentOfType<scf::ForOp>() != loop)
+          contract->getParentOfType<scf::ForOp>() != loop ||
+          (!loop && contract->getBlock() != read->getBlock()))
         return false;
     }
   }

@@ -56,8 +56,8 @@ FailureOr<Tiling> asTiling(const ::fmha::LinearLayout &layout,
 
 /// A tile read only to be operand `operand` (0: A, 1: B) of products
 /// (through anchors that all take one layout) in the same iteration of the
-/// same loop: it may be read where the products use it, or staged once per
-/// iteration.
+/// same loop (outside loops: in the read's block): it may be read where the
+/// products use it, or staged once per iteration.
 bool feedsProductsAs(vector::TransferReadOp read, unsigned operand);
 inline bool feedsProductsAsB(vector::TransferReadOp read) {
   return feedsProductsAs(read, 1);

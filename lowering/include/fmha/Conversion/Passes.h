@@ -60,6 +60,13 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "vector ops (fmha-vectorize-tiles); implies "
                      "static-tiles"),
       llvm::cl::init(false)};
+  Option<bool> deferPV{
+      *this, "defer-pv",
+      llvm::cl::desc("With vector-tiles: each kv tile's P V product in the "
+                     "next iteration, after the next tile's scores "
+                     "(fmha-defer-pv; the GPU's overlap, run on the host to "
+                     "check it)"),
+      llvm::cl::init(false)};
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("Host CPU (recorded; codegen uses "
                                           "the host when empty)"),
@@ -96,6 +103,13 @@ struct GpuPipelineOptions : public PassPipelineOptions<Derived> {
                      "vectors (fmha-vectorize-tiles) in the target's register "
                      "layouts, a workgroup per q tile, the tiles distributed "
                      "to its lanes (fmha-distribute-tiles)"),
+      llvm::cl::init(false)};
+  typename Base::template Option<bool> deferPV{
+      *this, "defer-pv",
+      llvm::cl::desc("With vector-tiles: each kv tile's P V product in the "
+                     "next iteration, after the next tile's scores, so that "
+                     "asynchronous products (wgmma) run under the softmax "
+                     "(fmha-defer-pv)"),
       llvm::cl::init(false)};
   typename Base::template Option<int64_t> kvStages{
       *this, "kv-stages",

@@ -203,6 +203,30 @@ def FmhaDeferScalePass : Pass<"fmha-defer-scale"> {
   ];
 }
 
+def FmhaDeferPVPass : Pass<"fmha-defer-pv"> {
+  let summary = "Compute each kv tile's P V product in the next iteration, "
+                "after the next tile's scores";
+  let description = [{
+    In the vector form of the forward (`--fmha-vectorize-tiles`, on tensors
+    or buffers), each kv loop (`fmha.kv_loop`) whose O += P V is one
+    contraction at the top of its body, with V an anchored read of the
+    iteration, carries P instead: iteration t multiplies the previous
+    iteration's P by the previous tile of V (read there, tile t - 1 clamped
+    to the first, where P is 0) right after its own scores' product, then
+    rescales that sum by the softmax's alpha; the last tile's product
+    follows the loop (where it ran). The scores' contraction that both
+    branches of the mask's `scf.if` start with moves before the branch. On a
+    GPU with asynchronous products (wgmma) the softmax of tile t then runs
+    while P_{t-1} V_{t-1} is in flight (FlashAttention-3's intra-warpgroup
+    overlap). Values are those of the loop before, up to the order of two
+    f32 operations on O (the product, then the rescale).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def FmhaDropOutResultsPass
     : Pass<"fmha-drop-out-results", "::mlir::ModuleOp"> {
   let summary = "Drop function results that are an argument's buffer";
