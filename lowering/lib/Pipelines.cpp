@@ -268,7 +268,7 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
                        function_ref<void(OpPassManager &)> toTarget,
                        StringRef format, bool vectorTiles, bool qInShared,
                        int64_t kvStages, unsigned indexBitwidth,
-                       int64_t swizzle = 0) {
+                       int64_t swizzle = 0, int64_t mfma = 0) {
   // The vector tiles spread over the threads by their layouts; the reads
   // and writes of rows that may lie past the operands as branches. The
   // workgroup buffers in dynamic workgroup memory (the launches get its
@@ -281,12 +281,14 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
     mlir::fmha::FmhaStageKVPassOptions stage;
     stage.target = target.str();
     stage.chip = chip.str();
+    stage.mfma = mfma;
     stage.swizzle = swizzle;
     tiles.addPass(mlir::fmha::createFmhaStageKVPass(stage));
     if (qInShared) {
       mlir::fmha::FmhaStageQPassOptions stageQ;
       stageQ.target = target.str();
       stageQ.chip = chip.str();
+      stageQ.mfma = mfma;
       stageQ.swizzle = swizzle;
       tiles.addPass(mlir::fmha::createFmhaStageQPass(stageQ));
     }
@@ -296,6 +298,7 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
     mlir::fmha::FmhaDistributeTilesPassOptions distribute;
     distribute.target = target.str();
     distribute.chip = chip.str();
+    distribute.mfma = mfma;
     tiles.addPass(mlir::fmha::createFmhaDistributeTilesPass(distribute));
     pm.addPass(mlir::fmha::createFmhaWorkgroupToDynamicSharedPass());
   }
@@ -399,7 +402,7 @@ void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,
         kernels.addPass(createConvertGpuOpsToROCDLOps(rocdl));
       },
       options.format, options.vectorTiles, options.qInShared, options.kvStages,
-      indexBitwidth);
+      indexBitwidth, /*swizzle=*/0, options.mfma);
 }
 
 void mlir::fmha::registerFmhaPipelines() {

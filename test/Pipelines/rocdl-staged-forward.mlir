@@ -25,3 +25,10 @@
 // RDNA: v_wmma_f32_16x16x16_bf16
 // RDNA-DAG: .amdhsa_private_segment_fixed_size 0
 // RDNA-DAG: .wavefront_size: 32
+
+// MFMA 32x32x8 (mfma=32): the layouts, the staging and the distribution all
+// take the pipeline's MFMA size; four waves of 32 rows.
+// RUN: fmha-opt %S/Inputs/attention-staged.mlir --pass-pipeline="builtin.module(fmha-to-rocdl-pipeline{chip=gfx942 format=isa vector-tiles=1 mfma=32 block-m=128})" | FileCheck %s --check-prefix=MFMA32
+// MFMA32-DAG: v_mfma_f32_32x32x8_bf16
+// MFMA32-DAG: .amdhsa_private_segment_fixed_size 0
+// MFMA32-DAG: .vgpr_spill_count: 0

@@ -147,7 +147,8 @@ cl::opt<bool> vectorTiles(
     cl::desc("the forward from the staged passes: the static tiles as "
              "vectors and the tile ops as generic vector ops "
              "(fmha-vectorize-tiles); on a GPU a workgroup per q tile, the "
-             "tiles distributed to its lanes by their mma.sync layouts, K "
+             "tiles distributed to its lanes by the layouts of the chip's "
+             "matrix instruction (mma.sync, MFMA, WMMA), K "
              "and V through workgroup memory (128 x 64 tiles by default, Q "
              "in workgroup memory above D = 64); with --mma=wgmma "
              "(sm_90a) warpgroup products over K, V and Q in the 128-byte "
@@ -434,9 +435,6 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   if (vectorTiles && (!fromTensors || meta.kind != rt::KernelKind::Forward))
     return error("--vector-tiles tiles the forward on tensors: give "
                  "--from-tensors and no --bwd, --merge or --accumulate");
-  if (vectorTiles && meta.target == rt::Target::Hip)
-    return error("--vector-tiles runs on --target=cpu and --target=cuda (the "
-                 "ROCDL kernels come with the distribution to lanes)");
   if (deferPV && !vectorTiles)
     return error("--defer-pv reorders the staged forward's kv loop: give "
                  "--vector-tiles (and --from-tensors)");

@@ -31,6 +31,19 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
     c.mma = mma;
     return c;
   }
+  if (r.staged && r.rocdl) {
+    // On paper (no AMD GPU here; docs/PERFORMANCE.md, "the staged forward
+    // on gfx942"): four waves of one MFMA / WMMA row block each, 64-key
+    // tiles on CDNA, 16 on RDNA (the wave32 lanes hold a whole 16-key
+    // accumulator row block), Q in registers: no scratch.
+    std::string_view chip(r.chip);
+    if (!r.blockM)
+      c.blockM = r.mfma == 32 ? 128 : 64;
+    if (!r.blockN)
+      c.blockN = chip.rfind("gfx1", 0) == 0 ? 16 : 64;
+    c.mma = "";
+    return c;
+  }
   if (r.staged) {
     // Measured on the H200 (docs/PERFORMANCE.md, "Q through workgroup
     // memory"): 128 rows, 32 a warp; above D = 64 Q in workgroup memory

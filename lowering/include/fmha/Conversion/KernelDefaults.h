@@ -63,6 +63,8 @@ struct GpuKernelChoice {
 ///     and block-m is not given; with mma "wgmma" (warpgroup products),
 ///     128 rows, 64-key tiles at D = 64 and 128 above, Q in workgroup
 ///     memory.
+///   - the staged forward (rocdl): 64 rows (128 with mfma 32), 64-key tiles
+///     on CDNA and 16 on RDNA, Q in registers.
 ///   - rocdl: 32 rows a warp with mfma 32; RDNA (gfx1*) forward 16-key
 ///     tiles on gfx11, 32 on gfx12 (16 at D = 128).
 ///   - otherwise 64, 64, 16 rows a warp, Q in registers.
