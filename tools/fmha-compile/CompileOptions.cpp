@@ -8,6 +8,7 @@
 
 #include "fmha/Conversion/KernelDefaults.h"
 
+#include <array>
 #include <type_traits>
 
 #include "llvm/ADT/Twine.h"
@@ -335,9 +336,19 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     meta.blockN = blockN;
     meta.kernel = bwd ? kBwdKernelName : kKernelName;
     meta.binaryFormat = rt::BinaryFormat::ElfSo;
-    if (!mma.empty() && mma != "mma.sync" &&
+    // The builder's warpgroup kernel: D = Dv in {64, 128}; the staged one
+    // (--vector-tiles): D and Dv in {64, 128, 256} (multiples of the
+    // 128-byte swizzle's 64-element rows; tile sizes are powers of two).
+    if (!mma.empty() && mma != "mma.sync" && !vectorTiles &&
         (meta.d != meta.dv || (meta.d != 64 && meta.d != 128)))
       return error("--mma=wgmma supports d = dv in {64, 128}, got d=" +
+                   llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv) +
+                   " (with --vector-tiles: 64, 128 or 256)");
+    if (!mma.empty() && mma != "mma.sync" && vectorTiles &&
+        llvm::any_of(std::array<int64_t, 2>{meta.d, meta.dv},
+                     [](int64_t d) { return d != 64 && d != 128 && d != 256; }))
+      return error("--mma=wgmma with --vector-tiles supports d and dv in "
+                   "{64, 128, 256}, got d=" +
                    llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
     if (meta.target == rt::Target::Cpu && mma == "mma.sync")
       mma = "";
@@ -376,10 +387,13 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       if (meta.dtype == rt::DType::F32)
         return error(t + " needs --dtype=f16 or bf16 (the matrix-core kernel "
                          "has 16-bit inputs)");
+      // The staged warpgroup kernel takes 192 and 256 too (checked above).
+      const bool stagedWarpgroup = vectorTiles && mma == "wgmma";
       for (int64_t dim : {meta.d, meta.dv})
-        if (dim != 32 && dim != 64 && dim != 128)
+        if (dim != 32 && dim != 64 && dim != 128 && !stagedWarpgroup)
           return error(t + " supports head dims 32, 64 and 128, got d=" +
-                       llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
+                       llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv) +
+                       " (256 with --vector-tiles --mma=wgmma on sm_90a)");
       if (warpRows != 16 && warpRows != 32)
         return error(t + " needs --warp-rows 16 or 32");
       if (blockM % warpRows != 0 || blockM > 512)

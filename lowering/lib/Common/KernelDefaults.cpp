@@ -24,8 +24,9 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
     // (read by descriptor, as K and V), the builder's wgmma kv tiles.
     if (!r.blockM)
       c.blockM = 128;
+    // 64-key tiles at D = 256: the K and V stages and Q fit the 227 KB.
     if (!r.blockN)
-      c.blockN = r.d == 64 ? 64 : 128;
+      c.blockN = std::max(r.d, r.dv) == 128 ? 128 : 64;
     if (!r.qInShared)
       c.qInShared = true;
     c.mma = mma;
