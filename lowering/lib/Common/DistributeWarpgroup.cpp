@@ -14,8 +14,13 @@
 //   wgmma.fence
 //   wgmma.mma_async m64nNk16 (desc A | A registers), desc B, acc   (k steps)
 //   wgmma.commit_group
-//   wgmma.wait_group 0
+//   ...                                 (ops that do not use the result)
+//   wgmma.wait_group N                  (before the result's first use: N
+//                                        groups committed after it may
+//                                        still run)
 //
+// An anchor of the result in its own layout stands for the product and does
+// not wait; leaving the block where the product was issued waits for it.
 // C's layout is mma.sync's C tiled over warps of 16 rows each, which is
 // wgmma's accumulator: element i of the result is element i % 4 of the C
 // fragment of columns [8 (i / 4), 8 (i / 4) + 8). The copies into such a
