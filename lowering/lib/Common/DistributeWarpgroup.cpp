@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Distributor.h"
+#include "GpuKernelUtils.h"
 
 #include "fmha/Transforms/MaskUtils.h"
 
@@ -45,14 +46,6 @@ using namespace mlir::fmha;
 using ::fmha::LayoutInput;
 using ::fmha::LinearLayout;
 using ::fmha::TileCoord;
-
-namespace {
-
-/// Rows of C (and A) a warpgroup computes, and its warps.
-constexpr int64_t kGroupRows = 64;
-constexpr int64_t kGroupWarps = 4;
-
-} // namespace
 
 FailureOr<Value> Distributor::warpgroupAddress(OpBuilder &b,
                                                vector::TransferReadOp read,
@@ -113,7 +106,7 @@ LogicalResult Distributor::warpgroupContraction(vector::ContractionOp op,
       c.getRows() != instr.m << warpBases.size() ||
       llvm::any_of(tc.block, [](TileCoord t) { return t.row != 0; }))
     return fail(op, "a warpgroup product needs C in warps of ")
-           << instr.m << " rows each (four a warpgroup of " << kGroupRows
+           << instr.m << " rows each (four a warpgroup of " << kWarpgroupRows
            << "), not " << lc;
   if (n % 8 != 0 || n > 256)
     return fail(op, "a warpgroup product's N is a multiple of 8 up to 256, "
@@ -161,8 +154,8 @@ LogicalResult Distributor::warpgroupContraction(vector::ContractionOp op,
     }
     return out;
   };
-  Value group = im.div(warp, im.c(kGroupWarps));
-  Value groupRows = im.mul(group, im.c(kGroupRows));
+  Value group = im.div(warp, im.c(kWarpgroupWarps));
+  Value groupRows = im.mul(group, im.c(kWarpgroupRows));
   const int64_t kTile = tileType(op.getLhs()).getDimSize(1);
   auto bType = cast<MemRefType>(bRead.getBase().getType());
   const int64_t bRows = bType.getDimSize(bType.getRank() - 2);

@@ -19,9 +19,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuKernelUtils.h"
 #include "TileLayouts.h"
 #include "fmha/Conversion/Passes.h"
-#include "fmha/Transforms/MaskUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -39,7 +39,7 @@ using namespace mlir;
 namespace {
 
 constexpr int64_t kAlign = 128;
-constexpr int64_t kSwizzleAlign = 1024;
+using mlir::fmha::kSwizzleAlign;
 
 /// The ops of `entry` (by position) from the first to the last that holds a
 /// use of `buffer`; nullopt when it has none.
@@ -137,12 +137,8 @@ FailureOr<int64_t> toDynamic(gpu::GPUFuncOp func) {
   llvm::DenseMap<Attribute, Value> bySpace;
   bySpace[workgroup] = raw;
   Value pad;
-  if (baseAlign > kAlign) {
-    mlir::fmha::IndexMath im{b, loc};
-    Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, raw);
-    pad = im.rem(im.sub(im.c(baseAlign), im.rem(address, im.c(baseAlign))),
-                 im.c(baseAlign));
-  }
+  if (baseAlign > kAlign)
+    pad = mlir::fmha::alignWorkgroup(b, loc, raw, baseAlign).pad;
   for (auto [arg, at] : llvm::zip(attributions, offsets)) {
     auto type = cast<MemRefType>(arg.getType());
     Value &bytes = bySpace[type.getMemorySpace()];
