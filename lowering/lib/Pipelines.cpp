@@ -301,6 +301,8 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
     distribute.mfma = mfma;
     tiles.addPass(mlir::fmha::createFmhaDistributeTilesPass(distribute));
     pm.addPass(mlir::fmha::createFmhaWorkgroupToDynamicSharedPass());
+    // The launches learn the row alignment the distributed accesses take.
+    pm.addPass(mlir::fmha::createFmhaOperandAlignmentPass());
   }
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   if (vectorTiles) {

@@ -132,9 +132,11 @@ cl::opt<int64_t> indexBits(
     cl::init(0), cl::cat(category));
 cl::opt<bool> fromTensors(
     "from-tensors",
-    cl::desc("build the kernel function on tensors (the op returns its "
-             "outs) and let the pipeline bufferize it; the bundle is the "
-             "same as from memrefs"),
+    cl::desc("run the op on tensors and let the pipeline bufferize it: "
+             "with --strides=contiguous a function on tensors returning the "
+             "outs (the bundle is the one from memrefs), with --strides=any "
+             "the strided memrefs taken as tensors and the outs written back "
+             "in place"),
     cl::init(false), cl::cat(category));
 cl::opt<bool> staticTiles(
     "static-tiles",
@@ -154,7 +156,7 @@ cl::opt<bool> vectorTiles(
              "in workgroup memory above D = 64); with --mma=wgmma "
              "(sm_90a) warpgroup products over K, V and Q in the 128-byte "
              "swizzle, warps of 16 rows (128 x 128 tiles, 128 x 64 at D = "
-             "64). Needs --from-tensors"),
+             "64). Implies --from-tensors"),
     cl::init(false), cl::cat(category));
 cl::opt<bool> deferPV(
     "defer-pv",
@@ -381,6 +383,8 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       warpRows = choice.warpRows;
       qInShared = choice.qInShared;
       mma = choice.mma;
+      if (choice.staged)
+        vectorTiles = true, fromTensors = true;
     }
     if (meta.target != rt::Target::Cpu) {
       const std::string t = "--target=" + target.getValue();
@@ -434,21 +438,18 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                    "ABI has no strides); drop --strides=any");
     strides = "contiguous";
   }
-  if (fromTensors) {
-    // Tensors bufferize into contiguous memrefs.
-    if (strides.getNumOccurrences() && strides == "any")
-      return error("--from-tensors builds contiguous operands (tensors "
-                   "bufferize row-major); drop --strides=any");
-    strides = "contiguous";
-  }
+  // --from-tensors keeps --strides: with 'any' (the default) the function
+  // takes strided memrefs and runs the op on them as tensors.
   if (staticTiles && (!fromTensors || meta.target != rt::Target::Cpu ||
                       meta.kind != rt::KernelKind::Forward))
     return error("--static-tiles tiles the CPU forward on tensors: give "
                  "--from-tensors, --target=cpu and no --bwd, --merge or "
                  "--accumulate");
-  if (vectorTiles && (!fromTensors || meta.kind != rt::KernelKind::Forward))
-    return error("--vector-tiles tiles the forward on tensors: give "
-                 "--from-tensors and no --bwd, --merge or --accumulate");
+  if (vectorTiles && meta.kind != rt::KernelKind::Forward)
+    return error("--vector-tiles tiles the forward: give no --bwd, --merge "
+                 "or --accumulate");
+  if (vectorTiles) // The staged passes tile the op on tensors.
+    fromTensors = true;
   if (deferPV && !vectorTiles)
     return error("--defer-pv reorders the staged forward's kv loop: give "
                  "--vector-tiles (and --from-tensors)");

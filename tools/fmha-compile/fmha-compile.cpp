@@ -22,6 +22,7 @@
 #include "fmha/InitAllFmha.h"
 #include "fmha/Runtime/Bundle.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -121,23 +122,36 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
           m.getShape(), m.getElementType(),
           StridedLayoutAttr::get(&ctx, ShapedType::kDynamic, layout));
     }
-  // --from-tensors: the same function on tensors, returning the ops' outs
-  // (the pipeline bufferizes it into the form above).
+  // --from-tensors: the op on tensors, which the pipeline bufferizes. With
+  // contiguous operands the function is on tensors and returns the op's
+  // outs (bufferized into the form above); with --strides=any it keeps the
+  // strided memrefs above and takes each as a tensor
+  // (bufferization.to_tensor), the outs written back in place
+  // (materialize_in_destination), so that the kernels take the strides.
+  const bool stridedTensors =
+      fromTensors && strides == "any" && !merge && !accumulate;
+  SmallVector<Type> memrefTypes = argTypes;
   SmallVector<Type> resultTypes;
+  size_t firstOut = accumulate ? 1 : merge ? 4 : backward ? 6 : 3;
   if (fromTensors) {
     for (Type &t : argTypes) {
       auto m = cast<MemRefType>(t);
       t = RankedTensorType::get(m.getShape(), m.getElementType());
     }
-    size_t firstOut = accumulate ? 1 : merge ? 4 : backward ? 6 : 3;
     resultTypes.assign(argTypes.begin() + firstOut, argTypes.end());
   }
-  auto funcType = b.getFunctionType(argTypes, resultTypes);
+  auto funcType = stridedTensors ? b.getFunctionType(memrefTypes, {})
+                                 : b.getFunctionType(argTypes, resultTypes);
   auto func = func::FuncOp::create(b, loc, meta.kernel, funcType);
   func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
-  auto args = body->getArguments();
+  SmallVector<Value> args(body->getArguments());
+  if (stridedTensors)
+    for (auto [i, arg] : llvm::enumerate(args))
+      arg = bufferization::ToTensorOp::create(b, loc, argTypes[i], arg,
+                                              /*restrict=*/true,
+                                              /*writable=*/i >= firstOut);
   TypeRange results(resultTypes);
   mlir::fmha::MaskAttr maskAttr;
   if (!meta.mask.isNone())
@@ -162,7 +176,16 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
     op = mlir::fmha::AttentionOp::create(b, loc, results, args[0], args[1],
                                          args[2], args[3], args[4], maskAttr,
                                          scaleAttr, softcapAttr);
-  func::ReturnOp::create(b, loc, op->getResults());
+  if (stridedTensors) {
+    for (auto [result, out] :
+         llvm::zip(op->getResults(), body->getArguments().drop_front(firstOut)))
+      bufferization::MaterializeInDestinationOp::create(
+          b, loc, /*result=*/Type(), result, out, /*restrict=*/true,
+          /*writable=*/true);
+    func::ReturnOp::create(b, loc);
+  } else {
+    func::ReturnOp::create(b, loc, op->getResults());
+  }
   return module;
 }
 

@@ -19,6 +19,20 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
   c.qInShared = r.qInShared.value_or(false);
   const bool tileGiven = r.blockM || r.blockN || r.warpRows || r.qInShared;
   std::string mma = r.mma.value_or("");
+  // The staged warpgroup kernel where it is the fastest: 1.02-1.05x the
+  // builder's at D = 128 (docs/PERFORMANCE.md, "the staged wgmma forward"),
+  // the only one above; at D = Dv = 64 the builder's (the staged 0.95x).
+  auto wgmmaDim = [](int64_t d) { return d == 64 || d == 128 || d == 256; };
+  if (r.stagedAllowed && !r.staged && !tileGiven && !r.mma && !r.rocdl &&
+      !r.backward && !r.f32 && r.chip == "sm_90a" && wgmmaDim(r.d) &&
+      wgmmaDim(r.dv) && std::max(r.d, r.dv) > 64) {
+    GpuKernelRequest staged = r;
+    staged.staged = true;
+    staged.mma = "wgmma";
+    GpuKernelChoice choice = chooseGpuKernel(staged);
+    choice.staged = true;
+    return choice;
+  }
   if (r.staged && mma == "wgmma") {
     // Warpgroup products: two warpgroups of 64 rows, Q in workgroup memory
     // (read by descriptor, as K and V), the builder's wgmma kv tiles.

@@ -32,6 +32,10 @@ struct GpuKernelRequest {
   /// layouts, a workgroup of block-m / 16 warps (at most 4; with mma
   /// "wgmma" warpgroup products and every warp 16 rows).
   bool staged = false;
+  /// The caller can build the staged forward (fmha-compile can, the named
+  /// pipelines' fmha-lower-to-gpu cannot): where it is the fastest kernel
+  /// and no option is given, the choice is the staged one.
+  bool stagedAllowed = false;
   bool f32 = false; ///< f32 inputs (no matrix kernel takes them)
   int64_t d = 0, dv = 0;
   int64_t mfma = 0; ///< rocdl: 0, 16 or 32
@@ -47,9 +51,15 @@ struct GpuKernelChoice {
   int64_t blockM = 64, blockN = 64, warpRows = 16;
   bool qInShared = false;
   std::string mma;
+  /// The staged forward (only where the request allows it).
+  bool staged = false;
 };
 
 /// The defaults:
+///   - nvvm sm_90a forward, f16/bf16, D and Dv in {64, 128, 256} and one of
+///     them over 64, no option given, where the caller allows it: the
+///     staged forward with warpgroup products (1.02-1.05x the builder's
+///     warpgroup kernel at D = 128; the only one at D = 256).
 ///   - nvvm sm_90a, f16/bf16, D = Dv in {64, 128}, no tile option given:
 ///     the warpgroup (wgmma) kernel, 1.4-1.5x the mma.sync one on the H200;
 ///     forward 128 rows, 64-key tiles at D = 64 and 128 at D = 128, 16 rows
@@ -61,8 +71,9 @@ struct GpuKernelChoice {
 ///   - the staged forward (nvvm): 128 x 64 tiles (32 rows a warp), the Q
 ///     tile in workgroup memory (fmha-stage-q) where D or Dv is over 64
 ///     and block-m is not given; with mma "wgmma" (warpgroup products),
-///     128 rows, 64-key tiles at D = 64 and 128 above, Q in workgroup
-///     memory.
+///     128 rows, 128-key tiles where the larger head dim is 128 and 64
+///     otherwise (the stages fit the workgroup memory at 256), Q in
+///     workgroup memory.
 ///   - the staged forward (rocdl): 64 rows (128 with mfma 32), 64-key tiles
 ///     on CDNA and 16 on RDNA, Q in registers.
 ///   - rocdl: 32 rows a warp with mfma 32; RDNA (gfx1*) forward 16-key

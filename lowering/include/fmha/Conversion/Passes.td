@@ -377,6 +377,29 @@ def FmhaWorkgroupToDynamicSharedPass
   ];
 }
 
+def FmhaOperandAlignmentPass
+    : Pass<"fmha-operand-alignment", "::mlir::ModuleOp"> {
+  let summary = "Record on each launch the row alignment its kernel's vector "
+                "accesses need of the operands";
+  let description = [{
+    A kernel that reads or writes an operand's rows in vectors (16-byte
+    asynchronous copies, vector loads and stores, transfers) needs every row
+    start of that operand at a multiple of the vector's bytes:
+    `fmha-vector-to-llvm` gives each access its vector's alignment. For each
+    kernel of the module's `gpu.module`s this pass finds, per memref
+    argument, the largest vector access in bytes whose memref is the
+    argument or a view of it (`nvgpu.device_async_copy`'s source,
+    `vector.load`, `vector.store`, `vector.transfer_read`,
+    `vector.transfer_write`, `vector.maskedload`, `vector.maskedstore`), and
+    sets `fmha.operand_align` on each `gpu.launch_func` of the kernel: per
+    kernel operand those bytes, 0 where no access is wider than an element
+    (the larger value where the launch already names one). The launch
+    manifest carries it (`align`): the runtime refuses an operand whose
+    address or strides break it, naming the operand.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def FmhaVectorToLLVMPass : Pass<"fmha-vector-to-llvm"> {
   let summary = "Lower the kernels' vector ops to LLVM at a chosen index "
                 "bitwidth, loads and stores at their vector's alignment";
