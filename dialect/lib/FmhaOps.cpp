@@ -206,6 +206,21 @@ LogicalResult verifyAttentionSignature(Operation *op, Value q, Value k, Value v,
                  succeeded(c.checkPositive("softcap", softcap)));
 }
 
+/// Verifies the optional learned sink logits `sinks` f32 [Hq] of an attention
+/// op whose q is `q` (DESIGN.md section 1, learned sink logits).
+LogicalResult verifySinks(Operation *op, Value sinks, Value q) {
+  if (!sinks)
+    return success();
+  OperandChecker c(op);
+  SmallVector<std::pair<StringRef, Value>> named = {{"q", q}, {"sinks", sinks}};
+  return success(succeeded(c.checkUniformKind(named)) &&
+                 succeeded(c.checkRank("sinks", sinks, 1, "[Hq]")) &&
+                 succeeded(c.checkElementType(
+                     "sinks", sinks, Float32Type::get(op->getContext()), "")) &&
+                 succeeded(c.checkDim("sinks", sinks, 0, "head count Hq",
+                                      dimOf(q, 1), "q")));
+}
+
 /// Memory effects of a destination-style fmha op on memrefs: inputs are read,
 /// inits are written (and read too with `readsInits`).
 void addDpsEffects(
@@ -315,8 +330,10 @@ LogicalResult simplifyMaskAttr(Operation *op, MaskAttr mask, Value q, Value k,
 //===----------------------------------------------------------------------===//
 
 LogicalResult AttentionOp::verify() {
-  return verifyAttentionSignature(*this, getQ(), getK(), getV(), getO(),
-                                  getLse(), getScaleAttr(), getSoftcapAttr());
+  return success(succeeded(verifyAttentionSignature(
+                     *this, getQ(), getK(), getV(), getO(), getLse(),
+                     getScaleAttr(), getSoftcapAttr())) &&
+                 succeeded(verifySinks(*this, getSinks(), getQ())));
 }
 
 ::fmha::MaskSpec AttentionOp::getMaskSpec() { return maskSpecOf(getMask()); }
@@ -429,13 +446,17 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
   SmallVector<OpFoldResult> kvOffsets = {offsets[0], kvOffset, zero};
   SmallVector<OpFoldResult> kvSizes = {sizes[0], kvSize, keys};
 
-  SmallVector<Value> operands = {
-      slice(getQ(), qOffsets, qSizes), slice(getK(), kvOffsets, kvSizes),
-      slice(getV(), kvOffsets, kvSizes), slice(getO(), qOffsets, qSizes)};
+  SmallVector<Value> operands = {slice(getQ(), qOffsets, qSizes),
+                                 slice(getK(), kvOffsets, kvSizes),
+                                 slice(getV(), kvOffsets, kvSizes)};
+  if (getSinks()) // The sink logits of the tile's query heads.
+    operands.push_back(slice(getSinks(), {offsets[1]}, {sizes[1]}));
+  const size_t inputs = operands.size();
+  operands.push_back(slice(getO(), qOffsets, qSizes));
   if (getLse())
     operands.push_back(slice(getLse(), qOffsets, qSizes));
   SmallVector<Type> resultTypes;
-  for (Value init : ArrayRef<Value>(operands).drop_front(3))
+  for (Value init : ArrayRef<Value>(operands).drop_front(inputs))
     resultTypes.push_back(init.getType());
   Operation *tiled = mlir::clone(b, getOperation(), resultTypes, operands);
   SmallVector<Operation *> slices;

@@ -300,10 +300,17 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     accTile = tileView(rewriter, loc, accTile, {i0, i0},
                        {rows, rewriter.getIndexAttr(dv)}, 2);
   }
-  // The running max, sum and accumulator of the q tile.
+  // The running max, sum and accumulator of the q tile; a learned sink
+  // logit starts the max and the sum (its term, with no value).
+  Value sink;
+  if (Value sinks = op.getSinks())
+    sink = onTensors ? Value(tensor::ExtractOp::create(rewriter, loc, sinks,
+                                                       ValueRange{h}))
+                     : Value(memref::LoadOp::create(rewriter, loc, sinks,
+                                                    ValueRange{h}));
   SmallVector<Value> state = {mTile, lTile, accTile};
   state = updatedOuts(TileInitOp::create(rewriter, loc, resultTypesFor(state),
-                                         mTile, lTile, accTile));
+                                         mTile, lTile, accTile, sink));
 
   // --- Mask-derived kv tile bounds for this q tile (MaskUtils.h). ---
   KvLoopBounds bounds =

@@ -283,10 +283,16 @@ struct TileVectorizer {
   LogicalResult visitTileInit(TileInitOp op) {
     OpBuilder b(op);
     VectorMath vm{b, op.getLoc()};
-    return replaceTileOp(b, op,
-                         {vm.negInf(vectorTypeOf(op.getM().getType())),
-                          vm.splat(vectorTypeOf(op.getL().getType()), 0),
-                          vm.splat(vectorTypeOf(op.getAcc().getType()), 0)});
+    VectorType rowType = vectorTypeOf(op.getM().getType());
+    // A learned sink logit: m = sink, l = 1 (its term of the sum).
+    Value sink = op.getSink();
+    return replaceTileOp(
+        b, op,
+        {sink
+             ? Value(vector::BroadcastOp::create(b, op.getLoc(), rowType, sink))
+             : vm.negInf(rowType),
+         vm.splat(vectorTypeOf(op.getL().getType()), sink ? 1 : 0),
+         vm.splat(vectorTypeOf(op.getAcc().getType()), 0)});
   }
 
   LogicalResult visitTileQK(TileQKOp op, ArrayRef<Value> vs) {

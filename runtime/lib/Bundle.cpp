@@ -36,6 +36,7 @@ constexpr const char *kKeys[] = {"target",
                                  "mask",
                                  "scale",
                                  "softcap",
+                                 "sinks",
                                  "block_m",
                                  "block_n",
                                  "block_threads",
@@ -51,9 +52,10 @@ bool isGpuOnlyKey(std::string_view key) {
   return key == "block_threads" || key == "shared_bytes";
 }
 
-/// Keys every bundle may leave out (absent: deterministic=0, index_bits=64).
+/// Keys every bundle may leave out (absent: deterministic=0, index_bits=64,
+/// sinks=0).
 bool isOptionalKey(std::string_view key) {
-  return key == "deterministic" || key == "index_bits";
+  return key == "deterministic" || key == "index_bits" || key == "sinks";
 }
 
 std::string formatFloat(float f) {
@@ -291,6 +293,13 @@ std::string BundleMeta::validate() const {
     return "deterministic=1 is only valid for a backward kernel (kind=bwd), "
            "got kind=" +
            std::string(toString(kind));
+  if (sinks && kind != KernelKind::Forward && kind != KernelKind::Backward)
+    return "sinks=1 is only valid for an attention kernel (kind=fwd or bwd), "
+           "got kind=" +
+           std::string(toString(kind));
+  if (sinks && formatVersion == 1)
+    return "sinks=1 needs a version-2 bundle (a manifest naming the sinks "
+           "operand)";
   if (indexBits != 64 && indexBits != 32)
     return "index_bits must be 32 or 64, got " + std::to_string(indexBits);
   if (indexBits == 32 && target == Target::Cpu)
@@ -368,6 +377,8 @@ bool serializeBundle(const BundleMeta &meta, std::string_view binary,
   put("mask", m.mask.str());
   put("scale", formatFloat(m.scale));
   put("softcap", formatFloat(m.softcap));
+  if (m.sinks)
+    put("sinks", "1");
   put("block_m", std::to_string(m.blockM));
   put("block_n", std::to_string(m.blockN));
   if (version == 1) {
@@ -569,6 +580,12 @@ bool parseBundle(std::string_view bytes, const std::string &name,
       m.deterministic = true;
     else if (it->second != "0")
       return bad("deterministic", "expected 0 or 1");
+  }
+  if (auto it = values.find("sinks"); it != values.end()) {
+    if (it->second == "1")
+      m.sinks = true;
+    else if (it->second != "0")
+      return bad("sinks", "expected 0 or 1");
   }
   m.formatVersion = version;
   if (version == 1 && m.abi == kAbiManifest)

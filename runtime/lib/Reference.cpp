@@ -59,9 +59,13 @@ Row computeRow(const ReferenceConfig &c, const std::vector<double> &q,
     r.seen[j] = true;
     m = std::max(m, s[j]);
   }
+  // A learned sink logit: one more term of the denominator, no value.
+  const bool sink = !c.sinks.empty();
+  if (sink)
+    m = std::max(m, c.sinks[h]);
   if (m == kNegInf)
     return r;
-  double sum = 0.0;
+  double sum = sink ? std::exp(c.sinks[h] - m) : 0.0;
   for (int64_t j = 0; j < c.sk; ++j)
     if (r.seen[j])
       sum += std::exp(s[j] - m);
@@ -109,6 +113,12 @@ std::string ReferenceConfig::validate() const {
     return "scale must be finite";
   if (!std::isfinite(softcap) || softcap < 0.0)
     return "softcap must be finite and non-negative";
+  if (!sinks.empty() && static_cast<int64_t>(sinks.size()) != hq)
+    return "sinks has " + std::to_string(sinks.size()) +
+           " values, expected Hq = " + std::to_string(hq);
+  for (double sink : sinks)
+    if (!std::isfinite(sink))
+      return "sinks must be finite";
   std::string maskErr = mask.validate();
   if (!maskErr.empty())
     return "invalid mask: " + maskErr;
@@ -164,6 +174,8 @@ bool referenceBackward(const ReferenceConfig &c, const std::vector<double> &q,
   out->dqMagnitude.assign(q.size(), 0.0);
   out->dkMagnitude.assign(k.size(), 0.0);
   out->dvMagnitude.assign(v.size(), 0.0);
+  out->dsinks.assign(c.sinks.size(), 0.0);
+  out->dsinksMagnitude.assign(c.sinks.size(), 0.0);
   for (int64_t bi = 0; bi < c.b; ++bi) {
     for (int64_t h = 0; h < c.hq; ++h) {
       int64_t kvh = h / (c.hq / c.hk);
@@ -177,6 +189,12 @@ bool referenceBackward(const ReferenceConfig &c, const std::vector<double> &q,
         double dsum = 0.0;
         for (int64_t e = 0; e < c.dv; ++e)
           dsum += doi[e] * oi[e];
+        if (!c.sinks.empty()) {
+          // d lse / d sink = P(sink); o moves by -P(sink) o.
+          double pSink = std::exp(c.sinks[h] - r.lse);
+          out->dsinks[h] -= pSink * dsum;
+          out->dsinksMagnitude[h] += pSink * std::fabs(dsum);
+        }
         for (int64_t j = 0; j < c.sk; ++j) {
           if (!r.seen[j])
             continue;

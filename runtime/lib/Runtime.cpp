@@ -336,8 +336,8 @@ Status forwardArgs(const ForwardArgs &a, const LaunchArgs &sizes,
   Status s = checkPointers(required);
   if (!s.ok())
     return s;
-  const Named all[] = {
-      {"q", a.q}, {"k", a.k}, {"v", a.v}, {"o", a.o}, {"lse", a.lse}};
+  const Named all[] = {{"q", a.q}, {"k", a.k},     {"v", a.v},
+                       {"o", a.o}, {"lse", a.lse}, {"sinks", a.sinks}};
   *out = withTensors(sizes, all);
   return Status::success();
 }

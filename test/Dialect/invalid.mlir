@@ -661,3 +661,35 @@ func.func @f() {
   fmha.copy_wait pending(-1)
   return
 }
+
+// -----
+
+func.func @f(%q: memref<1x4x?x32xf32>, %s: memref<4x1xf32>) {
+  // expected-error @+1 {{'sinks' must have rank 1 [Hq], got rank 2}}
+  fmha.attention ins(%q, %q, %q : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) sinks(%s : memref<4x1xf32>) outs(%q : memref<1x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x?x32xf32>, %s: memref<8xf32>) {
+  // expected-error @+1 {{'sinks' head count Hq (dim 0) is 8, expected 4 as in 'q'}}
+  fmha.attention ins(%q, %q, %q : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) sinks(%s : memref<8xf32>) outs(%q : memref<1x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x?x32xbf16>, %s: memref<4xbf16>) {
+  // expected-error @+1 {{'sinks' element type 'bf16' must be 'f32'}}
+  fmha.attention ins(%q, %q, %q : memref<1x4x?x32xbf16>, memref<1x4x?x32xbf16>, memref<1x4x?x32xbf16>) sinks(%s : memref<4xbf16>) outs(%q : memref<1x4x?x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x?x32xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{operands must be all tensors or all memrefs, but 'sinks' is a tensor while 'q' is a memref}}
+  fmha.attention ins(%q, %q, %q : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) sinks(%s : tensor<4xf32>) outs(%q : memref<1x4x?x32xf32>)
+  return
+}

@@ -204,3 +204,15 @@ func.func @copy_async(%k: memref<?x16xf16>, %buf: memref<2x16x24xf16, 3>, %row: 
   fmha.copy_wait pending(1)
   return
 }
+
+// Learned sink logits: an optional input f32 [Hq] after q, k, v.
+// CHECK-LABEL: func @attention_sinks
+// CHECK: fmha.attention ins(%{{.+}}, %{{.+}}, %{{.+}} : tensor<2x8x?x64xbf16>, tensor<2x2x?x64xbf16>, tensor<2x2x?x64xbf16>) sinks(%{{.+}} : tensor<8xf32>) outs(%{{.+}} : tensor<2x8x?x64xbf16>, %{{.+}} : tensor<2x8x?xf32>) {mask = #fmha.mask<"b:-1,0,4">}
+// CHECK: fmha.attention ins({{.+}}) sinks(%{{.+}} : memref<4xf32>) outs(%{{.+}} : memref<1x4x?x32xf32>){{$}}
+func.func @attention_sinks(%q: tensor<2x8x?x64xbf16>, %k: tensor<2x2x?x64xbf16>, %s: tensor<8xf32>, %o: tensor<2x8x?x64xbf16>, %l: tensor<2x8x?xf32>,
+    %mq: memref<1x4x?x32xf32>, %ms: memref<4xf32>) -> (tensor<2x8x?x64xbf16>, tensor<2x8x?xf32>) {
+  %0:2 = fmha.attention ins(%q, %k, %k : tensor<2x8x?x64xbf16>, tensor<2x2x?x64xbf16>, tensor<2x2x?x64xbf16>) sinks(%s : tensor<8xf32>)
+      outs(%o : tensor<2x8x?x64xbf16>, %l : tensor<2x8x?xf32>) {mask = #fmha.mask<"b:-1,0,4">} -> tensor<2x8x?x64xbf16>, tensor<2x8x?xf32>
+  fmha.attention ins(%mq, %mq, %mq : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) sinks(%ms : memref<4xf32>) outs(%mq : memref<1x4x?x32xf32>)
+  return %0#0, %0#1 : tensor<2x8x?x64xbf16>, tensor<2x8x?xf32>
+}

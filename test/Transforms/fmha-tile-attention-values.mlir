@@ -101,3 +101,21 @@ func.func @sink_no_lse(%q: tensor<2x8x?x64xbf16>, %k: tensor<2x8x?x64xbf16>, %o:
   %0 = fmha.attention ins(%q, %k, %k : tensor<2x8x?x64xbf16>, tensor<2x8x?x64xbf16>, tensor<2x8x?x64xbf16>) outs(%o : tensor<2x8x?x64xbf16>) {mask = #fmha.mask<"b:256,0,4">} -> tensor<2x8x?x64xbf16>
   return %0 : tensor<2x8x?x64xbf16>
 }
+
+// -----
+
+// Learned sink logits: each q tile of head h reads sinks[h] and starts its
+// running max and sum from it (tile_init's sink: m = sinks[h], l = 1); on
+// memrefs the same from a load (the batch loop of one folds away).
+// CHECK-LABEL: func @learned_sinks
+// CHECK: scf.forall (%{{.+}}, %[[H:.+]], %{{.+}}) in
+// CHECK:   %[[SINK:.+]] = tensor.extract %arg3[%[[H]]] : tensor<4xf32>
+// CHECK:   fmha.tile_init %{{.+}}, %{{.+}}, %{{.+}} sink %[[SINK]] :
+// BUF-LABEL: func @learned_sinks
+// BUF: scf.parallel (%[[H:[^,]+]], %{{.+}}) = (%c0, %c0) to (%c4,
+// BUF:   %[[SINK:.+]] = memref.load %arg3[%[[H]]] : memref<4xf32>
+// BUF:   fmha.tile_init %{{.+}}, %{{.+}}, %{{.+}} sink %[[SINK]] :
+func.func @learned_sinks(%q: tensor<1x4x?x32xf16>, %k: tensor<1x2x?x32xf16>, %v: tensor<1x2x?x16xf16>, %s: tensor<4xf32>, %o: tensor<1x4x?x16xf16>) -> tensor<1x4x?x16xf16> {
+  %r = fmha.attention ins(%q, %k, %v : tensor<1x4x?x32xf16>, tensor<1x2x?x32xf16>, tensor<1x2x?x16xf16>) sinks(%s : tensor<4xf32>) outs(%o : tensor<1x4x?x16xf16>) {mask = #fmha.mask<"b">} -> tensor<1x4x?x16xf16>
+  return %r : tensor<1x4x?x16xf16>
+}

@@ -95,3 +95,22 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// Learned sink logits: a tile of query heads takes their slice of sinks.
+// CHECK-LABEL: func @sinks
+// CHECK: scf.for %[[H:.+]] = %c0 to %c8 step %c4
+// CHECK:   %[[S:.+]] = tensor.extract_slice %arg2[%[[H]]] [4] [1] : tensor<8xf32> to tensor<4xf32>
+// CHECK:   fmha.attention ins({{.+}}) sinks(%[[S]] : tensor<4xf32>) outs({{.+}})
+func.func @sinks(%q: tensor<2x8x?x64xf16>, %k: tensor<2x2x?x64xf16>, %s: tensor<8xf32>, %o: tensor<2x8x?x64xf16>) -> tensor<2x8x?x64xf16> {
+  %r = fmha.attention ins(%q, %k, %k : tensor<2x8x?x64xf16>, tensor<2x2x?x64xf16>, tensor<2x2x?x64xf16>) sinks(%s : tensor<8xf32>) outs(%o : tensor<2x8x?x64xf16>) -> tensor<2x8x?x64xf16>
+  return %r : tensor<2x8x?x64xf16>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["fmha.attention"]} in %root : (!transform.any_op) -> !transform.any_op
+    %t, %l0 = transform.structured.tile_using_for %op tile_sizes [0, 4, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}

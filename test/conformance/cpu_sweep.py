@@ -120,6 +120,8 @@ def check_signature(args, tmp, index, sig, shapes):
         compile_cmd += ["--from-tensors", "--vector-tiles"]
     if args.defer_pv:
         compile_cmd += ["--defer-pv"]
+    if args.sinks:
+        compile_cmd += ["--sinks"]
     rc, text = run(compile_cmd)
     if rc != 0:
         return [f"COMPILE FAIL {' '.join(compile_cmd)}\n{text}"], 0, 0.0
@@ -166,9 +168,16 @@ def main():
     parser.add_argument("--vector-tiles", action="store_true",
                         help="forward bundles with the static tiles as "
                              "vectors")
+    parser.add_argument("--sinks", action="store_true",
+                        help="forward bundles with learned sink logits "
+                             "(fmha-run draws them and validates against "
+                             "the reference with them)")
     args = parser.parse_args()
     if args.defer_pv and not args.vector_tiles:
         parser.error("--defer-pv needs --vector-tiles")
+    if args.sinks and args.bwd:
+        parser.error("--sinks: the backward with learned sinks is not built "
+                     "yet; drop --bwd")
     if (args.static_tiles or args.vector_tiles) and args.bwd:
         parser.error("--static-tiles and --vector-tiles tile the forward; "
                      "drop --bwd")
@@ -187,6 +196,8 @@ def main():
         print(f)
     kind = ("backward " if args.bwd else "vector-tile " if args.vector_tiles
             else "static-tile " if args.static_tiles else "")
+    if args.sinks:
+        kind += "learned-sinks "
     print(f"cpu {kind}sweep: {len(sigs)} bundles, {runs} problems, "
           f"{len(failures)} failures, worst f32 rel_err {worst:.3e}")
     return 1 if failures else 0

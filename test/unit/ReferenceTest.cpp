@@ -199,6 +199,36 @@ TEST(Reference, MergeWithEmptyPartials) {
   EXPECT_NEAR(m.lse[3], 2.0 + std::log(2.0), 1e-15);
 }
 
+TEST(Reference, LearnedSinksFoldAfterTheSoftmax) {
+  // DESIGN.md's fold of a sink logit after the fact: lse' = logaddexp(lse,
+  // sink), o' = o e^{lse - lse'}; a row with no visible key (b, Sq > Sk)
+  // gets o = 0 and lse = sink.
+  ReferenceConfig c = config(2, 4, 2, 5, 3, 3, 2, "b:1,0", 0.6, 2.0);
+  std::vector<double> q = randomNormal(2 * 4 * 5 * 3, 1),
+                      k = randomNormal(2 * 2 * 3 * 3, 2),
+                      v = randomNormal(2 * 2 * 3 * 2, 3);
+  ReferenceForward plain = forward(c, q, k, v);
+  c.sinks = {0.5, -3.0, 1.25, 8.0};
+  ReferenceForward sunk = forward(c, q, k, v);
+  for (int64_t row = 0; row < 2 * 4 * 5; ++row) {
+    double sink = c.sinks[(row / 5) % 4];
+    double lse = plain.lse[row];
+    double folded = lse == -kInf
+                        ? sink
+                        : std::max(lse, sink) +
+                              std::log(std::exp(lse - std::max(lse, sink)) +
+                                       std::exp(sink - std::max(lse, sink)));
+    EXPECT_NEAR(sunk.lse[row], folded, 1e-12) << "row " << row;
+    double weight = lse == -kInf ? 0.0 : std::exp(lse - folded);
+    for (int e = 0; e < 2; ++e)
+      EXPECT_NEAR(sunk.o[row * 2 + e], plain.o[row * 2 + e] * weight, 1e-12)
+          << "row " << row;
+  }
+  // Rows 0 and 1 of the b mask with Sq 5 > Sk 3 see no key.
+  EXPECT_EQ(sunk.lse[0], c.sinks[0]);
+  EXPECT_EQ(sunk.o[0], 0.0);
+}
+
 TEST(Reference, Errors) {
   ReferenceForward out;
   std::string err;
@@ -213,6 +243,13 @@ TEST(Reference, Errors) {
   EXPECT_EQ(err, "reference: Sq must be positive, got 0");
   EXPECT_FALSE(referenceMerge(2, 1, {0, 0}, {0, 0}, {0}, {0, 0}, &out, &err));
   EXPECT_EQ(err, "reference: o2 has 1 elements, expected 2");
+  ReferenceConfig c = config(1, 2, 1, 1, 1, 1, 1);
+  c.sinks = {0.0};
+  EXPECT_FALSE(referenceForward(c, {0, 0}, {0}, {0}, &out, &err));
+  EXPECT_EQ(err, "reference: sinks has 1 values, expected Hq = 2");
+  c.sinks = {0.0, std::nan("")};
+  EXPECT_FALSE(referenceForward(c, {0, 0}, {0}, {0}, &out, &err));
+  EXPECT_EQ(err, "reference: sinks must be finite");
 }
 
 //===----------------------------------------------------------------------===//
@@ -229,7 +266,8 @@ double loss(const ReferenceConfig &c, const std::vector<double> &q,
   return s;
 }
 
-void checkGradients(const ReferenceConfig &c, unsigned seed) {
+void checkGradients(ReferenceConfig c, unsigned seed) {
+  std::vector<double> sinks = c.sinks;
   std::vector<double> q = randomNormal(c.b * c.hq * c.sq * c.d, seed),
                       k = randomNormal(c.b * c.hk * c.sk * c.d, seed + 1),
                       v = randomNormal(c.b * c.hk * c.sk * c.dv, seed + 2),
@@ -242,15 +280,21 @@ void checkGradients(const ReferenceConfig &c, unsigned seed) {
     const char *name;
     std::vector<double> *x;
     const std::vector<double> *grad;
-  } inputs[] = {{"q", &q, &g.dq}, {"k", &k, &g.dk}, {"v", &v, &g.dv}};
+  } inputs[] = {{"q", &q, &g.dq},
+                {"k", &k, &g.dk},
+                {"v", &v, &g.dv},
+                {"sinks", &sinks, &g.dsinks}};
   for (const Input &in : inputs) {
     for (size_t i = 0; i < in.x->size(); ++i) {
       double saved = (*in.x)[i];
       (*in.x)[i] = saved + eps;
+      c.sinks = sinks;
       double up = loss(c, q, k, v, dO);
       (*in.x)[i] = saved - eps;
+      c.sinks = sinks;
       double down = loss(c, q, k, v, dO);
       (*in.x)[i] = saved;
+      c.sinks = sinks;
       double numeric = (up - down) / (2 * eps);
       EXPECT_NEAR((*in.grad)[i], numeric, 1e-7 * (1 + std::fabs(numeric)))
           << in.name << "[" << i << "] mask " << c.mask.str();
@@ -268,6 +312,17 @@ TEST(ReferenceBackward, GqaTwoToOneWithCausalMask) {
 
 TEST(ReferenceBackward, WindowSinkSoftcapAndScale) {
   checkGradients(config(1, 2, 1, 5, 6, 3, 2, "t:1,0,2", 0.7, 1.5), 40);
+}
+
+TEST(ReferenceBackward, LearnedSinksMatchFiniteDifferences) {
+  // dsinks too, with GQA, a window with sink tokens (independent of the
+  // learned sinks), softcap, and rows that see no key (b with Sq > Sk).
+  ReferenceConfig c = config(2, 4, 2, 5, 6, 3, 2, "b:1,0,2", 0.7, 1.5);
+  c.sinks = {0.3, -1.2, 2.0, 0.0};
+  checkGradients(c, 60);
+  ReferenceConfig empty = config(1, 2, 1, 4, 2, 2, 2, "b");
+  empty.sinks = {1.5, -0.5};
+  checkGradients(empty, 70);
 }
 
 TEST(ReferenceBackward, FullyMaskedRowsHaveNoGradient) {

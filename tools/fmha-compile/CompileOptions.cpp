@@ -48,6 +48,13 @@ cl::opt<double> softcap("softcap", cl::desc("Softcap (default none)"),
                         cl::init(0.0), cl::cat(category));
 cl::opt<bool> bwd("bwd", cl::desc("Compile the backward kernel"),
                   cl::init(false), cl::cat(category));
+cl::opt<bool> sinks(
+    "sinks",
+    cl::desc("the forward takes learned sink logits (gpt-oss): an operand "
+             "'sinks', float32 [Hq], one logit per query head that joins "
+             "every row's softmax denominator and carries no value "
+             "(DESIGN.md section 1); on GPU targets the staged forward"),
+    cl::init(false), cl::cat(category));
 cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("With --bwd: bit-identical gradients run to run (dQ recomputed "
@@ -238,6 +245,10 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   }
   if (qInShared.getNumOccurrences() && !gpuForward)
     return gpuForwardOnly("--q-in-shared");
+  if (sinks && (merge || accumulate))
+    return error("--sinks applies to attention kernels (not --merge or "
+                 "--accumulate: a merge takes partials without the sink "
+                 "logits, which fold in once after the last merge)");
   // 32-bit indices on cuda by default: measured on the H200
   // (docs/PERFORMANCE.md, v13).
   meta.indexBits = meta.target == rt::Target::Cuda ? 32 : 64;
@@ -332,6 +343,10 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       return error("--softcap must be positive and finite");
     meta.scale = static_cast<float>(scale);
     meta.softcap = static_cast<float>(softcap);
+    meta.sinks = sinks;
+    if (sinks && bwd)
+      return error("--sinks: the backward with learned sink logits is not "
+                   "built yet (the forward takes them)");
     if (blockM <= 0 || blockN <= 0)
       return error("--block-m and --block-n must be positive");
     meta.blockM = blockM;
@@ -362,6 +377,13 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       request.chip = meta.chip;
       request.backward = bwd;
       request.staged = vectorTiles;
+      // fmha-compile builds the staged forward too, where the op needs it
+      // (only the staged forward takes learned sink logits) and no option
+      // naming another kernel is given.
+      request.stagedAllowed = sinks && !bwd &&
+                              meta.kind == rt::KernelKind::Forward &&
+                              !rescale.getNumOccurrences();
+      request.stagedRequired = sinks;
       request.f32 = meta.dtype == rt::DType::F32;
       request.d = meta.d;
       request.dv = meta.dv;
@@ -385,6 +407,10 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       mma = choice.mma;
       if (choice.staged)
         vectorTiles = true, fromTensors = true;
+      if (sinks && !vectorTiles)
+        return error("--sinks on --target=" + target.getValue() +
+                     " needs the staged forward, which the options given "
+                     "leave out: add --vector-tiles");
     }
     if (meta.target != rt::Target::Cpu) {
       const std::string t = "--target=" + target.getValue();

@@ -111,6 +111,11 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
                 MemRefType::get({dyn}, b.getF32Type())};
   if (backward)
     argTypes.append({oType, qType, kType, vType}); // dO, dq, dk, dv
+  // Learned sink logits: sinks f32 [Hq] after v.
+  const bool withSinks = meta.sinks && !merge && !accumulate;
+  if (withSinks)
+    argTypes.insert(argTypes.begin() + 3,
+                    MemRefType::get({meta.hq}, b.getF32Type()));
   // --strides=any: each tensor of an attention bundle in any strides but a
   // contiguous head-dim axis (DESIGN.md section 1, strides).
   if (strides == "any" && !merge && !accumulate)
@@ -132,7 +137,11 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
       fromTensors && strides == "any" && !merge && !accumulate;
   SmallVector<Type> memrefTypes = argTypes;
   SmallVector<Type> resultTypes;
-  size_t firstOut = accumulate ? 1 : merge ? 4 : backward ? 6 : 3;
+  size_t firstOut = (accumulate ? 1
+                     : merge    ? 4
+                     : backward ? 6
+                                : 3) +
+                    (withSinks ? 1 : 0);
   if (fromTensors) {
     for (Type &t : argTypes) {
       auto m = cast<MemRefType>(t);
@@ -174,8 +183,9 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
         meta.deterministic);
   else
     op = mlir::fmha::AttentionOp::create(b, loc, results, args[0], args[1],
-                                         args[2], args[3], args[4], maskAttr,
-                                         scaleAttr, softcapAttr);
+                                         args[2], withSinks ? args[3] : Value(),
+                                         args[firstOut], args[firstOut + 1],
+                                         maskAttr, scaleAttr, softcapAttr);
   if (stridedTensors) {
     for (auto [result, out] :
          llvm::zip(op->getResults(), body->getArguments().drop_front(firstOut)))
@@ -334,12 +344,16 @@ std::vector<OperandSpec> operandSpecs(const rt::BundleMeta &meta) {
     break;
   }
   const std::vector<std::string> q = {"b", "sq"}, k = {"b", "sk"};
-  if (meta.kind == rt::KernelKind::Forward)
-    return {{"q", Role::In, false, q},
-            {"k", Role::In, false, k},
-            {"v", Role::In, false, k},
-            {"o", Role::Out, false, q},
-            {"lse", Role::Out, /*optional=*/true, q}};
+  if (meta.kind == rt::KernelKind::Forward) {
+    std::vector<OperandSpec> specs = {{"q", Role::In, false, q},
+                                      {"k", Role::In, false, k},
+                                      {"v", Role::In, false, k},
+                                      {"o", Role::Out, false, q},
+                                      {"lse", Role::Out, /*optional=*/true, q}};
+    if (meta.sinks) // f32 [Hq]: no dynamic size.
+      specs.insert(specs.begin() + 3, {"sinks", Role::In, false, {}});
+    return specs;
+  }
   return {{"q", Role::In, false, q},   {"k", Role::In, false, k},
           {"v", Role::In, false, k},   {"o", Role::In, false, q},
           {"lse", Role::In, false, q}, {"dO", Role::In, false, q},

@@ -39,15 +39,21 @@ ReferenceConfig referenceConfig(const Problem &p, const Signature &sig) {
   return cfg;
 }
 
+/// The reference of `p` on the inputs `in` (their learned sinks too).
+ReferenceConfig referenceConfig(const Problem &p, const Signature &sig,
+                                const Inputs &in) {
+  ReferenceConfig cfg = referenceConfig(p, sig);
+  cfg.sinks = toDouble(in.sinks);
+  return cfg;
+}
+
 /// Prints the errors and PASS/FAIL; returns whether it passed.
-bool validate(const Problem &p, const Signature &sig,
-              const std::vector<float> &q, const std::vector<float> &k,
-              const std::vector<float> &v, const std::vector<float> &o,
-              const std::vector<float> &lse) {
+bool validate(const Problem &p, const Signature &sig, const Inputs &in,
+              const std::vector<float> &o, const std::vector<float> &lse) {
   ReferenceForward ref;
   std::string err;
-  if (!referenceForward(referenceConfig(p, sig), toDouble(q), toDouble(k),
-                        toDouble(v), &ref, &err))
+  if (!referenceForward(referenceConfig(p, sig, in), toDouble(in.q),
+                        toDouble(in.k), toDouble(in.v), &ref, &err))
     fail(err);
   std::vector<std::string> reasons;
   judgeOutputs(p.hq, p.sq, sig.dtype, o, lse, ref, &reasons);
@@ -202,7 +208,7 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
   InputBytes bytes = inputBytes(p, sig, in);
   const std::vector<unsigned char> &qBytes = bytes.q, &kBytes = bytes.k,
                                    &vBytes = bytes.v;
-  ForwardBuffers bufs(dev, p, sig.dtype, qBytes, kBytes, vBytes);
+  ForwardBuffers bufs(dev, p, sig.dtype, qBytes, kBytes, vBytes, in.sinks);
   DeviceBuffer &oBuf = bufs.o, &lseBuf = bufs.lse;
   ForwardArgs args = bufs.args;
 
@@ -222,14 +228,18 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
 
   bool passed = true;
   if (cl.flag("validate"))
-    passed = validate(p, sig, in.q, in.k, in.v, o, lse);
+    passed = validate(p, sig, in, o, lse);
 
-  if (std::optional<std::string> dir = cl.str("save"))
-    saveTensors(*dir, {{"q.npy", {p.b, p.hq, p.sq, p.d}, &in.q},
-                       {"k.npy", {p.b, p.hk, p.sk, p.d}, &in.k},
-                       {"v.npy", {p.b, p.hk, p.sk, p.dv}, &in.v},
-                       {"o.npy", {p.b, p.hq, p.sq, p.dv}, &o},
-                       {"lse.npy", {p.b, p.hq, p.sq}, &lse}});
+  if (std::optional<std::string> dir = cl.str("save")) {
+    std::vector<SavedTensor> saved = {{"q.npy", {p.b, p.hq, p.sq, p.d}, &in.q},
+                                      {"k.npy", {p.b, p.hk, p.sk, p.d}, &in.k},
+                                      {"v.npy", {p.b, p.hk, p.sk, p.dv}, &in.v},
+                                      {"o.npy", {p.b, p.hq, p.sq, p.dv}, &o},
+                                      {"lse.npy", {p.b, p.hq, p.sq}, &lse}};
+    if (sig.sinks)
+      saved.push_back({"sinks.npy", {p.hq}, &in.sinks});
+    saveTensors(*dir, saved);
+  }
 
   if (cl.flag("bench")) {
     // Small inputs rotate among copies (the first is the one above).
@@ -295,7 +305,7 @@ void runForwardFor(Kernel &fwd, const Problem &p, const Signature &sig,
   Device dev(backend);
   const MemoryLayout &L = gLayout;
   InputBytes bytes = inputBytes(p, sig, in);
-  ForwardBuffers bufs(dev, p, sig.dtype, bytes.q, bytes.k, bytes.v);
+  ForwardBuffers bufs(dev, p, sig.dtype, bytes.q, bytes.k, bytes.v, in.sinks);
   check(launchForward(fwd, p, bufs.args));
   *o = L.fromMemory(fromStorage(dev.download(bufs.o), sig.dtype), p.b, p.hq,
                     p.sq, p.dv);

@@ -137,6 +137,7 @@ Signature signatureFromBundle(const CommandLine &cl,
   s.mask = meta.mask;
   s.scale = meta.effectiveScale();
   s.softcap = meta.softcap;
+  s.sinks = meta.sinks;
   s.blockM = meta.blockM;
   s.blockN = meta.blockN;
   auto mismatch = [&](const std::string &flag, const std::string &given,

@@ -156,6 +156,8 @@ struct Signature {
   MaskSpec mask;
   double scale = 0.0; // effective
   double softcap = 0.0;
+  /// The bundle takes learned sink logits (an operand sinks, f32 [Hq]).
+  bool sinks = false;
   int64_t blockM = 64, blockN = 64;
 };
 

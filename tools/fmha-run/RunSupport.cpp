@@ -76,16 +76,15 @@ std::string joinPath(const std::string &dir, const char *file) {
   return (std::filesystem::path(dir) / file).string();
 }
 
-NpyArray loadInput(const std::string &dir, const char *file) {
+NpyArray loadInput(const std::string &dir, const char *file, size_t rank) {
   NpyArray a;
   std::string err;
   if (!readNpy(joinPath(dir, file), &a, &err))
     fail(err);
-  if (a.shape.size() != 4)
-    fail("npy '" + joinPath(dir, file) +
-         "': expected a 4-d BHSD array, got "
-         "shape " +
-         formatShape(a.shape));
+  if (a.shape.size() != rank)
+    fail("npy '" + joinPath(dir, file) + "': expected a " +
+         std::to_string(rank) + "-d " + (rank == 4 ? "BHSD " : "") +
+         "array, got shape " + formatShape(a.shape));
   return a;
 }
 
@@ -116,6 +115,8 @@ Status launchForward(const Kernel &kernel, const Problem &p,
       .tensor("o", args.o, gLayout.strides(p.hq, p.sq, p.dv));
   if (args.lse)
     la.tensor("lse", args.lse);
+  if (args.sinks)
+    la.tensor("sinks", args.sinks);
   return kernel.launch(la);
 }
 

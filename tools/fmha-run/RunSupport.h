@@ -40,13 +40,15 @@ std::vector<double> toDouble(const std::vector<float> &v);
 
 std::string joinPath(const std::string &dir, const char *file);
 /// A 4-d BHSD .npy array of --load's folder.
-NpyArray loadInput(const std::string &dir, const char *file);
+NpyArray loadInput(const std::string &dir, const char *file, size_t rank = 4);
 /// Fails with the status' message unless it is ok.
 void check(const Status &s);
 
 /// The inputs, rounded to the dtype; dO is empty for a forward bundle.
 struct Inputs {
-  const std::vector<float> &q, &k, &v, &dO;
+  /// sinks: the learned sink logits [Hq] of a bundle that takes them, else
+  /// empty.
+  const std::vector<float> &q, &k, &v, &dO, &sinks;
 };
 
 /// --warmup and --iters.
@@ -139,7 +141,8 @@ struct ForwardBuffers {
   ForwardBuffers(Device &dev, const Problem &p, DType dtype,
                  const std::vector<unsigned char> &qBytes,
                  const std::vector<unsigned char> &kBytes,
-                 const std::vector<unsigned char> &vBytes)
+                 const std::vector<unsigned char> &vBytes,
+                 const std::vector<float> &sinkLogits)
       : q(dev.upload(qBytes)), k(dev.upload(kBytes)), v(dev.upload(vBytes)),
         o(dev.allocate(static_cast<size_t>(p.oElements()) * dtypeSize(dtype))),
         lse(dev.allocate(static_cast<size_t>(p.lseElements()) *
@@ -149,8 +152,15 @@ struct ForwardBuffers {
     args.v = v.get();
     args.o = o.get();
     args.lse = static_cast<float *>(lse.get());
+    if (!sinkLogits.empty()) {
+      const auto *bytes =
+          reinterpret_cast<const unsigned char *>(sinkLogits.data());
+      sinks = dev.upload(std::vector<unsigned char>(
+          bytes, bytes + sinkLogits.size() * sizeof(float)));
+      args.sinks = static_cast<const float *>(sinks.get());
+    }
   }
-  DeviceBuffer q, k, v, o, lse;
+  DeviceBuffer q, k, v, o, lse, sinks;
   ForwardArgs args;
 };
 

@@ -71,7 +71,9 @@ void printHelp() {
   std::printf(
       "\nInputs are standard normal values from a splitmix64 generator "
       "(--seed),\nrounded to the dtype; o and lse are set to NaN before "
-      "every run.\n"
+      "every run.\nA bundle with learned sink logits (sinks=1) takes sinks "
+      "[Hq] (float32): drawn\nafter the other inputs with standard "
+      "deviation 2, or sinks.npy with --load;\n--save writes it.\n"
       "--validate prints max_abs_err, rel_err = ||o-ref||_2/||ref||_2 and\n"
       "lse_max_abs_err (over finite entries; -inf rows must match exactly, "
       "NaN fails).\nIt passes when rel_err <= 1e-5 (f32), 2e-3 (f16), 1e-2 "
@@ -407,7 +409,7 @@ int run(int argc, char **argv) {
 
   // Inputs, rounded to the dtype. dO (backward only) comes after q, k, v
   // from the same generator, so that q, k, v equal the forward's.
-  std::vector<float> q, k, v, dO;
+  std::vector<float> q, k, v, dO, sinks;
   if (loadDir) {
     std::string err;
     if (!checkNpyShape(qIn, joinPath(*loadDir, "q.npy"), {p.b, p.hq, p.sq, p.d},
@@ -427,6 +429,13 @@ int run(int argc, char **argv) {
         fail(err);
       dO = std::move(doIn.data);
     }
+    if (sig.sinks) {
+      NpyArray sinksIn = loadInput(*loadDir, "sinks.npy", /*rank=*/1);
+      if (!checkNpyShape(sinksIn, joinPath(*loadDir, "sinks.npy"), {p.hq},
+                         &err))
+        fail(err);
+      sinks = std::move(sinksIn.data);
+    }
   } else {
     Normal rng(seed);
     q.resize(p.qElements());
@@ -439,13 +448,24 @@ int run(int argc, char **argv) {
         x = static_cast<float>(rng.next());
     if (inputKind == "stress")
       stressInputs(p, q, k);
+    // Learned sink logits after every other input (which stay the same as
+    // without them): normal with standard deviation 2, about the spread of
+    // a row's largest scores, so that the sink takes a share of each row.
+    if (sig.sinks) {
+      sinks.resize(p.hq);
+      for (float &x : sinks)
+        x = static_cast<float>(2.0 * rng.next());
+    }
   }
+  for (float x : sinks)
+    if (!std::isfinite(x))
+      fail("sinks.npy: the learned sink logits must be finite");
   for (std::vector<float> *t : {&q, &k, &v, &dO})
     for (float &x : *t)
       x = roundTo(x, sig.dtype);
 
   check(kernel.checkProblem(p));
-  Inputs in{q, k, v, dO};
+  Inputs in{q, k, v, dO, sinks};
   BenchCounts counts{warmup, iters};
   return backward ? runBackwardKernel(cl, kernel, fwdKernel.get(), p, sig, in,
                                       counts)

@@ -45,11 +45,14 @@ struct TileInitLowering : OpRewritePattern<TileInitOp> {
   LogicalResult matchAndRewrite(TileInitOp op,
                                 PatternRewriter &rewriter) const override {
     LoopBuilder lb{rewriter, op.getLoc()};
-    Value negInf = lb.negInf(), zero = lb.f32(0.0);
+    Value zero = lb.f32(0.0);
+    // A learned sink logit: m = sink, l = 1 (its term of the sum).
+    Value m0 = op.getSink() ? op.getSink() : lb.negInf();
+    Value l0 = op.getSink() ? lb.f32(1.0) : zero;
     Value dv = lb.dim(op.getAcc(), 1);
     lb.forEach(lb.dim(op.getM(), 0), [&](LoopBuilder &row, Value i) {
-      row.store(negInf, op.getM(), i);
-      row.store(zero, op.getL(), i);
+      row.store(m0, op.getM(), i);
+      row.store(l0, op.getL(), i);
       row.forEach(dv, [&](LoopBuilder &col, Value c) {
         col.store(zero, op.getAcc(), {i, c});
       });

@@ -1198,6 +1198,11 @@ struct FmhaLowerToGpuPass
 
   LogicalResult lower(AttentionOp op, const GpuTarget &gpuTarget,
                       const GpuKernelChoice &k) {
+    if (op.getSinks())
+      return op.emitOpError()
+             << "learned sink logits (sinks) are built by the staged "
+                "forward: give the pipeline vector-tiles=1 (fmha-compile "
+                "--vector-tiles)";
     std::string error =
         checkSupported(op, gpuTarget, chip, k.blockM, k.blockN, k.warpRows,
                        k.qInShared, k.mma == "wgmma");

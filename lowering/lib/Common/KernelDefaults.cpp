@@ -23,12 +23,14 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
   // builder's at D = 128 (docs/PERFORMANCE.md, "the staged wgmma forward"),
   // the only one above; at D = Dv = 64 the builder's (the staged 0.95x).
   auto wgmmaDim = [](int64_t d) { return d == 64 || d == 128 || d == 256; };
-  if (r.stagedAllowed && !r.staged && !tileGiven && !r.mma && !r.rocdl &&
-      !r.backward && !r.f32 && r.chip == "sm_90a" && wgmmaDim(r.d) &&
-      wgmmaDim(r.dv) && std::max(r.d, r.dv) > 64) {
+  const bool wgmmaFits = !r.rocdl && !r.f32 && r.chip == "sm_90a" &&
+                         wgmmaDim(r.d) && wgmmaDim(r.dv);
+  if (r.stagedAllowed && !r.staged && !tileGiven && !r.mma && !r.backward &&
+      ((wgmmaFits && std::max(r.d, r.dv) > 64) || r.stagedRequired)) {
     GpuKernelRequest staged = r;
     staged.staged = true;
-    staged.mma = "wgmma";
+    if (wgmmaFits)
+      staged.mma = "wgmma";
     GpuKernelChoice choice = chooseGpuKernel(staged);
     choice.staged = true;
     return choice;

@@ -28,7 +28,7 @@ class Fmha_DpsOp<string mnemonic, list<Trait> traits = []>
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-def Fmha_AttentionOp : Fmha_DpsOp<"attention", [
+def Fmha_AttentionOp : Fmha_DpsOp<"attention", [AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<TilingInterface, ["getLoopIteratorTypes",
         "getIterationDomain", "getTiledImplementation",
         "getResultTilePosition"]>]> {
@@ -42,6 +42,13 @@ def Fmha_AttentionOp : Fmha_DpsOp<"attention", [
     key gets o = 0 and lse = -inf. Tensors and memrefs are both accepted
     (destination style: on tensors the op returns the updated `outs`).
 
+    The optional `sinks` (f32 `[Hq]`, gpt-oss's learned sink logits) gives
+    each query head h one more logit sinks[h], in the units of the scores
+    (after scale, never soft-capped), that joins every row's softmax
+    denominator and carries no value: `o_i = sum_j e^{s_ij} v_j /
+    (e^{sinks[h]} + sum_j e^{s_ij})`, lse_i the log of that denominator; a
+    row with no visible key gets o = 0 and lse = sinks[h].
+
     Example:
     ```mlir
     %o, %lse = fmha.attention ins(%q, %k, %v : tensor<2x8x?x64xf16>,
@@ -52,13 +59,16 @@ def Fmha_AttentionOp : Fmha_DpsOp<"attention", [
     ```
   }];
   let arguments = (ins Fmha_ShapedFloat:$q, Fmha_ShapedFloat:$k,
-                       Fmha_ShapedFloat:$v, Fmha_ShapedFloat:$o,
+                       Fmha_ShapedFloat:$v,
+                       Optional<Fmha_ShapedFloat>:$sinks,
+                       Fmha_ShapedFloat:$o,
                        Optional<Fmha_ShapedFloat>:$lse,
                        OptionalAttr<Fmha_MaskAttr>:$mask,
                        OptionalAttr<F32Attr>:$scale,
                        OptionalAttr<F32Attr>:$softcap);
   let assemblyFormat = [{
     `ins` `(` $q `,` $k `,` $v `:` type($q) `,` type($k) `,` type($v) `)`
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     `outs` `(` $o `:` type($o) (`,` $lse^ `:` type($lse))? `)`
     attr-dict (`->` type($results)^)?
   }];
@@ -66,8 +76,9 @@ def Fmha_AttentionOp : Fmha_DpsOp<"attention", [
   let hasCanonicalizeMethod = 1;
   let extraClassDeclaration = [{
     MutableOperandRange getDpsInitsMutable() {
-      return MutableOperandRange(getOperation(), /*start=*/3,
-                                 /*length=*/getNumOperands() - 3);
+      const unsigned inputs = getSinks() ? 4 : 3;
+      return MutableOperandRange(getOperation(), /*start=*/inputs,
+                                 /*length=*/getNumOperands() - inputs);
     }
     /// The mask, `0` when the attribute is absent.
     ::fmha::MaskSpec getMaskSpec();
@@ -200,12 +211,16 @@ class Fmha_TileDpsOp<string mnemonic> : Fmha_DpsOp<mnemonic> {
 
 def Fmha_TileInitOp : Fmha_TileDpsOp<"tile_init"> {
   let summary = "Initialise the running max, sum and accumulator of a q tile";
-  let description = [{ m = -inf, l = 0, acc = 0 (all three are outs). }];
+  let description = [{
+    m = -inf, l = 0, acc = 0 (all three are outs). With `sink` (a learned
+    sink logit, f32): m = sink, l = 1 (the sink's term e^{sink - m} of the
+    denominator, with no value in acc).
+  }];
   let arguments = (ins Fmha_F32ValueTile1D:$m, Fmha_F32ValueTile1D:$l,
-                       Fmha_F32ValueTile2D:$acc);
+                       Fmha_F32ValueTile2D:$acc, Optional<F32>:$sink);
   let assemblyFormat = [{
-    $m `,` $l `,` $acc attr-dict `:` type($m) `,` type($l) `,` type($acc)
-      (`->` type($results)^)?
+    $m `,` $l `,` $acc (`sink` $sink^)? attr-dict `:` type($m) `,` type($l)
+      `,` type($acc) (`->` type($results)^)?
   }];
   let extraClassDeclaration = [{
     MutableOperandRange getDpsInitsMutable() {

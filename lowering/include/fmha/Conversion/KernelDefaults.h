@@ -36,6 +36,9 @@ struct GpuKernelRequest {
   /// pipelines' fmha-lower-to-gpu cannot): where it is the fastest kernel
   /// and no option is given, the choice is the staged one.
   bool stagedAllowed = false;
+  /// Only the staged forward takes the op (learned sink logits): where it
+  /// is allowed, the choice is staged whatever its speed.
+  bool stagedRequired = false;
   bool f32 = false; ///< f32 inputs (no matrix kernel takes them)
   int64_t d = 0, dv = 0;
   int64_t mfma = 0; ///< rocdl: 0, 16 or 32

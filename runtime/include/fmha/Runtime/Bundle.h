@@ -23,7 +23,10 @@
 // symbol name, or its stem: the manifest names every symbol),
 // binary_format=elf-so|cubin|ptx|hsaco, binary_size. deterministic=0|1 is
 // optional (absent means 0; the writer prints it after kind, for kind=bwd
-// only; 1 is valid only with kind=bwd). index_bits=32|64 is optional
+// only; 1 is valid only with kind=bwd). sinks=0|1 is optional (absent means
+// 0; the writer prints it after softcap when 1, which kinds fwd and bwd of
+// version 2 only may be): the kernel takes learned sink logits, an operand
+// `sinks` (float32 [Hq]) of the manifest. index_bits=32|64 is optional
 // (absent means 64; the writer prints it after kernel when it is 32, which
 // GPU targets only may be): the width of the kernels' index arithmetic and
 // index parameters; the runtime refuses a 32-bit bundle any operand of more
@@ -172,6 +175,9 @@ struct BundleMeta {
   float scale = 0.0f;
   /// 0 means no softcap.
   float softcap = 0.0f;
+  /// Attention kernels: the kernel takes learned sink logits (an operand
+  /// `sinks`, float32 [Hq]; DESIGN.md section 1).
+  bool sinks = false;
   int64_t blockM = 0, blockN = 0;
   /// GPU targets: threads per workgroup (1..1024) and bytes of dynamic
   /// shared memory per workgroup (>= 0). 0 and 0 for cpu.

@@ -31,10 +31,14 @@ struct ReferenceConfig {
   double scale = 0.0;
   /// 0 means no softcap; otherwise s = softcap * tanh(s / softcap).
   double softcap = 0.0;
+  /// Learned sink logits [Hq] (empty: none): sinks[h] joins the softmax
+  /// denominator of every row of query head h and carries no value.
+  std::vector<double> sinks;
 
   double effectiveScale() const;
   /// Empty when the sizes are positive, hq % hk == 0, the mask and softcap
-  /// are valid; else the message.
+  /// are valid and sinks is empty or [Hq] of finite values; else the
+  /// message.
   std::string validate() const;
 };
 
@@ -52,6 +56,9 @@ struct ReferenceBackward {
   /// makes, which the gradient itself can be far below where its terms
   /// cancel (with one visible key, dS = P (dP - Dsum) is 0 exactly).
   std::vector<double> dqMagnitude, dkMagnitude, dvMagnitude;
+  /// With learned sinks: dsinks[h] = -sum_{b,i} e^{sinks[h] - lse} Dsum
+  /// ([Hq]), and the sum of its terms' magnitudes.
+  std::vector<double> dsinks, dsinksMagnitude;
 };
 
 /// Forward attention. Returns false (and sets *err) when the config does not

@@ -256,6 +256,9 @@ struct ForwardArgs {
   const void *v = nullptr;
   void *o = nullptr;
   float *lse = nullptr;
+  /// The learned sink logits (float32 [Hq]) of a bundle built with them
+  /// (sinks=1); null otherwise.
+  const float *sinks = nullptr;
 };
 
 /// Backward arguments (host ABI above): inputs q, k, v, o (the forward's
