@@ -76,7 +76,7 @@ def default_deterministic(target):
 
 def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
               bundle_dir=None, block_m=None, block_n=None, out=None, lse=None,
-              return_lse=False, deterministic=None):
+              return_lse=False, deterministic=None, sinks=None):
     """Attention of q, k, v (DESIGN.md section 1) through a compiled bundle.
 
     layout 'bhsd': q [B, Hq, Sq, D], k/v [B, Hk, Sk, D/Dv]; 'bshd': q
@@ -96,7 +96,15 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
     one; None, the default, picks the mode measured faster on the target,
     default_deterministic(): atomic, which takes 0.68-0.83 of the
     deterministic mode's time on the H200); out= and lse= are not taken
-    then."""
+    then.
+
+    sinks: learned sink logits (gpt-oss's s_aux), a float32 tensor [Hq] on
+    q's device: sinks[h] joins the softmax denominator of every row of
+    query head h and carries no value (DESIGN.md section 1; a row that sees
+    no key gets o = 0 and lse = sinks[h]). The bundle is built with them
+    (fmha-compile --sinks). Their backward is not built yet: with sinks, no
+    input may require grad (ValueError), and torch.compile does not trace
+    the call."""
     if layout not in ("bhsd", "bshd"):
         raise ValueError("layout must be 'bhsd' or 'bshd', got %r" % (layout,))
     bshd = layout == "bshd"
@@ -108,8 +116,16 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
     for name, t in (("q", q), ("k", k), ("v", v)):
         if len(tuple(t.shape)) != 4:
             raise ValueError("%s: expected a 4-d tensor, got shape %s" % (name, tuple(t.shape)))
-    signature = _signature(q, k, v, mask, scale, softcap, block_m, block_n)
+    signature = _signature(q, k, v, mask, scale, softcap, block_m, block_n,
+                           sinks=sinks is not None)
     target = signature["target"]
+    if sinks is not None:
+        if _needs_grad(q, k, v, sinks):
+            raise ValueError("sinks: the backward with learned sink logits is not built "
+                             "yet; call under torch.no_grad() or detach q, k, v and sinks")
+        if _compiling():
+            raise ValueError("sinks: torch.compile does not trace fmha.attention with "
+                             "learned sink logits yet")
     if _ops.available and out is None and lse is None and _compiling():
         # The torch.library ops (fmha/_ops.py): what torch.compile traces.
         # Eager calls take the path below: the op's dispatch costs about
@@ -138,7 +154,7 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
     else:
         if out is None:
             out = _output(kernel, q, v, bshd)
-        o, l = kernel.forward(q, k, v, out, lse)
+        o, l = kernel.forward(q, k, v, out, lse, sinks=sinks)
     if bshd:
         o = o.transpose(1, 2)
     return (o, l) if return_lse else o

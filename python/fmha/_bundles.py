@@ -38,7 +38,8 @@ def _check_kind(kind, deterministic):
 
 
 def bundle_name(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
-                softcap=None, block_m=None, block_n=None, kind="fwd", deterministic=False):
+                softcap=None, block_m=None, block_n=None, kind="fwd", deterministic=False,
+                sinks=False):
     """The file name of a bundle for a signature, e.g.
     'fwd-cuda-sm_90a-bf16-hq16-hk4-d128-dv128-mask_b.fmha', or for a
     backward 'bwd-...-mask_b.fmha' ('bwd-...-det.fmha' when deterministic).
@@ -55,6 +56,8 @@ def bundle_name(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
         parts.append("scale" + _number_token(scale))
     if softcap:
         parts.append("softcap" + _number_token(softcap))
+    if sinks:
+        parts.append("sinks")
     if block_m:
         parts.append("bm%d" % block_m)
     if block_n:
@@ -89,7 +92,8 @@ def _compiler():
 
 
 def compile_args(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
-                 softcap=None, block_m=None, block_n=None, kind="fwd", deterministic=False):
+                 softcap=None, block_m=None, block_n=None, kind="fwd", deterministic=False,
+                 sinks=False):
     """The fmha-compile arguments (without -o) for a signature."""
     dv = d if dv is None else dv
     _check_kind(kind, deterministic)
@@ -102,6 +106,8 @@ def compile_args(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
         args.append("--scale=%.9g" % scale)
     if softcap:
         args.append("--softcap=%.9g" % softcap)
+    if sinks:
+        args.append("--sinks")
     if block_m:
         args.append("--block-m=%d" % block_m)
     if block_n:

@@ -22,7 +22,8 @@ def _device_name(t):
     return kind if index is None else "%s:%d" % (kind, index)
 
 
-def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None, strided=()):
+def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None, strided=(),
+                       sinks=None):
     """Checks tensors against a kernel's signature (`info`: a dict with
     target, dtype, hq, hk, d, dv). Returns (B, Sq, Sk). Raises ValueError
     naming the tensor, what was expected and what it got. Tensors named in
@@ -47,16 +48,18 @@ def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None, strid
         tensors.append(("o", o, 4, "BHSD [B, Hq, Sq, Dv]"))
     if lse is not None:
         tensors.append(("lse", lse, 3, "[B, Hq, Sq]"))
+    if sinks is not None:
+        tensors.append(("sinks", sinks, 1, "[Hq]"))
     shapes = {}
     for name, t, rank, layout in tensors:
         shapes[name] = shape_of(name, t, rank, layout)
         dt = _dtype_name(t)
-        expected = "torch.float32" if name == "lse" else want_dtype
+        f32 = name in ("lse", "sinks")
+        expected = "torch.float32" if f32 else want_dtype
         if dt != expected:
             raise ValueError("%s: expected dtype %s%s, got %s"
                              % (name, expected,
-                                "" if name == "lse" else " (the bundle's %s)" % info["dtype"],
-                                dt))
+                                "" if f32 else " (the bundle's %s)" % info["dtype"], dt))
         kind = getattr(t.device, "type", str(t.device))
         if kind != want_device:
             raise ValueError("%s is on %s; a %s bundle runs on %s tensors"
@@ -98,7 +101,9 @@ def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None, strid
     if lse is not None:
         for dim, (what, want) in enumerate((("B", b), ("Hq", hq), ("Sq", sq))):
             expect("lse", dim, what, shapes["lse"][dim], want)
-    for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse)):
+    if sinks is not None:
+        expect("sinks", 0, "Hq", shapes["sinks"][0], hq)
+    for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse), ("sinks", sinks)):
         if t is not None and _device_name(t) != _device_name(q):
             raise ValueError("%s is on %s, q on %s" % (name, _device_name(t), _device_name(q)))
     return b, sq, sk

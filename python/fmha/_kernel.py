@@ -168,23 +168,43 @@ class Kernel:
                             % (self.path, self.info["kind"], self.info["kind"], what))
         self.check_problem(b, sq, sk)
 
-    def forward_ptrs(self, b, sq, sk, q, k, v, o, lse, stream=0):
+    @property
+    def takes_sinks(self):
+        """Whether the bundle takes learned sink logits (an operand sinks,
+        float32 [Hq]: fmha-compile --sinks)."""
+        found = self.__dict__.get("_takes_sinks")
+        if found is None:
+            found = self.__dict__["_takes_sinks"] = any(
+                line.split()[:2] == ["operand", "sinks"] for line in self.manifest.splitlines())
+        return found
+
+    def forward_ptrs(self, b, sq, sk, q, k, v, o, lse, stream=0, sinks=0):
         """Launches on raw addresses (ints): device pointers for a cuda
         bundle, host pointers for a cpu bundle; `stream` a CUstream (int).
-        lse may be 0: scratch, and the call waits for the kernel."""
+        lse may be 0: scratch, and the call waits for the kernel. `sinks`:
+        the learned sink logits of a bundle that takes them."""
         self._check_launch("fwd", "forward", b, sq, sk)
-        self.launch({"b": b, "sq": sq, "sk": sk},
-                    {"q": q, "k": k, "v": v, "o": o, "lse": lse}, stream=stream)
+        tensors = {"q": q, "k": k, "v": v, "o": o, "lse": lse}
+        if sinks:
+            tensors["sinks"] = sinks
+        self.launch({"b": b, "sq": sq, "sk": sk}, tensors, stream=stream)
 
-    def forward(self, q, k, v, o=None, lse=None, stream=None):
+    def forward(self, q, k, v, o=None, lse=None, stream=None, sinks=None):
         """o, lse = kernel.forward(q, k, v): attention on BHSD tensors of the
         bundle's dtype (contiguous, or any views with a contiguous last dim
         where the bundle takes strides, Kernel.strided) (CUDA tensors for a cuda bundle, on
         torch's current stream unless `stream` (a CUstream int) is given).
-        o and lse are allocated when not given. Returns (o, lse)."""
+        o and lse are allocated when not given. `sinks`: the learned sink
+        logits (float32 [Hq], contiguous) a bundle built with them takes
+        (Kernel.takes_sinks), and only such a bundle. Returns (o, lse)."""
         device_index = self.device_index if self.info["target"] == "cuda" else None
+        if self.takes_sinks != (sinks is not None):
+            raise ValueError(
+                "sinks: bundle '%s' %s learned sink logits; %s" % (
+                    self.path, "takes" if self.takes_sinks else "takes no",
+                    "give sinks= (float32 [Hq])" if self.takes_sinks else "drop sinks="))
         b, sq, sk = check_forward_args(self.info, q, k, v, o, lse, device_index,
-                                       self.strided)
+                                       self.strided, sinks)
         if o is None or lse is None:
             torch = _torch()
             if o is None:
@@ -196,7 +216,8 @@ class Kernel:
         st = self.strided
         self.forward_ptrs(b, sq, sk, _strided_arg(q, "q" in st), _strided_arg(k, "k" in st),
                           _strided_arg(v, "v" in st), _strided_arg(o, "o" in st),
-                          _strided_arg(lse, "lse" in st), stream)
+                          _strided_arg(lse, "lse" in st), stream,
+                          0 if sinks is None else _strided_arg(sinks, "sinks" in st))
         return o, lse
 
     def backward_workspace_bytes(self, b, sq, sk):

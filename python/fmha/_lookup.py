@@ -55,8 +55,9 @@ def _views(kernel, named):
             for n, t in named]
 
 
-def _signature(q, k, v, mask, scale, softcap, block_m, block_n):
-    """The forward signature of BHSD q, k, v (bundle_name's arguments)."""
+def _signature(q, k, v, mask, scale, softcap, block_m, block_n, sinks=False):
+    """The forward signature of BHSD q, k, v (bundle_name's arguments);
+    `sinks`: with learned sink logits."""
     dtype = _BUNDLE_DTYPES.get(_dtype_name(q))
     if dtype is None:
         raise ValueError("q: dtype %s is not supported (float16, bfloat16, float32)"
@@ -64,4 +65,5 @@ def _signature(q, k, v, mask, scale, softcap, block_m, block_n):
     target = "cpu" if getattr(q.device, "type", "cpu") == "cpu" else "cuda"
     return dict(target=target, chip=_chip_for(q), dtype=dtype, hq=int(q.shape[1]),
                 hk=int(k.shape[1]), d=int(q.shape[3]), dv=int(v.shape[3]), mask=mask,
-                scale=scale, softcap=softcap, block_m=block_m, block_n=block_n)
+                scale=scale, softcap=softcap, block_m=block_m, block_n=block_n,
+                **({"sinks": True} if sinks else {}))

@@ -129,6 +129,7 @@ def main():
     except FileNotFoundError as e:
         check("cannot be compiled here" in str(e), "missing bundle: %s" % str(e)[:100])
 
+    check_sinks(torch, args.bundles)
     check_gradients(torch, args.bundles)
     if failures:
         print("python_test: %d FAILED" % len(failures))
@@ -150,6 +151,47 @@ def reference_attention(torch, q, k, v, causal_bottom_right):
         scores = scores.masked_fill(j > i + (sk - sq), float("-inf"))
     p = torch.softmax(scores, dim=-1).nan_to_num(0.0)
     return p @ vr
+
+
+def check_sinks(torch, bundles):
+    """fmha.attention(sinks=) (gpt-oss's learned sink logits; the bundle
+    fwd-...-sinks.fmha, fmha-compile --sinks) against float32 attention with
+    the sink as one more logit column of no value; rows past Sk under b see
+    no key: o = 0, lse = sinks[h]. The same call on BSHD memory gives the
+    same bits; a sinks tensor of the wrong shape is refused."""
+    dev = torch.device("cuda")
+    b, hq, hk, sq, sk, d = 2, 16, 4, 300, 200, 128
+    q = torch.randn(b, hq, sq, d, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(b, hk, sk, d, device=dev, dtype=torch.bfloat16)
+    v = torch.randn(b, hk, sk, d, device=dev, dtype=torch.bfloat16)
+    sinks = 2 * torch.randn(hq, device=dev, dtype=torch.float32)
+    o, lse = fmha.attention(q, k, v, mask="b", bundle_dir=bundles, sinks=sinks,
+                            return_lse=True)
+    kr, vr = (t.float().repeat_interleave(hq // hk, dim=1) for t in (k, v))
+    scores = (q.float() @ kr.transpose(-1, -2)) / d ** 0.5
+    i = torch.arange(sq, device=dev)[:, None]
+    j = torch.arange(sk, device=dev)[None, :]
+    scores = scores.masked_fill(j > i + (sk - sq), float("-inf"))
+    sink_col = sinks.view(1, hq, 1, 1).expand(b, hq, sq, 1)
+    full = torch.cat([scores, sink_col], dim=-1)
+    ref_lse = torch.logsumexp(full, dim=-1)
+    ref_o = torch.softmax(full, dim=-1)[..., :sk] @ vr
+    err = (o.float() - ref_o).abs().max().item()
+    lse_err = (lse - ref_lse).abs().max().item()
+    check(err < 2e-2 and lse_err < 2e-2,
+          "attention(sinks=) vs float32: max |o diff| %.2e, |lse diff| %.2e" % (err, lse_err))
+    lse0 = (lse[:, :, 0] - sinks.view(1, hq)).abs().max().item()
+    check(lse0 <= 1e-5 * (1 + sinks.abs().max().item()) and o[:, :, 0].abs().max().item() == 0,
+          "a row with no visible key: o = 0, lse = sinks[h] (|diff| %.2e)" % lse0)
+    o2 = fmha.attention(q.transpose(1, 2).contiguous(), k.transpose(1, 2).contiguous(),
+                        v.transpose(1, 2).contiguous(), mask="b", layout="bshd",
+                        bundle_dir=bundles, sinks=sinks)
+    check(torch.equal(o2.transpose(1, 2), o), "attention(sinks=) on BSHD memory: same bits")
+    try:
+        fmha.attention(q, k, v, mask="b", bundle_dir=bundles, sinks=sinks[:4])
+        check(False, "sinks of the wrong shape raise")
+    except ValueError as e:
+        check(str(e) == "sinks: Hq (dim 0) is 4, expected 16", "sinks shape error: %s" % e)
 
 
 def check_gradients(torch, bundles):

@@ -233,6 +233,33 @@ class Names(unittest.TestCase):
                               deterministic=True)[-3:],
             ["--mask=t", "--bwd", "--deterministic"])
 
+    def test_learned_sinks_signature(self):
+        # sinks=True names its own bundle and asks fmha-compile for --sinks;
+        # check_forward_args takes sinks float32 [Hq] and names what is wrong.
+        import fmha
+        from fmha._checks import check_forward_args
+        self.assertEqual(fmha.bundle_name("cuda", "sm_90a", "bf16", 64, 8, 64, mask="b:127,0",
+                                          sinks=True),
+                         "fwd-cuda-sm_90a-bf16-hq64-hk8-d64-dv64-mask_b_127_0-sinks.fmha")
+        self.assertEqual(fmha.compile_args("cpu", "", "f32", 4, 2, 8, sinks=True)[-2:],
+                         ["--mask=0", "--sinks"])
+        info = dict(target="cpu", dtype="f32", hq=4, hk=2, d=8, dv=8)
+        f32 = "torch.float32"
+        q = FakeTensor((1, 4, 3, 8), f32, device=("cpu",))
+        k = FakeTensor((1, 2, 5, 8), f32, device=("cpu",))
+        self.assertEqual(check_forward_args(info, q, k, k, sinks=FakeTensor((4,), f32,
+                                                                            device=("cpu",))),
+                         (1, 3, 5))
+        for sinks, message in (
+                (FakeTensor((2,), f32, device=("cpu",)), "sinks: Hq (dim 0) is 2, expected 4"),
+                (FakeTensor((4,), "torch.float16", device=("cpu",)),
+                 "sinks: expected dtype torch.float32, got torch.float16"),
+                (FakeTensor((4, 1), f32, device=("cpu",)),
+                 "sinks: expected a 1-d [Hq] tensor, got shape (4, 1)")):
+            with self.assertRaises(ValueError) as cm:
+                check_forward_args(info, q, k, k, sinks=sinks)
+            self.assertEqual(str(cm.exception), message)
+
     def test_default_backward_mode(self):
         # attention(deterministic=None) takes the mode measured faster: the
         # deterministic kernels on cuda, atomic accumulation elsewhere.
@@ -457,6 +484,13 @@ class FakeDevice(unittest.TestCase):
         self.assertEqual(self.lib.fmhaDeviceSynchronize(1, None), 0)
         ref_o, ref_lse = reference(data["q"], data["k"], data["v"], b, hq, hk, sq, sk, d, dv, 3, 0, 1)
         self.compare(self.read(o_ptr, len(ref_o)), self.read(lse_ptr, len(ref_lse)), ref_o, ref_lse)
+
+        # A bundle without learned sink logits refuses them.
+        self.assertFalse(kernel.takes_sinks)
+        with self.assertRaises(ValueError) as cm:
+            kernel.forward(q, k, v, o, lse, sinks=FakeTensor((hq,), f32))
+        self.assertEqual(str(cm.exception), "sinks: bundle '%s' takes no learned sink logits; "
+                         "drop sinks=" % path)
 
         # Shape errors before anything runs; runtime errors as FmhaError.
         with self.assertRaises(ValueError) as cm:
