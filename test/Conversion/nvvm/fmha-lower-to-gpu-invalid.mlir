@@ -58,3 +58,12 @@ func.func @strided(%q: memref<?x4x?x64xf16, strided<[?, ?, 128, 1]>>, %v: memref
   fmha.attention ins(%q, %q, %v : memref<?x4x?x64xf16, strided<[?, ?, 128, 1]>>, memref<?x4x?x64xf16, strided<[?, ?, 128, 1]>>, memref<?x4x?x64xf16, strided<[?, ?, 128, 2]>>) outs(%o : memref<?x4x?x64xf16>)
   return
 }
+
+// -----
+
+// Learned sink logits come from the staged forward (vector-tiles=1) alone.
+func.func @sinks(%q: memref<?x4x?x64xf16>, %s: memref<4xf32>) {
+  // expected-error @+1 {{learned sink logits (sinks) are built by the staged forward: give the pipeline vector-tiles=1 (fmha-compile --vector-tiles)}}
+  fmha.attention ins(%q, %q, %q : memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>) sinks(%s : memref<4xf32>) outs(%q : memref<?x4x?x64xf16>)
+  return
+}
