@@ -377,13 +377,16 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       request.chip = meta.chip;
       request.backward = bwd;
       request.staged = vectorTiles;
-      // fmha-compile builds the staged forward too, where the op needs it
-      // (only the staged forward takes learned sink logits) and no option
-      // naming another kernel is given.
-      request.stagedAllowed = sinks && !bwd &&
-                              meta.kind == rt::KernelKind::Forward &&
+      // fmha-compile builds the staged forward where it is the fastest
+      // (the warpgroup kernel above D = 64 on sm_90a) or the op needs it
+      // (only the staged forward takes learned sink logits), unless an
+      // option naming another kernel is given.
+      request.stagedAllowed = !bwd && meta.kind == rt::KernelKind::Forward &&
                               !rescale.getNumOccurrences();
       request.stagedRequired = sinks;
+      request.plainCausal = meta.mask.kind != ::fmha::MaskKind::None &&
+                            meta.mask.right == 0 && !meta.mask.hasLeft() &&
+                            meta.mask.sink == 0;
       request.f32 = meta.dtype == rt::DType::F32;
       request.d = meta.d;
       request.dv = meta.dv;

@@ -19,14 +19,18 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
   c.qInShared = r.qInShared.value_or(false);
   const bool tileGiven = r.blockM || r.blockN || r.warpRows || r.qInShared;
   std::string mma = r.mma.value_or("");
-  // The staged warpgroup kernel where it is the fastest: 1.02-1.05x the
-  // builder's at D = 128 (docs/PERFORMANCE.md, "the staged wgmma forward"),
-  // the only one above; at D = Dv = 64 the builder's (the staged 0.95x).
+  // The staged warpgroup kernel where it is the fastest (docs/
+  // PERFORMANCE.md, "the staged warpgroup kernel as sm_90a's default"):
+  // 1.04-1.09x the builder's at D = 128 with no mask or a window, the only
+  // one for other head dims; the builder's at D = Dv = 64 (the staged
+  // 0.95x) and at D = Dv = 128 under a plain causal mask (0.97-0.99x).
   auto wgmmaDim = [](int64_t d) { return d == 64 || d == 128 || d == 256; };
   const bool wgmmaFits = !r.rocdl && !r.f32 && r.chip == "sm_90a" &&
                          wgmmaDim(r.d) && wgmmaDim(r.dv);
+  const bool builderAhead =
+      r.d == r.dv && (r.d == 64 || (r.d == 128 && r.plainCausal));
   if (r.stagedAllowed && !r.staged && !tileGiven && !r.mma && !r.backward &&
-      ((wgmmaFits && std::max(r.d, r.dv) > 64) || r.stagedRequired)) {
+      ((wgmmaFits && !builderAhead) || r.stagedRequired)) {
     GpuKernelRequest staged = r;
     staged.staged = true;
     if (wgmmaFits)

@@ -41,6 +41,10 @@ struct GpuKernelRequest {
   bool stagedRequired = false;
   bool f32 = false; ///< f32 inputs (no matrix kernel takes them)
   int64_t d = 0, dv = 0;
+  /// The mask is causal (either anchor) with no window to the left and no
+  /// sink tokens: the one mask where the builder's warpgroup kernel stays
+  /// ahead of the staged one at D = 128 (docs/PERFORMANCE.md).
+  bool plainCausal = false;
   int64_t mfma = 0; ///< rocdl: 0, 16 or 32
   std::optional<int64_t> blockM, blockN, warpRows;
   std::optional<bool> qInShared;
@@ -61,8 +65,11 @@ struct GpuKernelChoice {
 /// The defaults:
 ///   - nvvm sm_90a forward, f16/bf16, D and Dv in {64, 128, 256} and one of
 ///     them over 64, no option given, where the caller allows it: the
-///     staged forward with warpgroup products (1.02-1.05x the builder's
-///     warpgroup kernel at D = 128; the only one at D = 256).
+///     staged forward with warpgroup products (1.04-1.09x the builder's
+///     warpgroup kernel at D = 128 with no mask or a window; the only one
+///     at D = 256 and for mixed head dims), except D = Dv = 128 under a
+///     plain causal mask, where the builder's kernel stays (the staged one
+///     0.97-0.99x there).
 ///   - nvvm sm_90a, f16/bf16, D = Dv in {64, 128}, no tile option given:
 ///     the warpgroup (wgmma) kernel, 1.4-1.5x the mma.sync one on the H200;
 ///     forward 128 rows, 64-key tiles at D = 64 and 128 at D = 128, 16 rows
