@@ -95,6 +95,29 @@ public:
            << actual << ", expected " << expected << " as in '" << from << "'";
   }
 
+  /// Every one of `named` has f32 elements.
+  LogicalResult checkF32(ArrayRef<std::pair<StringRef, Value>> named) {
+    Type f32 = Float32Type::get(op->getContext());
+    for (auto [name, value] : named)
+      if (failed(checkElementType(name, value, f32, "")))
+        return failure();
+    return success();
+  }
+
+  /// An lse-like `name` [B, H, S] has the first three sizes of `ref`
+  /// [B, H, S, Dv] where both are static.
+  LogicalResult checkRowsOf(StringRef name, Value v, StringRef from,
+                            Value ref) {
+    static constexpr StringRef what[] = {"batch B", "head count H",
+                                         "sequence length S"};
+    for (unsigned dim = 0; dim < 3; ++dim)
+      if (failed(checkDim(name, v, dim, what[dim],
+                          cast<ShapedType>(ref.getType()).getDimSize(dim),
+                          from)))
+        return failure();
+    return success();
+  }
+
   LogicalResult checkElementType(StringRef name, Value v, Type expected,
                                  StringRef from) {
     Type actual = cast<ShapedType>(v.getType()).getElementType();
@@ -519,6 +542,44 @@ void AttentionBwdOp::getEffects(
 }
 
 //===----------------------------------------------------------------------===//
+// SinksGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SinksGradOp::verify() {
+  OperandChecker c(*this);
+  SmallVector<std::pair<StringRef, Value>> named = {{"o", getO()},
+                                                    {"lse", getLse()},
+                                                    {"dout", getDout()},
+                                                    {"sinks", getSinks()},
+                                                    {"dsinks", getDsinks()}};
+  if (failed(c.checkUniformKind(named)))
+    return failure();
+  if (failed(c.checkRank("o", getO(), 4, "[B, H, S, Dv]")) ||
+      failed(c.checkRank("lse", getLse(), 3, "[B, H, S]")) ||
+      failed(c.checkRank("sinks", getSinks(), 1, "[H]")))
+    return failure();
+  if (failed(c.checkF32(
+          {{"lse", getLse()}, {"sinks", getSinks()}, {"dsinks", getDsinks()}})))
+    return failure();
+  if (failed(c.checkSameShape("dout", getDout(), "o", getO())) ||
+      failed(c.checkSameShape("dsinks", getDsinks(), "sinks", getSinks())))
+    return failure();
+  if (failed(c.checkRowsOf("lse", getLse(), "o", getO())))
+    return failure();
+  if (failed(c.checkStatic("o", getO(), 1, "head count H")) ||
+      failed(c.checkStatic("sinks", getSinks(), 0, "head count H")))
+    return failure();
+  return c.checkDim("sinks", getSinks(), 0, "head count H", dimOf(getO(), 1),
+                    "o");
+}
+
+void SinksGradOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addDpsEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
 // MergeOp
 //===----------------------------------------------------------------------===//
 
@@ -532,25 +593,15 @@ LogicalResult MergeOp::verify() {
   if (failed(c.checkRank("o1", getO1(), 4, "[B, H, S, Dv]")) ||
       failed(c.checkRank("lse1", getLse1(), 3, "[B, H, S]")))
     return failure();
-  Type f32 = Float32Type::get(getContext());
-  for (auto [name, value] : {std::pair<StringRef, Value>{"lse1", getLse1()},
-                             {"lse2", getLse2()},
-                             {"lse", getLse()}})
-    if (failed(c.checkElementType(name, value, f32, "")))
-      return failure();
+  if (failed(c.checkF32(
+          {{"lse1", getLse1()}, {"lse2", getLse2()}, {"lse", getLse()}})))
+    return failure();
   if (failed(c.checkSameShape("o2", getO2(), "o1", getO1())) ||
       failed(c.checkSameShape("o", getO(), "o1", getO1())) ||
       failed(c.checkSameShape("lse2", getLse2(), "lse1", getLse1())) ||
       failed(c.checkSameShape("lse", getLse(), "lse1", getLse1())))
     return failure();
-  for (unsigned dim = 0; dim < 3; ++dim)
-    if (failed(c.checkDim(
-            "lse1", getLse1(), dim,
-            dim == 0 ? "batch B"
-                     : (dim == 1 ? "head count H" : "sequence length S"),
-            dimOf(getO1(), dim), "o1")))
-      return failure();
-  return success();
+  return c.checkRowsOf("lse1", getLse1(), "o1", getO1());
 }
 
 void MergeOp::getEffects(

@@ -79,6 +79,7 @@ void mlir::fmha::registerBufferizableOpInterfaceExternalModels(
     AttentionOp::attachInterface<FmhaDpsModel<AttentionOp, false, false>>(*ctx);
     AttentionBwdOp::attachInterface<FmhaDpsModel<AttentionBwdOp, false, false>>(
         *ctx);
+    SinksGradOp::attachInterface<FmhaDpsModel<SinksGradOp, false, false>>(*ctx);
     MergeOp::attachInterface<FmhaDpsModel<MergeOp, false, true>>(*ctx);
     AccumulateOp::attachInterface<FmhaDpsModel<AccumulateOp, true, true>>(*ctx);
     // The forward's tile ops on values (fmha-tile-attention on tensors):

@@ -25,6 +25,16 @@
 //
 // fmha.accumulate: scf.parallel over the elements, acc = acc + x.
 //
+// fmha.sinks_grad, in three loops (each a kernel on the GPU) whose sums run
+// in a fixed order, so that dsinks is the same bit for bit run to run:
+//
+//   rows[b, h, i]  = exp(sinks[h] - lse[b, h, i]) * sum_c dout o    (B*H*S)
+//   parts[b, h, t] = sum of rows[b, h, i] over the chunk t of S     (B*H*T)
+//   dsinks[h]      = -sum_b sum_t parts[b, h, t]                    (H)
+//
+// rows and parts are buffers of the host function (the launch manifest's
+// workspaces dsinks_rows and dsinks_parts).
+//
 //===----------------------------------------------------------------------===//
 
 #include "fmha/Transforms/MaskUtils.h"
@@ -96,13 +106,12 @@ struct Scalar {
     return arith::SelectOp::create(b, loc, c, x, y);
   }
   /// scf.parallel over [0, ub) in each dimension, no results.
-  void parallel(ValueRange ubs,
-                function_ref<void(OpBuilder &, ValueRange)> body) {
+  scf::ParallelOp parallel(ValueRange ubs,
+                           function_ref<void(OpBuilder &, ValueRange)> body) {
     SmallVector<Value> lbs(ubs.size(), idx(0)), steps(ubs.size(), idx(1));
-    scf::ParallelOp::create(b, loc, lbs, ubs, steps,
-                            [&](OpBuilder &nested, Location, ValueRange ivs) {
-                              body(nested, ivs);
-                            });
+    return scf::ParallelOp::create(b, loc, lbs, ubs, steps,
+                                   [&](OpBuilder &nested, Location,
+                                       ValueRange ivs) { body(nested, ivs); });
   }
 };
 
@@ -210,12 +219,120 @@ LogicalResult tileAccumulate(RewriterBase &rewriter, AccumulateOp op) {
   return success();
 }
 
+/// Rows of a chunk in fmha.sinks_grad's second loop: T = ceil(S / 256)
+/// partial sums a (b, h), summed by the third loop.
+constexpr int64_t kSinksGradChunk = 256;
+
+/// A sequential f32 sum over [lb, ub): `acc = acc + term(i)`.
+Value serialSum(OpBuilder &b, Location loc, Value lb, Value ub, Value init,
+                function_ref<Value(OpBuilder &, Value)> term) {
+  Value one = IndexMath{b, loc}.c(1);
+  auto loop = scf::ForOp::create(
+      b, loc, lb, ub, one, ValueRange{init},
+      [&](OpBuilder &nested, Location, Value i, ValueRange acc) {
+        Value sum = arith::AddFOp::create(nested, loc, acc[0], term(nested, i));
+        scf::YieldOp::create(nested, loc, sum);
+      });
+  return loop.getResult(0);
+}
+
+/// fmha.sinks_grad on memrefs as its three loops.
+LogicalResult tileSinksGrad(RewriterBase &rewriter, SinksGradOp op) {
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  Scalar s{rewriter, loc};
+  IndexMath im{rewriter, loc};
+  Value o = op.getO(), lse = op.getLse(), dout = op.getDout();
+  Value sinks = op.getSinks(), dsinks = op.getDsinks();
+  Value batch = s.dim(lse, 0), heads = s.dim(lse, 1), seq = s.dim(lse, 2);
+  Value dv = s.dim(o, 3);
+  Value chunks = im.ceilDiv(seq, im.c(kSinksGradChunk));
+  auto flat = MemRefType::get({ShapedType::kDynamic}, rewriter.getF32Type());
+  auto workspace = [&](Value size, StringRef name) {
+    auto alloc = memref::AllocOp::create(rewriter, loc, flat, ValueRange{size});
+    alloc->setAttr("fmha.workspace", rewriter.getStringAttr(name));
+    return alloc.getResult();
+  };
+  Value bh = s.mul(batch, heads);
+  Value rows = workspace(s.mul(bh, seq), "dsinks_rows");
+  Value parts = workspace(s.mul(bh, chunks), "dsinks_parts");
+  // (b * H + h) * n + i
+  auto at = [&](OpBuilder &ob, Value b, Value h, Value n, Value i) {
+    IndexMath m{ob, loc};
+    return m.add(m.mul(m.add(m.mul(b, heads), h), n), i);
+  };
+  // Each loop names its kernel on the GPU (fmha-map-parallel-to-gpu).
+  auto name = [&](scf::ParallelOp loop, StringRef suffix) {
+    loop->setAttr("fmha.kernel_suffix", rewriter.getStringAttr(suffix));
+  };
+  scf::ParallelOp rowLoop = s.parallel({batch, heads, seq}, [&](OpBuilder &b,
+                                                                ValueRange iv) {
+    Scalar r{b, loc};
+    IndexMath m{b, loc};
+    Value dsum =
+        serialSum(b, loc, m.c(0), dv, r.f32(0.0), [&](OpBuilder &nb, Value c) {
+          Scalar e{nb, loc};
+          SmallVector<Value> idx(iv);
+          idx.push_back(c);
+          return arith::MulFOp::create(nb, loc, e.load(dout, idx),
+                                       e.load(o, idx))
+              .getResult();
+        });
+    Value logit =
+        arith::SubFOp::create(b, loc, r.load(sinks, iv[1]), r.load(lse, iv));
+    Value p = math::ExpOp::create(b, loc, logit);
+    memref::StoreOp::create(b, loc, arith::MulFOp::create(b, loc, p, dsum),
+                            rows, at(b, iv[0], iv[1], seq, iv[2]));
+  });
+  name(rowLoop, "dsinks_rows");
+  scf::ParallelOp partLoop =
+      s.parallel({batch, heads, chunks}, [&](OpBuilder &b, ValueRange iv) {
+        Scalar r{b, loc};
+        IndexMath m{b, loc};
+        Value lb = m.mul(iv[2], m.c(kSinksGradChunk));
+        Value ub = m.min(seq, m.add(lb, m.c(kSinksGradChunk)));
+        Value base = at(b, iv[0], iv[1], seq, m.c(0));
+        Value sum =
+            serialSum(b, loc, lb, ub, r.f32(0.0), [&](OpBuilder &nb, Value i) {
+              return memref::LoadOp::create(nb, loc, rows,
+                                            IndexMath{nb, loc}.add(base, i))
+                  .getResult();
+            });
+        memref::StoreOp::create(b, loc, sum, parts,
+                                at(b, iv[0], iv[1], chunks, iv[2]));
+      });
+  name(partLoop, "dsinks_parts");
+  scf::ParallelOp headLoop =
+      s.parallel({heads}, [&](OpBuilder &b, ValueRange iv) {
+        Scalar r{b, loc};
+        IndexMath m{b, loc};
+        Value sum = serialSum(
+            b, loc, m.c(0), batch, r.f32(0.0), [&](OpBuilder &bb, Value bi) {
+              Value base = at(bb, bi, iv[0], chunks, IndexMath{bb, loc}.c(0));
+              return serialSum(
+                  bb, loc, IndexMath{bb, loc}.c(0), chunks,
+                  Scalar{bb, loc}.f32(0.0), [&](OpBuilder &tb, Value t) {
+                    return memref::LoadOp::create(
+                               tb, loc, parts, IndexMath{tb, loc}.add(base, t))
+                        .getResult();
+                  });
+            });
+        memref::StoreOp::create(b, loc, arith::NegFOp::create(b, loc, sum),
+                                dsinks, iv[0]);
+      });
+  name(headLoop, "dsinks");
+  memref::DeallocOp::create(rewriter, loc, rows);
+  memref::DeallocOp::create(rewriter, loc, parts);
+  rewriter.eraseOp(op);
+  return success();
+}
+
 struct FmhaTileElementwisePass
     : mlir::fmha::impl::FmhaTileElementwisePassBase<FmhaTileElementwisePass> {
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
-      if (isa<MergeOp, AccumulateOp>(op))
+      if (isa<MergeOp, AccumulateOp, SinksGradOp>(op))
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
@@ -228,7 +345,9 @@ struct FmhaTileElementwisePass
       }
       LogicalResult result =
           isa<MergeOp>(op) ? tileMerge(rewriter, cast<MergeOp>(op))
-                           : tileAccumulate(rewriter, cast<AccumulateOp>(op));
+          : isa<SinksGradOp>(op)
+              ? tileSinksGrad(rewriter, cast<SinksGradOp>(op))
+              : tileAccumulate(rewriter, cast<AccumulateOp>(op));
       if (failed(result))
         return signalPassFailure();
     }

@@ -351,6 +351,8 @@ Status backwardArgs(const BackwardArgs &a, const LaunchArgs &sizes,
   if (!s.ok())
     return s;
   *out = withTensors(sizes, all);
+  const Named sinks[] = {{"sinks", a.sinks}, {"dsinks", a.dsinks}};
+  *out = withTensors(*out, sinks);
   return Status::success();
 }
 

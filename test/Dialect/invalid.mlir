@@ -693,3 +693,51 @@ func.func @f(%q: memref<1x4x?x32xf32>, %s: tensor<4xf32>) {
   fmha.attention ins(%q, %q, %q : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) sinks(%s : tensor<4xf32>) outs(%q : memref<1x4x?x32xf32>)
   return
 }
+
+// -----
+
+func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>, %s: memref<4xf32>) {
+  // expected-error @+1 {{'sinks' must have rank 1 [H], got rank 3}}
+  fmha.sinks_grad ins(%o, %l, %o, %l : memref<1x4x?x64xf32>, memref<1x4x?xf32>, memref<1x4x?x64xf32>, memref<1x4x?xf32>) outs(%s : memref<4xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>, %s: memref<8xf32>) {
+  // expected-error @+1 {{'sinks' head count H (dim 0) is 8, expected 4 as in 'o'}}
+  fmha.sinks_grad ins(%o, %l, %o, %s : memref<1x4x?x64xf32>, memref<1x4x?xf32>, memref<1x4x?x64xf32>, memref<8xf32>) outs(%s : memref<8xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>, %s: memref<4xf32>, %h: memref<4xf16>) {
+  // expected-error @+1 {{'dsinks' element type 'f16' must be 'f32'}}
+  fmha.sinks_grad ins(%o, %l, %o, %s : memref<1x4x?x64xf32>, memref<1x4x?xf32>, memref<1x4x?x64xf32>, memref<4xf32>) outs(%h : memref<4xf16>)
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>, %s: memref<4xf32>, %o2: memref<1x4x?x32xf32>) {
+  // expected-error @+1 {{'dout' shape [1, 4, ?, 32] must match 'o' shape [1, 4, ?, 64]}}
+  fmha.sinks_grad ins(%o, %l, %o2, %s : memref<1x4x?x64xf32>, memref<1x4x?xf32>, memref<1x4x?x32xf32>, memref<4xf32>) outs(%s : memref<4xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x?x?x64xf32>, %l: memref<1x?x?xf32>, %s: memref<?xf32>) {
+  // expected-error @+1 {{'o' head count H (dim 1) must be static}}
+  fmha.sinks_grad ins(%o, %l, %o, %s : memref<1x?x?x64xf32>, memref<1x?x?xf32>, memref<1x?x?x64xf32>, memref<?xf32>) outs(%s : memref<?xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>, %s: memref<4xf32>, %t: tensor<4xf32>) {
+  // expected-error @+1 {{operands must be all tensors or all memrefs, but 'dsinks' is a tensor while 'o' is a memref}}
+  %r = fmha.sinks_grad ins(%o, %l, %o, %s : memref<1x4x?x64xf32>, memref<1x4x?xf32>, memref<1x4x?x64xf32>, memref<4xf32>) outs(%t : tensor<4xf32>) -> tensor<4xf32>
+  return
+}

@@ -82,6 +82,16 @@ func.func @merge(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>) {
   return
 }
 
+// CHECK-LABEL: func @sinks_grad
+// CHECK: fmha.sinks_grad ins(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : memref<?x8x?x64xbf16>, memref<?x8x?xf32>, memref<?x8x?x64xbf16>, memref<8xf32>) outs(%{{.+}} : memref<8xf32>)
+// CHECK: fmha.sinks_grad ins(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x8x?x64xf16>, tensor<2x8x?xf32>, tensor<2x8x?x64xf16>, tensor<8xf32>) outs(%{{.+}} : tensor<8xf32>) -> tensor<8xf32>
+func.func @sinks_grad(%o: memref<?x8x?x64xbf16>, %l: memref<?x8x?xf32>, %s: memref<8xf32>,
+                      %to: tensor<2x8x?x64xf16>, %tl: tensor<2x8x?xf32>, %ts: tensor<8xf32>) -> tensor<8xf32> {
+  fmha.sinks_grad ins(%o, %l, %o, %s : memref<?x8x?x64xbf16>, memref<?x8x?xf32>, memref<?x8x?x64xbf16>, memref<8xf32>) outs(%s : memref<8xf32>)
+  %r = fmha.sinks_grad ins(%to, %tl, %to, %ts : tensor<2x8x?x64xf16>, tensor<2x8x?xf32>, tensor<2x8x?x64xf16>, tensor<8xf32>) outs(%ts : tensor<8xf32>) -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
 // CHECK-LABEL: func @tile_ops
 // CHECK: fmha.tile_init
 // CHECK: fmha.tile_qk %{{.+}}, %{{.+}} into %{{.+}} {scale = 5.000000e-01 : f32}

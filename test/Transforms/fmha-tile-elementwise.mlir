@@ -132,3 +132,44 @@ func.func @merge_tensors(%o: tensor<1x4x8x64xbf16>, %l: tensor<1x4x8xf32>) -> (t
   %r:2 = fmha.merge ins(%o, %l, %o, %l : tensor<1x4x8x64xbf16>, tensor<1x4x8xf32>, tensor<1x4x8x64xbf16>, tensor<1x4x8xf32>) outs(%o, %l : tensor<1x4x8x64xbf16>, tensor<1x4x8xf32>) -> tensor<1x4x8x64xbf16>, tensor<1x4x8xf32>
   return %r#0, %r#1 : tensor<1x4x8x64xbf16>, tensor<1x4x8xf32>
 }
+
+// -----
+
+// fmha.sinks_grad: three loops with sequential sums (a fixed order): each
+// row's exp(sinks[h] - lse) times rowsum(dout * o) into dsinks_rows, sums of
+// chunks of 256 rows into dsinks_parts, then per head the negated sum over
+// the batch and the chunks.
+// CHECK-LABEL: func @sinks_grad
+// CHECK-SAME: (%[[O:[^:]+]]: memref<?x4x?x32xbf16>, %[[L:[^:]+]]: memref<?x4x?xf32>, %[[DO:[^:]+]]: memref<?x4x?x32xbf16>, %[[S:[^:]+]]: memref<4xf32>, %[[DS:[^:]+]]: memref<4xf32>)
+// CHECK-DAG: %[[B:.+]] = memref.dim %[[L]], %c0
+// CHECK-DAG: %[[SQ:.+]] = memref.dim %[[L]], %c2
+// CHECK-DAG: %[[T:.+]] = arith.ceildivsi %[[SQ]], %c256
+// CHECK: %[[ROWS:.+]] = memref.alloc(%{{.+}}) {fmha.workspace = "dsinks_rows"}
+// CHECK: %[[PARTS:.+]] = memref.alloc(%{{.+}}) {fmha.workspace = "dsinks_parts"}
+// CHECK: scf.parallel (%[[IB:.+]], %[[IH:.+]], %[[II:.+]]) = (%c0, %c0, %c0) to (%[[B]], %c4, %[[SQ]])
+// CHECK: %[[DSUM:.+]] = scf.for %[[C:.+]] = %c0 to %c32 step %c1 iter_args(%[[ACC:.+]] = %cst) -> (f32) {
+// CHECK: memref.load %[[DO]][%[[IB]], %[[IH]], %[[II]], %[[C]]]
+// CHECK: memref.load %[[O]][%[[IB]], %[[IH]], %[[II]], %[[C]]]
+// CHECK: %[[SINK:.+]] = memref.load %[[S]][%[[IH]]]
+// CHECK: %[[LSE:.+]] = memref.load %[[L]][%[[IB]], %[[IH]], %[[II]]]
+// CHECK: %[[D:.+]] = arith.subf %[[SINK]], %[[LSE]]
+// CHECK: %[[P:.+]] = math.exp %[[D]]
+// CHECK: %[[TERM:.+]] = arith.mulf %[[P]], %[[DSUM]]
+// CHECK: memref.store %[[TERM]], %[[ROWS]]
+// CHECK: scf.parallel ({{.+}}) = (%c0, %c0, %c0) to (%[[B]], %c4, %[[T]])
+// CHECK: arith.minsi %[[SQ]]
+// CHECK: scf.for
+// CHECK: memref.load %[[ROWS]]
+// CHECK: memref.store %{{.+}}, %[[PARTS]]
+// CHECK: scf.parallel (%[[H:.+]]) = (%c0) to (%c4)
+// CHECK: scf.for %{{.+}} = %c0 to %[[B]]
+// CHECK: scf.for %{{.+}} = %c0 to %[[T]]
+// CHECK: memref.load %[[PARTS]]
+// CHECK: %[[NEG:.+]] = arith.negf
+// CHECK: memref.store %[[NEG]], %[[DS]][%[[H]]]
+// CHECK: memref.dealloc %[[ROWS]]
+// CHECK: memref.dealloc %[[PARTS]]
+func.func @sinks_grad(%o: memref<?x4x?x32xbf16>, %l: memref<?x4x?xf32>, %do: memref<?x4x?x32xbf16>, %s: memref<4xf32>, %ds: memref<4xf32>) {
+  fmha.sinks_grad ins(%o, %l, %do, %s : memref<?x4x?x32xbf16>, memref<?x4x?xf32>, memref<?x4x?x32xbf16>, memref<4xf32>) outs(%ds : memref<4xf32>)
+  return
+}

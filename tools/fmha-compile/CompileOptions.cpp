@@ -50,10 +50,11 @@ cl::opt<bool> bwd("bwd", cl::desc("Compile the backward kernel"),
                   cl::init(false), cl::cat(category));
 cl::opt<bool> sinks(
     "sinks",
-    cl::desc("the forward takes learned sink logits (gpt-oss): an operand "
-             "'sinks', float32 [Hq], one logit per query head that joins "
-             "every row's softmax denominator and carries no value "
-             "(DESIGN.md section 1); on GPU targets the staged forward"),
+    cl::desc("learned sink logits (gpt-oss): an operand 'sinks', float32 "
+             "[Hq], one logit per query head that joins every row's softmax "
+             "denominator and carries no value (DESIGN.md section 1); on GPU "
+             "targets the staged forward. With --bwd the backward also "
+             "writes their gradient 'dsinks' (float32 [Hq], fmha.sinks_grad)"),
     cl::init(false), cl::cat(category));
 cl::opt<bool> deterministic(
     "deterministic",
@@ -344,9 +345,9 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     meta.scale = static_cast<float>(scale);
     meta.softcap = static_cast<float>(softcap);
     meta.sinks = sinks;
-    if (sinks && bwd)
-      return error("--sinks: the backward with learned sink logits is not "
-                   "built yet (the forward takes them)");
+    if (sinks && bwd && fromTensors)
+      return error("--sinks with --bwd takes memrefs (fmha.attention_bwd "
+                   "beside fmha.sinks_grad): drop --from-tensors");
     if (blockM <= 0 || blockN <= 0)
       return error("--block-m and --block-n must be positive");
     meta.blockM = blockM;
@@ -410,7 +411,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       mma = choice.mma;
       if (choice.staged)
         vectorTiles = true, fromTensors = true;
-      if (sinks && !vectorTiles)
+      if (sinks && !bwd && !vectorTiles)
         return error("--sinks on --target=" + target.getValue() +
                      " needs the staged forward, which the options given "
                      "leave out: add --vector-tiles");

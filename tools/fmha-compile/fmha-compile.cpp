@@ -111,11 +111,14 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
                 MemRefType::get({dyn}, b.getF32Type())};
   if (backward)
     argTypes.append({oType, qType, kType, vType}); // dO, dq, dk, dv
-  // Learned sink logits: sinks f32 [Hq] after v.
+  // Learned sink logits: sinks f32 [Hq] after v; the backward's dsinks
+  // (f32 [Hq]) last.
   const bool withSinks = meta.sinks && !merge && !accumulate;
   if (withSinks)
     argTypes.insert(argTypes.begin() + 3,
                     MemRefType::get({meta.hq}, b.getF32Type()));
+  if (withSinks && backward)
+    argTypes.push_back(MemRefType::get({meta.hq}, b.getF32Type()));
   // --strides=any: each tensor of an attention bundle in any strides but a
   // contiguous head-dim axis (DESIGN.md section 1, strides).
   if (strides == "any" && !merge && !accumulate)
@@ -176,7 +179,17 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
   else if (merge)
     op = mlir::fmha::MergeOp::create(b, loc, results, args[0], args[1], args[2],
                                      args[3], args[4], args[5]);
-  else if (backward)
+  else if (backward && withSinks) {
+    // The sinks change dq, dk and dv only through lse: the backward beside
+    // the sinks' gradient (fmha.sinks_grad).
+    // (q, k, v, sinks, o, lse, dO, dq, dk, dv, dsinks)
+    op = mlir::fmha::AttentionBwdOp::create(
+        b, loc, results, args[0], args[1], args[2], args[4], args[5], args[6],
+        args[7], args[8], args[9], maskAttr, scaleAttr, softcapAttr,
+        meta.deterministic);
+    mlir::fmha::SinksGradOp::create(b, loc, TypeRange{}, args[4], args[5],
+                                    args[6], args[3], args[10]);
+  } else if (backward)
     op = mlir::fmha::AttentionBwdOp::create(
         b, loc, results, args[0], args[1], args[2], args[3], args[4], args[5],
         args[6], args[7], args[8], maskAttr, scaleAttr, softcapAttr,
@@ -354,11 +367,17 @@ std::vector<OperandSpec> operandSpecs(const rt::BundleMeta &meta) {
       specs.insert(specs.begin() + 3, {"sinks", Role::In, false, {}});
     return specs;
   }
-  return {{"q", Role::In, false, q},   {"k", Role::In, false, k},
-          {"v", Role::In, false, k},   {"o", Role::In, false, q},
-          {"lse", Role::In, false, q}, {"dO", Role::In, false, q},
-          {"dq", Role::Out, false, q}, {"dk", Role::Out, false, k},
-          {"dv", Role::Out, false, k}};
+  std::vector<OperandSpec> specs = {
+      {"q", Role::In, false, q},   {"k", Role::In, false, k},
+      {"v", Role::In, false, k},   {"o", Role::In, false, q},
+      {"lse", Role::In, false, q}, {"dO", Role::In, false, q},
+      {"dq", Role::Out, false, q}, {"dk", Role::Out, false, k},
+      {"dv", Role::Out, false, k}};
+  if (meta.sinks) { // sinks in after v, dsinks out last: f32 [Hq]
+    specs.insert(specs.begin() + 3, {"sinks", Role::In, false, {}});
+    specs.push_back({"dsinks", Role::Out, false, {}});
+  }
+  return specs;
 }
 
 /// The bundle's launch manifest: the operands of the kernel function and,
@@ -443,28 +462,26 @@ int compileGpu(ModuleOp module, const rt::Manifest &host,
     writeText(text);
     return 0;
   }
-  // The launch configuration the lowering chose (block size, dynamic
-  // workgroup memory) goes into the bundle for the runtime.
-  // Every launch of the bundle's ABI shares one configuration (the backward
-  // ABI's kernels run with the same block and workgroup memory).
+  // The launch configuration the lowering chose: the largest block and
+  // constant workgroup memory of the launches (the bundle's summary; each
+  // launch's own are in the manifest: the backward with learned sinks adds
+  // small kernels of another block size).
   std::optional<std::pair<int64_t, int64_t>> launchConfig;
-  bool mixed = false;
   module.walk([&](gpu::LaunchFuncOp launch) {
     auto threads = getConstantIntValue(launch.getBlockSizeX());
     std::optional<int64_t> shared = 0;
     if (Value bytes = launch.getDynamicSharedMemorySize())
       shared = getConstantIntValue(bytes);
-    if (!threads || !shared) {
-      mixed = true;
+    if (!threads)
       return;
-    }
-    if (launchConfig && *launchConfig != std::pair(*threads, *shared))
-      mixed = true;
-    launchConfig = std::pair(*threads, *shared);
+    std::pair<int64_t, int64_t> config(*threads, shared.value_or(0));
+    if (!launchConfig)
+      launchConfig = config;
+    launchConfig = std::pair(std::max(launchConfig->first, config.first),
+                             std::max(launchConfig->second, config.second));
   });
-  if (!launchConfig || mixed)
-    fail("the pipeline produced no launch configuration that is constant and "
-         "the same for every kernel");
+  if (!launchConfig)
+    fail("the pipeline produced no kernel launch of a constant block size");
   meta.blockThreads = launchConfig->first;
   meta.sharedBytes = launchConfig->second;
   std::string binary;

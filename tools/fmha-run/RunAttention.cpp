@@ -65,20 +65,19 @@ bool validate(const Problem &p, const Signature &sig, const Inputs &in,
 /// reference gradients, one line each, then PASS or FAIL. The reference's
 /// Dsum takes the o the kernel was given (rounded to the dtype).
 /// `changedOnRerun` (deterministic bundles only) names the outputs a second
-/// run changed.
-bool validateBackward(const Problem &p, const Signature &sig,
-                      const std::vector<float> &q, const std::vector<float> &k,
-                      const std::vector<float> &v, const std::vector<float> &o,
-                      const std::vector<float> &dO,
-                      const std::vector<float> &dq,
+/// run changed. With learned sinks, dsinks against the reference's too.
+bool validateBackward(const Problem &p, const Signature &sig, const Inputs &in,
+                      const std::vector<float> &o, const std::vector<float> &dq,
                       const std::vector<float> &dk,
                       const std::vector<float> &dv,
+                      const std::vector<float> &dsinks,
                       const std::optional<std::string> &changedOnRerun) {
   ReferenceBackward ref;
   std::string err;
   const std::vector<double> givenO = toDouble(o);
-  if (!referenceBackward(referenceConfig(p, sig), toDouble(q), toDouble(k),
-                         toDouble(v), toDouble(dO), &ref, &err, &givenO))
+  if (!referenceBackward(referenceConfig(p, sig, in), toDouble(in.q),
+                         toDouble(in.k), toDouble(in.v), toDouble(in.dO), &ref,
+                         &err, &givenO))
     fail(err);
   struct Grad {
     const char *name;
@@ -90,15 +89,21 @@ bool validateBackward(const Problem &p, const Signature &sig,
   std::vector<std::string> reasons;
   for (const Grad &g : grads)
     judgeGradient(g.name, g.got, g.want, g.magnitude, sig.dtype, &reasons);
+  if (sig.sinks)
+    judgeGradient("dsinks", dsinks, ref.dsinks, ref.dsinksMagnitude, sig.dtype,
+                  &reasons);
   if (changedOnRerun) {
     if (changedOnRerun->empty())
       std::printf("deterministic: a second run gave bit-identical dq, dk, "
-                  "dv\n");
+                  "dv%s\n",
+                  sig.sinks ? ", dsinks" : "");
     else
       reasons.push_back("deterministic=1 but a second run changed " +
                         *changedOnRerun);
   }
-  return printVerdict(reasons, sig.dtype, "rel_err <= %g for dq, dk, dv");
+  return printVerdict(reasons, sig.dtype,
+                      sig.sinks ? "rel_err <= %g for dq, dk, dv, dsinks"
+                                : "rel_err <= %g for dq, dk, dv");
 }
 
 /// --grad-check for a backward bundle: the kernel's gradients against the
@@ -113,15 +118,17 @@ bool validateBackward(const Problem &p, const Signature &sig,
 /// reference backward. (Dsum = rowsum(dO * o) nearly cancels dO v^T where
 /// few keys matter, so with f16/bf16 o a small dq can move by several
 /// times t: seed 11003 of the random conformance, bf16, Sq = 1.)
-bool gradCheck(const Problem &p, const Signature &sig,
-               const std::vector<float> &q, const std::vector<float> &k,
-               const std::vector<float> &v, const std::vector<float> &o,
-               const std::vector<float> &dO, const std::vector<float> &dq,
+bool gradCheck(const Problem &p, const Signature &sig, const Inputs &in,
+               const std::vector<float> &o, const std::vector<float> &dq,
                const std::vector<float> &dk, const std::vector<float> &dv,
-               uint64_t seed) {
-  ReferenceConfig cfg = referenceConfig(p, sig);
-  std::vector<double> x[3] = {toDouble(q), toDouble(k), toDouble(v)};
-  const std::vector<double> dOut = toDouble(dO);
+               const std::vector<float> &dsinks, uint64_t seed) {
+  ReferenceConfig cfg = referenceConfig(p, sig, in);
+  // q, k, v and, with learned sinks, the sinks (the loss reads them from
+  // cfg).
+  std::vector<double> x[4] = {toDouble(in.q), toDouble(in.k), toDouble(in.v),
+                              cfg.sinks};
+  const int inputs = sig.sinks ? 4 : 3;
+  const std::vector<double> dOut = toDouble(in.dO);
   ReferenceBackward given, exact;
   {
     std::string err;
@@ -131,11 +138,15 @@ bool gradCheck(const Problem &p, const Signature &sig,
         !referenceBackward(cfg, x[0], x[1], x[2], dOut, &exact, &err))
       fail(err);
   }
-  const std::vector<double> *givenGrads[3] = {&given.dq, &given.dk, &given.dv};
-  const std::vector<double> *exactGrads[3] = {&exact.dq, &exact.dk, &exact.dv};
+  const std::vector<double> *givenGrads[4] = {&given.dq, &given.dk, &given.dv,
+                                              &given.dsinks};
+  const std::vector<double> *exactGrads[4] = {&exact.dq, &exact.dk, &exact.dv,
+                                              &exact.dsinks};
   auto loss = [&]() {
     ReferenceForward fwd;
     std::string err;
+    if (sig.sinks)
+      cfg.sinks = x[3];
     if (!referenceForward(cfg, x[0], x[1], x[2], &fwd, &err))
       fail(err);
     double sum = 0.0;
@@ -144,10 +155,10 @@ bool gradCheck(const Problem &p, const Signature &sig,
     return sum;
   };
   const double tol = toleranceFor(sig.dtype).rel;
-  const std::vector<float> *grads[3] = {&dq, &dk, &dv};
-  const char *names[3] = {"dq", "dk", "dv"};
+  const std::vector<float> *grads[4] = {&dq, &dk, &dv, &dsinks};
+  const char *names[4] = {"dq", "dk", "dv", "dsinks"};
   std::vector<std::string> reasons;
-  for (int t = 0; t < 3; ++t) {
+  for (int t = 0; t < inputs; ++t) {
     Normal normal(seed ^ (0x6772616463686bull + t)); // "gradchk"
     std::vector<double> dir(x[t].size());
     double norm = 0.0;
@@ -291,6 +302,8 @@ std::string forwardForBackwardMismatch(const BundleMeta &f,
   if (f.softcap != b.softcap)
     return differs("softcap", std::to_string(f.softcap),
                    std::to_string(b.softcap));
+  if (f.sinks != b.sinks)
+    return differs("sinks", f.sinks ? "1" : "0", b.sinks ? "1" : "0");
   return "";
 }
 
@@ -352,7 +365,7 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, Kernel *fwd,
   } else {
     ReferenceForward fwd;
     std::string err;
-    if (!referenceForward(referenceConfig(p, sig), toDouble(in.q),
+    if (!referenceForward(referenceConfig(p, sig, in), toDouble(in.q),
                           toDouble(in.k), toDouble(in.v), &fwd, &err))
       fail(err);
     o.assign(fwd.o.begin(), fwd.o.end());
@@ -373,6 +386,15 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, Kernel *fwd,
   DeviceBuffer dqBuf = dev.allocate(qBytes.size());
   DeviceBuffer dkBuf = dev.allocate(kBytes.size());
   DeviceBuffer dvBuf = dev.allocate(vBytes.size());
+  // Learned sinks: the sinks in, their gradient out (float32 [Hq]).
+  DeviceBuffer sinksBuf, dsinksBuf;
+  if (sig.sinks) {
+    sinksBuf = dev.upload(std::vector<unsigned char>(
+        reinterpret_cast<const unsigned char *>(in.sinks.data()),
+        reinterpret_cast<const unsigned char *>(in.sinks.data() +
+                                                in.sinks.size())));
+    dsinksBuf = dev.allocate(p.hq * sizeof(float));
+  }
 
   // Input copies for --bench's rotation; the first is the one every other
   // run uses.
@@ -397,13 +419,19 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, Kernel *fwd,
     a.dq = dqBuf.get();
     a.dk = dkBuf.get();
     a.dv = dvBuf.get();
+    if (sig.sinks) {
+      a.sinks = static_cast<const float *>(sinksBuf.get());
+      a.dsinks = static_cast<float *>(dsinksBuf.get());
+    }
     return a;
   };
-  // Every run starts from NaN in dq, dk and dv.
+  // Every run starts from NaN in dq, dk, dv (and dsinks).
   auto poison = [&]() {
     dev.poison(dqBuf);
     dev.poison(dkBuf);
     dev.poison(dvBuf);
+    if (sig.sinks)
+      dev.poison(dsinksBuf);
   };
   auto runOnce = [&]() { return launchBackward(kernel, p, argsFor(0)); };
   double firstMs = timeFirstRun(backend, poison, runOnce);
@@ -416,6 +444,12 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, Kernel *fwd,
       L.fromMemory(fromStorage(dkBytes, sig.dtype), p.b, p.hk, p.sk, p.d);
   std::vector<float> dv =
       L.fromMemory(fromStorage(dvBytes, sig.dtype), p.b, p.hk, p.sk, p.dv);
+  std::vector<unsigned char> dsinksBytes;
+  std::vector<float> dsinks;
+  if (sig.sinks) {
+    dsinksBytes = dev.download(dsinksBuf);
+    dsinks = fromStorage(dsinksBytes, DType::F32);
+  }
 
   printRunHeader(kernel, sig, launch, p, firstMs);
 
@@ -432,30 +466,38 @@ int runBackwardKernel(const CommandLine &cl, Kernel &kernel, Kernel *fwd,
         const DeviceBuffer *buf;
       } pairs[] = {{"dq", &dqBytes, &dqBuf},
                    {"dk", &dkBytes, &dkBuf},
-                   {"dv", &dvBytes, &dvBuf}};
+                   {"dv", &dvBytes, &dvBuf},
+                   {"dsinks", &dsinksBytes, &dsinksBuf}};
       for (const Pair &pr : pairs)
-        if (dev.download(*pr.buf) != *pr.first)
+        if ((sig.sinks || pr.buf != &dsinksBuf) &&
+            dev.download(*pr.buf) != *pr.first)
           *changed += (changed->empty() ? "" : ", ") + std::string(pr.name);
     }
-    passed = validateBackward(p, sig, in.q, in.k, in.v, o, in.dO, dq, dk, dv,
-                              changed);
+    passed = validateBackward(p, sig, in, o, dq, dk, dv, dsinks, changed);
   }
 
   if (cl.flag("grad-check"))
-    passed = gradCheck(p, sig, in.q, in.k, in.v, o, in.dO, dq, dk, dv,
+    passed = gradCheck(p, sig, in, o, dq, dk, dv, dsinks,
                        cl.unsignedInteger("seed").value_or(0)) &&
              passed;
 
-  if (std::optional<std::string> dir = cl.str("save"))
-    saveTensors(*dir, {{"q.npy", {p.b, p.hq, p.sq, p.d}, &in.q},
-                       {"k.npy", {p.b, p.hk, p.sk, p.d}, &in.k},
-                       {"v.npy", {p.b, p.hk, p.sk, p.dv}, &in.v},
-                       {"do.npy", {p.b, p.hq, p.sq, p.dv}, &in.dO},
-                       {"o.npy", {p.b, p.hq, p.sq, p.dv}, &o},
-                       {"lse.npy", {p.b, p.hq, p.sq}, &lse},
-                       {"dq.npy", {p.b, p.hq, p.sq, p.d}, &dq},
-                       {"dk.npy", {p.b, p.hk, p.sk, p.d}, &dk},
-                       {"dv.npy", {p.b, p.hk, p.sk, p.dv}, &dv}});
+  if (std::optional<std::string> dir = cl.str("save")) {
+    std::vector<SavedTensor> saved = {
+        {"q.npy", {p.b, p.hq, p.sq, p.d}, &in.q},
+        {"k.npy", {p.b, p.hk, p.sk, p.d}, &in.k},
+        {"v.npy", {p.b, p.hk, p.sk, p.dv}, &in.v},
+        {"do.npy", {p.b, p.hq, p.sq, p.dv}, &in.dO},
+        {"o.npy", {p.b, p.hq, p.sq, p.dv}, &o},
+        {"lse.npy", {p.b, p.hq, p.sq}, &lse},
+        {"dq.npy", {p.b, p.hq, p.sq, p.d}, &dq},
+        {"dk.npy", {p.b, p.hk, p.sk, p.d}, &dk},
+        {"dv.npy", {p.b, p.hk, p.sk, p.dv}, &dv}};
+    if (sig.sinks) {
+      saved.push_back({"sinks.npy", {p.hq}, &in.sinks});
+      saved.push_back({"dsinks.npy", {p.hq}, &dsinks});
+    }
+    saveTensors(*dir, saved);
+  }
 
   if (cl.flag("bench")) {
     size_t copies =

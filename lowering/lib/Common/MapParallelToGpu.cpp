@@ -144,8 +144,13 @@ public:
         types.push_back(v.getType());
       }
 
-    gpu::GPUFuncOp func = createKernelFunc(loop, module_, kernelName_,
-                                           "parallel", types, threads_);
+    // A loop may name its kernel: kernel-name + "_" + fmha.kernel_suffix.
+    std::string name = kernelName_.str();
+    if (auto suffix = loop->getAttrOfType<StringAttr>("fmha.kernel_suffix"))
+      name =
+          (name.empty() ? std::string("parallel") : name) + "_" + suffix.str();
+    gpu::GPUFuncOp func =
+        createKernelFunc(loop, module_, name, "parallel", types, threads_);
     Block &entry = func.getBody().front();
     OpBuilder k = OpBuilder::atBlockBegin(&entry);
     IRMapping map;

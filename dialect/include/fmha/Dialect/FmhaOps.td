@@ -128,6 +128,47 @@ def Fmha_AttentionBwdOp : Fmha_DpsOp<"attention_bwd"> {
 }
 
 //===----------------------------------------------------------------------===//
+// SinksGradOp
+//===----------------------------------------------------------------------===//
+
+def Fmha_SinksGradOp : Fmha_DpsOp<"sinks_grad"> {
+  let summary = "Gradient of the learned sink logits";
+  let description = [{
+    The gradient of the loss with respect to `fmha.attention`'s learned
+    sink logits (DESIGN.md section 1): from the forward's o and lse, the
+    output gradient dout and the sinks,
+    `dsinks[h] = -sum_{b, i} exp(sinks[h] - lse[b, h, i]) * Dsum[b, h, i]`
+    with `Dsum = rowsum(dout * o)`. The sinks change dq, dk and dv only
+    through the lse that `fmha.attention_bwd` takes, so the backward with
+    learned sinks is `fmha.attention_bwd` beside this op. o and dout
+    `[B, H, S, Dv]`, lse `[B, H, S]`, sinks and dsinks `[H]` (f32). The sum
+    runs in a fixed order: dsinks is the same bit for bit run to run.
+
+    Example:
+    ```mlir
+    fmha.sinks_grad ins(%o, %lse, %do, %sinks : memref<?x8x?x64xbf16>,
+        memref<?x8x?xf32>, memref<?x8x?x64xbf16>, memref<8xf32>)
+        outs(%dsinks : memref<8xf32>)
+    ```
+  }];
+  let arguments = (ins Fmha_ShapedFloat:$o, Fmha_ShapedFloat:$lse,
+                       Fmha_ShapedFloat:$dout, Fmha_ShapedFloat:$sinks,
+                       Fmha_ShapedFloat:$dsinks);
+  let assemblyFormat = [{
+    `ins` `(` $o `,` $lse `,` $dout `,` $sinks `:` type($o) `,` type($lse)
+        `,` type($dout) `,` type($sinks) `)`
+    `outs` `(` $dsinks `:` type($dsinks) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() {
+      return MutableOperandRange(getOperation(), /*start=*/4, /*length=*/1);
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // MergeOp
 //===----------------------------------------------------------------------===//
 

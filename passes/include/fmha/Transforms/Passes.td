@@ -132,7 +132,8 @@ def FmhaVectorizeTilesPass : Pass<"fmha-vectorize-tiles"> {
 }
 
 def FmhaTileElementwisePass : Pass<"fmha-tile-elementwise"> {
-  let summary = "Rewrite fmha.merge and fmha.accumulate into parallel loops";
+  let summary = "Rewrite fmha.merge, fmha.accumulate and fmha.sinks_grad "
+                "into parallel loops";
   let description = [{
     The loop form of the elementwise ops, shared by every target (the CPU
     runs the loops on its threads, `--fmha-map-parallel-to-gpu` maps them to
@@ -147,8 +148,12 @@ def FmhaTileElementwisePass : Pass<"fmha-tile-elementwise"> {
     over the operands' own indices. Arithmetic is f32: loads widen, stores
     round to the element type. Each row or element reads its inputs before
     it writes the same indices, so the outputs may be the inputs (the ring
-    driver merges in place). The ops on tensors get a diagnostic (bufferize
-    them first; the named pipelines do).
+    driver merges in place). `fmha.sinks_grad` becomes three `scf.parallel`
+    loops with sequential sums inside (each row's exp(sinks - lse) times
+    rowsum(dout * o) into a buffer `dsinks_rows`, sums of chunks of 256 rows
+    into `dsinks_parts`, then per head the negated sum of those): a fixed
+    order, so dsinks is the same run to run. The ops on tensors get a
+    diagnostic (bufferize them first; the named pipelines do).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

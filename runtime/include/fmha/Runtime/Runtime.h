@@ -285,6 +285,11 @@ struct BackwardArgs {
   void *dq = nullptr;
   void *dk = nullptr;
   void *dv = nullptr;
+  /// A bundle built with learned sink logits (sinks=1): the forward's sinks
+  /// (float32 [Hq]) in, their gradient dsinks (float32 [Hq]) out; null
+  /// otherwise.
+  const float *sinks = nullptr;
+  float *dsinks = nullptr;
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
 };
