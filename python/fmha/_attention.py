@@ -23,25 +23,29 @@ def _attention_function():
             dq, dk, dv from q, k, v, o, lse and dO. lse has no gradient."""
 
             @staticmethod
-            def forward(ctx, q, k, v, fwd, bwd, bshd):
+            def forward(ctx, q, k, v, sinks, fwd, bwd, bshd):
                 o = _output(fwd, q, v, bshd)
-                o, lse = fwd.forward(q, k, v, o)
-                ctx.save_for_backward(q, k, v, o, lse)
+                o, lse = fwd.forward(q, k, v, o, sinks=sinks)
+                ctx.save_for_backward(q, k, v, o, lse, sinks)
                 ctx.bwd = bwd
                 ctx.mark_non_differentiable(lse)
                 return o, lse
 
             @staticmethod
             def backward(ctx, do, _dlse):
-                q, k, v, o, lse = ctx.saved_tensors
+                q, k, v, o, lse, sinks = ctx.saved_tensors
                 do = torch.zeros_like(o) if do is None else do
                 # Views where the backward bundle takes them (it may be an
                 # older, contiguous one), copies otherwise.
                 bwd = ctx.bwd
                 q, k, v, o, lse, do = _views(bwd, (("q", q), ("k", k), ("v", v), ("o", o),
                                                    ("lse", lse), ("dO", do)))
-                dq, dk, dv = bwd.backward(q, k, v, o, lse, do)
-                return dq, dk, dv, None, None, None
+                if sinks is None:
+                    dq, dk, dv = bwd.backward(q, k, v, o, lse, do)
+                    return dq, dk, dv, None, None, None, None
+                # Learned sinks: their gradient too (fmha.sinks_grad).
+                dq, dk, dv, dsinks = bwd.backward(q, k, v, o, lse, do, sinks=sinks)
+                return dq, dk, dv, dsinks, None, None, None
 
         _autograd_function = AttentionFunction
     return _autograd_function
@@ -102,9 +106,10 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
     q's device: sinks[h] joins the softmax denominator of every row of
     query head h and carries no value (DESIGN.md section 1; a row that sees
     no key gets o = 0 and lse = sinks[h]). The bundle is built with them
-    (fmha-compile --sinks). Their backward is not built yet: with sinks, no
-    input may require grad (ValueError), and torch.compile does not trace
-    the call."""
+    (fmha-compile --sinks). Differentiable in sinks too: loss.backward()
+    gives sinks.grad (the backward bundle of the same signature, with
+    fmha.sinks_grad's kernels). torch.compile does not trace a call with
+    sinks yet (ValueError)."""
     if layout not in ("bhsd", "bshd"):
         raise ValueError("layout must be 'bhsd' or 'bshd', got %r" % (layout,))
     bshd = layout == "bshd"
@@ -120,9 +125,6 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
                            sinks=sinks is not None)
     target = signature["target"]
     if sinks is not None:
-        if _needs_grad(q, k, v, sinks):
-            raise ValueError("sinks: the backward with learned sink logits is not built "
-                             "yet; call under torch.no_grad() or detach q, k, v and sinks")
         if _compiling():
             raise ValueError("sinks: torch.compile does not trace fmha.attention with "
                              "learned sink logits yet")
@@ -143,14 +145,15 @@ def attention(q, k, v, mask="0", scale=None, softcap=None, layout="bhsd",
         return (o, l) if return_lse else o
     kernel = _kernel_for(_find(signature, bundle_dir))
     q, k, v = _views(kernel, (("q", q), ("k", k), ("v", v)))
-    if _needs_grad(q, k, v):
+    if _needs_grad(q, k, v, sinks):
         if out is not None or lse is not None:
-            raise ValueError("out= and lse= are not taken when q, k or v requires grad")
+            raise ValueError("out= and lse= are not taken when q, k, v or sinks requires "
+                             "grad")
         if deterministic is None:
             deterministic = default_deterministic(target)
         bwd = _kernel_for(_find(dict(signature, kind="bwd", deterministic=bool(deterministic)),
                                 bundle_dir))
-        o, l = _attention_function().apply(q, k, v, kernel, bwd, bshd)
+        o, l = _attention_function().apply(q, k, v, sinks, kernel, bwd, bshd)
     else:
         if out is None:
             out = _output(kernel, q, v, bshd)

@@ -231,13 +231,17 @@ class Kernel:
         return out.value
 
     def backward_ptrs(self, b, sq, sk, q, k, v, o, lse, do, dq, dk, dv, workspace=0,
-                      workspace_bytes=0, stream=0):
+                      workspace_bytes=0, stream=0, sinks=0, dsinks=0):
         """Launches a backward bundle on raw addresses (ints), on `stream`
         (a CUstream int), without waiting. `workspace` 0: the kernel
-        object's own (Runtime.h, BackwardArgs)."""
+        object's own (Runtime.h, BackwardArgs). `sinks` and `dsinks`: the
+        learned sink logits and their gradient (float32 [Hq]) of a bundle
+        that takes them."""
         self._check_launch("bwd", "backward", b, sq, sk)
         tensors = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "dO": do, "dq": dq,
                    "dk": dk, "dv": dv}
+        if self.takes_sinks:
+            tensors.update(sinks=sinks, dsinks=dsinks)
         for name, ptr in tensors.items():
             if not (ptr[0] if isinstance(ptr, tuple) else ptr):
                 raise FmhaError(1, "null pointer for %s" % name)
@@ -245,21 +249,33 @@ class Kernel:
                     stream)
 
     def backward(self, q, k, v, o, lse, do, dq=None, dk=None, dv=None, workspace=None,
-                 stream=None):
+                 stream=None, sinks=None, dsinks=None):
         """dq, dk, dv = kernel.backward(q, k, v, o, lse, do) for a kind=bwd
         bundle: o and lse are the forward's, do the gradient of o (shaped
         and typed like o); all contiguous. dq, dk, dv (shaped like q, k, v)
         are allocated when not given. A cuda bundle runs on torch's current
         stream (or `stream`, a CUstream int) with `workspace`, a uint8 tensor
         of at least backward_workspace_bytes(B, Sq, Sk) bytes, allocated on
-        that stream when not given. Returns (dq, dk, dv)."""
+        that stream when not given. Returns (dq, dk, dv). A bundle built
+        with learned sink logits (Kernel.takes_sinks) takes the forward's
+        `sinks` (float32 [Hq]) and returns (dq, dk, dv, dsinks), dsinks
+        (float32 [Hq]) allocated when not given."""
         if self.info["kind"] != "bwd":
             raise ValueError("%s is a %s bundle; backward needs a kind=bwd one"
                              % (self.path, self.info["kind"]))
+        if self.takes_sinks != (sinks is not None):
+            raise ValueError(
+                "sinks: bundle '%s' %s learned sink logits; %s" % (
+                    self.path, "takes" if self.takes_sinks else "takes no",
+                    "give sinks= (float32 [Hq])" if self.takes_sinks else "drop sinks="))
+        if dsinks is not None and sinks is None:
+            raise ValueError("dsinks= needs sinks=")
         cuda = self.info["target"] == "cuda"
         device_index = self.device_index if cuda else None
         st = self.strided
-        b, sq, sk = check_forward_args(self.info, q, k, v, o, lse, device_index, st)
+        b, sq, sk = check_forward_args(self.info, q, k, v, o, lse, device_index, st, sinks)
+        if dsinks is not None:
+            _check_like("dsinks", dsinks, "sinks", sinks, "dsinks" in st)
         _check_like("do", do, "o", o, "dO" in st)
         for name, t, like_name, like in (("dq", dq, "q", q), ("dk", dk, "k", k),
                                          ("dv", dv, "v", v)):
@@ -291,8 +307,14 @@ class Kernel:
         a = {name: _strided_arg(t, name in st) for name, t in
              (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse), ("dO", do), ("dq", dq),
               ("dk", dk), ("dv", dv))}
+        if sinks is not None and dsinks is None:
+            dsinks = _torch().empty_like(sinks)
+        sink_ptrs = (0, 0) if sinks is None else (
+            _strided_arg(sinks, "sinks" in st), _strided_arg(dsinks, "dsinks" in st))
         self.backward_ptrs(b, sq, sk, a["q"], a["k"], a["v"], a["o"], a["lse"], a["dO"],
-                           a["dq"], a["dk"], a["dv"], ws_ptr, ws_bytes, stream)
+                           a["dq"], a["dk"], a["dv"], ws_ptr, ws_bytes, stream, *sink_ptrs)
+        if sinks is not None:
+            return dq, dk, dv, dsinks
         return dq, dk, dv
 
 

@@ -193,6 +193,41 @@ def check_sinks(torch, bundles):
     except ValueError as e:
         check(str(e) == "sinks: Hq (dim 0) is 4, expected 16", "sinks shape error: %s" % e)
 
+    # Gradients through loss.backward(): dq, dk, dv and dsinks (the backward
+    # bundle bwd-...-sinks.fmha) against float32 autograd of the same sink
+    # column; BSHD memory too.
+    for layout in ("bhsd", "bshd"):
+        leaves = [t.detach().clone().requires_grad_() for t in (q, k, v, sinks)]
+        ql, kl, vl, sl = leaves
+        if layout == "bshd":
+            args = [t.transpose(1, 2).contiguous().detach().requires_grad_()
+                    for t in (ql, kl, vl)]
+            o = fmha.attention(*args, mask="b", layout="bshd", bundle_dir=bundles,
+                               sinks=sl).transpose(1, 2)
+            grads_of = args + [sl]
+        else:
+            o = fmha.attention(ql, kl, vl, mask="b", bundle_dir=bundles, sinks=sl)
+            grads_of = leaves
+        do = torch.randn_like(o)
+        (o.float() * do.float()).sum().backward()
+        got = [g.grad.float() for g in grads_of]
+        if layout == "bshd":
+            got = [t.transpose(1, 2) for t in got[:3]] + got[3:]
+        ref = [t.detach().float().requires_grad_() for t in (q, k, v, sinks)]
+        kr, vr = (t.repeat_interleave(hq // hk, dim=1) for t in ref[1:3])
+        sc = (ref[0] @ kr.transpose(-1, -2)) / d ** 0.5
+        sc = sc.masked_fill(j > i + (sk - sq), float("-inf"))
+        full = torch.cat([sc, ref[3].view(1, hq, 1, 1).expand(b, hq, sq, 1)], dim=-1)
+        ref_o = torch.softmax(full, dim=-1)[..., :sk] @ vr
+        (ref_o * do.float()).sum().backward()
+        for name, g, r in zip(("dq", "dk", "dv", "dsinks"), got, ref):
+            rel = (g - r.grad).abs().max().item() / max(r.grad.abs().max().item(), 1e-6)
+            # dsinks sums rowsum(dO o) over every row of a head: o in bf16
+            # moves it by more than the other gradients.
+            check(rel < (5e-2 if name == "dsinks" else 2e-2),
+                  "attention(sinks=) %s, %s: %s rel err %.2e (vs float32 autograd)"
+                  % (layout, "GQA 4:1 causal", name, rel))
+
 
 def check_gradients(torch, bundles):
     cases_ = [  # (label, B, Hq, Hk, Sq, Sk, D, mask, deterministic, layout)

@@ -582,6 +582,13 @@ class FakeDevice(unittest.TestCase):
                 kernel.backward(t["q"], t["k"], t["v"], t["o"], t["lse"], t["q"])
             self.assertEqual(str(cm.exception), "do: expected the shape of o (1, 4, 6, 4), "
                              "got (1, 4, 6, 8)")
+            # A backward bundle without learned sinks refuses them.
+            self.assertFalse(kernel.takes_sinks)
+            with self.assertRaises(ValueError) as cm:
+                kernel.backward(t["q"], t["k"], t["v"], t["o"], t["lse"], t["do"],
+                                sinks=FakeTensor((hq,), f32))
+            self.assertEqual(str(cm.exception), "sinks: bundle '%s' takes no learned sink "
+                             "logits; drop sinks=" % path)
             small = FakeTensor((need - 4,), "torch.uint8", ptr=ws.data_ptr())
             with self.assertRaises(fmha.FmhaError) as cm:
                 kernel.backward(t["q"], t["k"], t["v"], t["o"], t["lse"], t["do"], t["dq"],

@@ -139,6 +139,8 @@ Status launchBackward(const Kernel &kernel, const Problem &p,
       .tensor("dq", args.dq, q)
       .tensor("dk", args.dk, k)
       .tensor("dv", args.dv, v);
+  if (args.sinks)
+    la.tensor("sinks", args.sinks).tensor("dsinks", args.dsinks);
   return kernel.launch(la);
 }
 
