@@ -427,7 +427,8 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
         if (dim != 32 && dim != 64 && dim != 128 && !stagedWarpgroup)
           return error(t + " supports head dims 32, 64 and 128, got d=" +
                        llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv) +
-                       " (256 with --vector-tiles --mma=wgmma on sm_90a)");
+                       " (sm_90a's default kernel and --vector-tiles "
+                       "--mma=wgmma take 64, 128 and 256)");
       if (warpRows != 16 && warpRows != 32)
         return error(t + " needs --warp-rows 16 or 32");
       if (blockM % warpRows != 0 || blockM > 512)
