@@ -9,7 +9,10 @@ windows and sinks; scale; softcap; tile sizes) and, for problem i, one of
 them with a random B, Sq and Sk (1 to 4096, decode rows, tile multiples and
 their neighbours), bounded in work so that each run stays fast. On the cpu
 and cuda targets about a third of the signatures are backward kernels
-(--bwd, half of them --deterministic), checked for dq, dk, dv and, on small
+(--bwd, half of them --deterministic), a fifth take learned sink logits
+(--sinks; the backward's dsinks checked too), and on the cpu a sixth take
+head dims 80, 96, 192/128 or 256; backward kernels are checked for dq, dk,
+dv and, on small
 problems, by finite differences (fmha-run --grad-check). One forward
 problem in five (by its data seed) runs on `fmha-run --inputs stress`.
 Bundles are cached by signature (--cache DIR keeps them across runs).
@@ -215,6 +218,25 @@ def add_index_bits(seed, index, sig):
     return sig
 
 
+def add_model_features(seed, index, sig):
+    """Learned sink logits (fmha-compile --sinks) on a fifth of the
+    signatures, forward and backward, and on the cpu target head dims beyond
+    32/64/128 ((80, 80), (96, 96), (192, 128), (256, 256)) on a sixth, from
+    their own stream like add_backward. A cuda forward with sinks is the
+    staged kernel, which tile options would leave out: it takes
+    fmha-compile's tiles."""
+    rng = random.Random(f"fmha-random-model:{seed}:{index}")
+    if rng.random() < 0.2:
+        sig = dict(sig, sinks=True)
+        if sig["target"] == "cuda" and not sig.get("bwd"):
+            for key in ("warp_rows", "block_m", "block_n", "q_in_shared", "mma"):
+                sig.pop(key, None)
+    if sig["target"] == "cpu" and rng.random() < 0.15:
+        d, dv = rng.choice([(80, 80), (96, 96), (192, 128), (256, 256)])
+        sig = dict(sig, d=d, dv=dv)
+    return sig
+
+
 def signature_key(sig):
     return json.dumps(sig, sort_keys=True)
 
@@ -243,6 +265,8 @@ def compile_args(sig):
         args.append("--bwd")
     if sig.get("deterministic"):
         args.append("--deterministic")
+    if sig.get("sinks"):
+        args.append("--sinks")
     if "scale" in sig:
         args.append(f"--scale={sig['scale']!r}")
     if "softcap" in sig:
@@ -262,6 +286,7 @@ def make_problems(seed, count, target, work, signatures):
     pool = [add_q_in_shared(seed, j, sig) for j, sig in enumerate(pool)]
     pool = [add_wgmma(seed, j, sig) for j, sig in enumerate(pool)]
     pool = [add_index_bits(seed, j, sig) for j, sig in enumerate(pool)]
+    pool = [add_model_features(seed, j, sig) for j, sig in enumerate(pool)]
     problems = []
     for i in range(count):
         rng = random.Random(f"fmha-random-problem:{seed}:{i}")
@@ -346,6 +371,8 @@ def describe(sig, shape):
     if sig.get("bwd"):
         extra += " bwd" + (" deterministic" if sig.get("deterministic")
                            else "")
+    if sig.get("sinks"):
+        extra += " sinks"
     return (f"{sig['dtype']} Hq={sig['hq']} Hk={sig['hk']} D={sig['d']} "
             f"Dv={sig['dv']} mask={sig['mask']}{extra} B={b} Sq={sq} Sk={sk}")
 
