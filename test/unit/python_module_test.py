@@ -589,6 +589,10 @@ class FakeDevice(unittest.TestCase):
                                 sinks=FakeTensor((hq,), f32))
             self.assertEqual(str(cm.exception), "sinks: bundle '%s' takes no learned sink "
                              "logits; drop sinks=" % path)
+            with self.assertRaises(ValueError) as cm:
+                kernel.backward(t["q"], t["k"], t["v"], t["o"], t["lse"], t["do"],
+                                dsinks=FakeTensor((hq,), f32))
+            self.assertEqual(str(cm.exception), "dsinks= needs sinks=")
             small = FakeTensor((need - 4,), "torch.uint8", ptr=ws.data_ptr())
             with self.assertRaises(fmha.FmhaError) as cm:
                 kernel.backward(t["q"], t["k"], t["v"], t["o"], t["lse"], t["do"], t["dq"],
