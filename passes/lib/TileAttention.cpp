@@ -36,6 +36,8 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include "llvm/Support/MathExtras.h"
+
 namespace mlir::fmha {
 #define GEN_PASS_DEF_FMHATILEATTENTIONPASS
 #include "fmha/Transforms/Passes.h.inc"
@@ -250,8 +252,12 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   SmallVector<OpFoldResult> oOffsets = {b, h, r0, i0};
   SmallVector<OpFoldResult> oSizes = {i1, i1, rows, rewriter.getIndexAttr(dv)};
   SmallVector<OpFoldResult> lseOffsets = {b, h, r0}, lseSizes = {i1, i1, rows};
-  // With static tiles, the slices in range padded with zeros to `tileRows`.
+  // With static tiles, the slices in range padded with zeros to `tileRows`
+  // and to the tile's head dim: the next power of two (the register
+  // layouts' shapes; the matrix instructions' K and N where D is 80, 96 or
+  // 192), the padding zeros in the products and never written out.
   const bool padded = options.staticTiles;
+  const int64_t dvTile = padded ? int64_t(llvm::PowerOf2Ceil(dv)) : dv;
   auto inputTile = [&](OpBuilder &builder, Value source,
                        ArrayRef<OpFoldResult> offsets, Value extent,
                        int64_t tileRows, int64_t cols) -> Value {
@@ -259,8 +265,9 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
                            {i1, i1, extent, builder.getIndexAttr(cols)}, 2);
     if (!padded)
       return slice;
-    auto type = RankedTensorType::get({tileRows, cols},
-                                      getElementTypeOrSelf(source.getType()));
+    auto type =
+        RankedTensorType::get({tileRows, int64_t(llvm::PowerOf2Ceil(cols))},
+                              getElementTypeOrSelf(source.getType()));
     Value zeroElem = arith::ConstantOp::create(
         builder, loc, builder.getZeroAttr(type.getElementType()));
     return tensor::createPadHighOp(type, slice, zeroElem, /*nofold=*/false, loc,
@@ -283,7 +290,7 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   };
   Value oTile, lseTile;
   if (padded) {
-    oTile = scratch({bm, dv}, getElementTypeOrSelf(o.getType()));
+    oTile = scratch({bm, dvTile}, getElementTypeOrSelf(o.getType()));
     if (lse)
       lseTile = scratch({bm}, f32);
   } else {
@@ -292,7 +299,7 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
       lseTile = tileView(rewriter, loc, lse, lseOffsets, lseSizes, 1);
   }
   Value mTile = scratch({bm}, f32), lTile = scratch({bm}, f32);
-  Value accTile = scratch({bm, dv}, f32);
+  Value accTile = scratch({bm, dvTile}, f32);
   Value sBuf = padded ? Value() : scratch({bm, bn}, f32);
   if (!padded) {
     mTile = tileView(rewriter, loc, mTile, {i0}, {rows}, 1);

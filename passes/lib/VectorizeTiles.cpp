@@ -222,6 +222,18 @@ struct TileVectorizer {
     });
   }
 
+  /// The dims along which a tile of `type` lies within `slice`: not a
+  /// dynamic one (the rows, which may end before the tile's) nor a static one
+  /// shorter than the tile's (a head dim padded to the tile's); reads past
+  /// the others give the padding.
+  static SmallVector<bool> inBoundsOf(tensor::ExtractSliceOp slice,
+                                      VectorType type) {
+    SmallVector<bool> inBounds;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      inBounds.push_back(slice.getType().getDimSize(d) == type.getDimSize(d));
+    return inBounds;
+  }
+
   /// A tile read from an operand: a `tensor.pad` of a slice (zeros past the
   /// rows in range) is a read of the slice that may run past its rows; a
   /// static slice is a read of the operand.
@@ -242,20 +254,17 @@ struct TileVectorizer {
       auto [indices, map] = sliceAccess(b, loc, slice);
       read = vector::TransferReadOp::create(
           b, loc, type, slice.getSource(), indices, AffineMapAttr::get(map),
-          paddingValue, Value(),
-          b.getBoolArrayAttr(SmallVector<bool>(type.getRank(), true)));
+          paddingValue, Value(), b.getBoolArrayAttr(inBoundsOf(slice, type)));
     } else {
-      // Out of bounds along a dynamic dim of the slice (its rows) reads the
+      // Out of bounds along a dynamic dim of the slice (its rows) or one
+      // shorter than the tile's (a head dim padded to the tile's) reads the
       // padding.
-      SmallVector<bool> inBounds;
-      for (int64_t d = 0; d < type.getRank(); ++d)
-        inBounds.push_back(!slice.getType().isDynamicDim(d));
       Value zero = arith::ConstantIndexOp::create(b, loc, 0);
       read = vector::TransferReadOp::create(
           b, loc, type, slice.getResult(),
           SmallVector<Value>(type.getRank(), zero),
           AffineMapAttr::get(b.getMultiDimIdentityMap(type.getRank())),
-          paddingValue, Value(), b.getBoolArrayAttr(inBounds));
+          paddingValue, Value(), b.getBoolArrayAttr(inBoundsOf(slice, type)));
     }
     define(b, op->getResult(0), read);
     replaced.push_back(op);
@@ -295,6 +304,25 @@ struct TileVectorizer {
          vm.splat(vectorTypeOf(op.getAcc().getType()), 0)});
   }
 
+  /// The columns of the tile `tile` holds before its zero padding, where
+  /// it is (through layout conversions) a slice padded along its columns
+  /// with zeros.
+  static std::optional<int64_t> paddedCols(Value tile) {
+    while (auto convert = tile.getDefiningOp<ConvertLayoutOp>())
+      tile = convert.getSource();
+    auto pad = tile.getDefiningOp<tensor::PadOp>();
+    Value padding = pad ? pad.getConstantPaddingValue() : Value();
+    if (!padding || !(matchPattern(padding, m_AnyZeroFloat()) ||
+                      matchPattern(padding, m_Zero())))
+      return std::nullopt;
+    auto source = cast<RankedTensorType>(pad.getSource().getType());
+    const int64_t cols = source.getDimSize(source.getRank() - 1);
+    if (ShapedType::isDynamic(cols) ||
+        cols >= pad.getResultType().getDimSize(source.getRank() - 1))
+      return std::nullopt;
+    return cols;
+  }
+
   LogicalResult visitTileQK(TileQKOp op, ArrayRef<Value> vs) {
     OpBuilder b(op);
     Location loc = op.getLoc();
@@ -302,6 +330,14 @@ struct TileVectorizer {
     VectorType type = vectorTypeOf(op.getS().getType());
     Value s = vm.contract(vs[0], vs[1], vm.splat(type, 0),
                           /*bTransposed=*/true);
+    // A padded head dim: the products stop at the last column of D.
+    std::optional<int64_t> qCols = paddedCols(op.getQ()),
+                           kCols = paddedCols(op.getK());
+    if (qCols || kCols)
+      s.getDefiningOp()->setAttr(
+          kReductionExtentAttrName,
+          b.getI64IntegerAttr(
+              std::min(qCols.value_or(*kCols), kCols.value_or(*qCols))));
     s = vm.mul(s, vm.splat(type, op.getScale().convertToDouble()));
     if (std::optional<APFloat> cap = op.getSoftcap()) {
       double c = cap->convertToDouble();
@@ -448,11 +484,13 @@ struct TileVectorizer {
         insert.getMixedOffsets(), insert.getMixedSizes(),
         insert.getMixedStrides());
     auto type = cast<VectorType>(tile.getType());
-    // Out of bounds along a dynamic dim of the slice (the rows past Sq) is
-    // not written.
+    // Out of bounds along a dynamic dim of the slice (the rows past Sq) or
+    // past a static one shorter than the tile's (a padded head dim) is not
+    // written.
     SmallVector<bool> inBounds;
     for (int64_t d = 0; d < type.getRank(); ++d)
-      inBounds.push_back(!cast<RankedTensorType>(destType).isDynamicDim(d));
+      inBounds.push_back(cast<RankedTensorType>(destType).getDimSize(d) ==
+                         type.getDimSize(d));
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     auto write = vector::TransferWriteOp::create(
         b, loc, tile, dest, SmallVector<Value>(type.getRank(), zero),

@@ -648,14 +648,6 @@ func.func @f(%k: memref<?x16xf16>, %buf: memref<8x24xf16, 3>, %i: index) {
 
 // -----
 
-func.func @f(%k: memref<?x8xf16>, %buf: memref<16x24xf16, 3>, %i: index) {
-  // expected-error @+1 {{'fmha.copy_async' op the tile's 16 columns do not fit in 'memref<?x8xf16>'}}
-  fmha.copy_async %k[%i, %i] to %buf[%i, %i] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>) : memref<?x8xf16> to memref<16x24xf16, 3>
-  return
-}
-
-// -----
-
 func.func @f() {
   // expected-error @+1 {{'fmha.copy_wait' op attribute 'pending' failed to satisfy constraint}}
   fmha.copy_wait pending(-1)

@@ -111,3 +111,20 @@ func.func @sinks(%q: tensor<2x8x?x64xbf16>, %k: tensor<2x8x?x64xbf16>, %o: tenso
   %0 = fmha.attention ins(%q, %k, %k : tensor<2x8x?x64xbf16>, tensor<2x8x?x64xbf16>, tensor<2x8x?x64xbf16>) outs(%o : tensor<2x8x?x64xbf16>) {mask = #fmha.mask<"t:16,0,4">} -> tensor<2x8x?x64xbf16>
   return %0 : tensor<2x8x?x64xbf16>
 }
+
+// -----
+
+// Head dims that are not powers of two (D = 80 here, Dv = 48): the static
+// tiles pad them to 128 and 64 columns, the reads of q, k and v give 0 past
+// the slices' columns (no dim in bounds), the scores' contraction stops
+// at D (fmha.k_extent), and o's write leaves the columns past Dv.
+// CHECK-LABEL: func @padded_head_dims
+// CHECK: vector.transfer_read %{{.+}}[%c0, %c0], %{{.+}} : tensor<?x80xf16>, vector<32x128xf16>
+// CHECK: vector.transfer_read %{{.+}}[%c0, %c0], %{{.+}} : tensor<?x80xf16>, vector<64x128xf16>
+// CHECK: vector.transfer_read %{{.+}}[%c0, %c0], %{{.+}} : tensor<?x48xf16>, vector<64x64xf16>
+// CHECK: vector.contract {{.+}} {fmha.k_extent = 80 : i64} : vector<32x128xf16>, vector<64x128xf16> into vector<32x64xf32>
+// CHECK: vector.transfer_write %{{.+}}, %{{.+}}[%c0, %c0] : vector<32x64xf16>, tensor<?x48xf16>
+func.func @padded_head_dims(%q: tensor<1x4x?x80xf16>, %k: tensor<1x2x?x80xf16>, %v: tensor<1x2x?x48xf16>, %o: tensor<1x4x?x48xf16>) -> tensor<1x4x?x48xf16> {
+  %0 = fmha.attention ins(%q, %k, %v : tensor<1x4x?x80xf16>, tensor<1x2x?x80xf16>, tensor<1x2x?x48xf16>) outs(%o : tensor<1x4x?x48xf16>) {mask = #fmha.mask<"b">} -> tensor<1x4x?x48xf16>
+  return %0 : tensor<1x4x?x48xf16>
+}

@@ -2,7 +2,8 @@
 """CPU conformance sweep: fmha-compile + fmha-run --validate over the problem
 space of DESIGN.md section 1 (every mask kind, windows and sinks, GQA 1:1,
 2:1, 8:1 and MQA, Sq != Sk both ways, sizes that are not tile multiples,
-Sq = 1 decoding, D/Dv in {32, 64, 128} with Dv != D, rows with no visible
+Sq = 1 decoding, D/Dv in {32, 64, 128} with Dv != D and 80, 96, 192/128,
+48/112 (padded to powers of two by the static tiles), rows with no visible
 key, softcap, scale, f32/f16/bf16). Every run is checked by fmha-run against
 the float64 reference; this script fails if any run fails or if an f32 run's
 relative error is not far under 1e-5.
@@ -63,7 +64,16 @@ def signatures():
     for block in ((16, 32), (32, 16), (128, 64)):
         for mask in ("t", "b:40,0,4", "t:3,5"):
             out.append((("f32", 4, 2, 32, 32, mask, (), block), SHAPES))
+    # Head dims that are not powers of two: the static and vector tiles pad
+    # them to the next one (the GPU's layouts), the products stopping at D.
+    for n, (d, dv) in enumerate(PADDED_DIMS):
+        for mask in ("0", "b:40,0,4", "t:3,5"):
+            out.append((("f32", *HEADS[n % len(HEADS)], d, dv, mask, (),
+                         (64, 64)), SHAPES[::2]))
     return out
+
+
+PADDED_DIMS = [(80, 80), (96, 96), (192, 128), (48, 112)]
 
 
 BWD_SHAPES = [(1, 1, 1), (1, 1, 70), (2, 37, 37), (1, 70, 33), (1, 33, 70),

@@ -105,7 +105,16 @@ def main():
     for c in configs:
         if c not in cases.BENCH_CONFIGS:
             sys.exit("bench: unknown config %r (of %s)" % (c, list(cases.BENCH_CONFIGS)))
-    hdims = [int(x) for x in args.hdims.split(",") if x]
+    # A head dim D, or D-Dv (DeepSeek's 192-128): q and k take D, v and o Dv.
+    try:
+        hdims = [tuple(int(y) for y in x.split("-")) for x in args.hdims.split(",") if x]
+        if any(len(h) not in (1, 2) for h in hdims):
+            raise ValueError
+        hdims = [(h[0], h[-1]) for h in hdims]
+    except ValueError:
+        sys.exit("bench: --hdims takes D or D-Dv, comma-separated, not %r" % args.hdims)
+    if args.bwd and any(d != dv for d, dv in hdims):
+        sys.exit("bench: --bwd takes D = Dv")
     seqlens = [int(x) for x in args.seqlens.split(",") if x]
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.bundles, "manifest.json")) as f:
@@ -171,7 +180,8 @@ def main():
         return kernels[path]
 
     if args.bwd:
-        rows = bench_backward(args, torch, F, systems, configs, hdims, seqlens, time_ms,
+        rows = bench_backward(args, torch, F, systems, configs, [d for d, _ in hdims],
+                              seqlens, time_ms,
                               kernel_for, sdpa_kernel, SDPBackend)
         write_outputs(args.out, rows, systems, timer_name, props.name, torch.__version__,
                       backward=True)
@@ -182,26 +192,28 @@ def main():
     for config in configs:
         mask, group = cases.BENCH_CONFIGS[config]
         spec = cases.parse_mask(mask)
-        for hdim in hdims:
+        for hdim, dv in hdims:
             for seqlen in seqlens:
                 elapsed = time.time() - t_start
                 b = cases.BENCH_TOKENS // seqlen
                 hq = cases.BENCH_HIDDEN // hdim
                 hk = hq // group
-                row = {"config": config, "mask": mask, "hdim": hdim, "seqlen": seqlen,
+                label = hdim if dv == hdim else "%d-%d" % (hdim, dv)
+                row = {"config": config, "mask": mask, "hdim": label, "seqlen": seqlen,
                        "batch": b, "hq": hq, "hk": hk, "results": {}, "notes": []}
                 rows.append(row)
                 if elapsed > args.budget_s + 90:
                     for s in systems:
                         row["results"][s] = {"status": "n/a", "reason": "time budget"}
                     continue
-                flops = 4.0 * b * hq * cases.visible_pairs(mask, seqlen, seqlen) * hdim
+                # 2 flops a multiply-add: D for the scores, Dv for P V.
+                flops = 2.0 * b * hq * cases.visible_pairs(mask, seqlen, seqlen) * (hdim + dv)
                 row["tflop"] = flops / 1e12
-                torch.manual_seed(seqlen * 131 + hdim)
+                torch.manual_seed(seqlen * 131 + hdim + (dv - hdim) * 7)
                 dev = torch.device("cuda")
                 q = torch.randn(b, hq, seqlen, hdim, device=dev, dtype=torch.bfloat16)
                 k = torch.randn(b, hk, seqlen, hdim, device=dev, dtype=torch.bfloat16)
-                v = torch.randn(b, hk, seqlen, hdim, device=dev, dtype=torch.bfloat16)
+                v = torch.randn(b, hk, seqlen, dv, device=dev, dtype=torch.bfloat16)
                 scale = 1.0 / math.sqrt(hdim)
                 causal = spec is not None and spec[1] is None and spec[2] == 0 and spec[3] == 0
                 gqa = hk != hq
@@ -211,8 +223,8 @@ def main():
                 mask_mod = flex_mask_mod(spec)
 
                 def run_fmha():
-                    kernel = kernel_for(cases.bench_signature(config, hdim))
-                    o = torch.empty(b, hq, seqlen, hdim, device=dev, dtype=torch.bfloat16)
+                    kernel = kernel_for(cases.bench_signature(config, hdim, dv))
+                    o = torch.empty(b, hq, seqlen, dv, device=dev, dtype=torch.bfloat16)
                     lse = torch.empty(b, hq, seqlen, device=dev, dtype=torch.float32)
                     return (lambda: kernel.forward(q, k, v, o, lse)[0]), None, ""
 
@@ -327,7 +339,7 @@ def report_failures(rows, systems):
             res = r["results"].get(s, {})
             if s.startswith("fmha") and res.get("status") != "ok" and \
                     res.get("reason") != "time budget":
-                bad.append("%s %s d=%d S=%d: %s" % (s, r["config"], r["hdim"], r["seqlen"],
+                bad.append("%s %s d=%s S=%d: %s" % (s, r["config"], r["hdim"], r["seqlen"],
                                                     res.get("reason", res.get("status"))))
     for line in bad:
         print("bench: FAIL " + line)
@@ -582,7 +594,7 @@ def fmt_cell(res):
 
 
 def print_row(row, systems):
-    cells = ["%-16s d=%-3d S=%-5d B=%-2d Hq=%-2d Hk=%-2d" % (row["config"], row["hdim"], row["seqlen"],
+    cells = ["%-16s d=%-3s S=%-5d B=%-2d Hq=%-2d Hk=%-2d" % (row["config"], row["hdim"], row["seqlen"],
                                                           row["batch"], row["hq"], row["hk"])]
     for s in systems:
         cells.append("%s %s" % (s, fmt_cell(row["results"][s])))
@@ -656,7 +668,7 @@ def write_outputs(out, rows, systems, timer_name, device, torch_version, backwar
                 "dq, dk or dv off the float32 reference, not timed")
     else:
         title = "Forward attention"
-        what = ("TFLOP/s = 4*B*Hq*visible_pairs*D / time; `WRONG`: output off the float32 "
+        what = ("TFLOP/s = 2*B*Hq*visible_pairs*(D + Dv) / time; `WRONG`: output off the float32 "
                 "reference, not timed")
     lines = ["# %s, %s" % (title, device), "",
              "bf16, %d tokens per batch, hidden %d; %s (%s; torch %s)."
@@ -672,7 +684,7 @@ def write_outputs(out, rows, systems, timer_name, device, torch_version, backwar
             why = "; ".join(x for x in (res[s].get("note"), res[s].get("reason")) if x)
             if why:
                 notes.append("%s: %s" % (s, why))
-        lines.append("| %s | %d | %d | %d | %d | %d | %s |%s %s |" % (
+        lines.append("| %s | %s | %d | %d | %d | %d | %s |%s %s |" % (
             r["config"], r["hdim"], r["seqlen"], r["batch"], r["hq"], r["hk"],
             " | ".join(fmt_cell(res[s]) for s in systems),
             "".join(" %s |" % ("%.2f" % x if x else "-") for x in rats),
@@ -705,7 +717,7 @@ def write_outputs(out, rows, systems, timer_name, device, torch_version, backwar
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s,
                         color="C%d" % ALL_SYSTEMS.index(s))
         ax.set_xscale("log", base=2)
-        ax.set_title("%s, hdim %d" % (config, hdim))
+        ax.set_title("%s, hdim %s" % (config, hdim))
         ax.set_xlabel("seqlen")
         ax.set_ylabel("TFLOP/s")
         ax.grid(True, alpha=0.3)

@@ -51,7 +51,20 @@ def sweep_signatures():
                      mask="b", softcap=30.0))
     sigs.append(dict(target="cuda", chip=CHIP, dtype="f16", hq=4, hk=4, d=64, dv=64,
                      mask="t", scale=0.3))
+    # The head dims whose tiles are padded to a power of two (the staged
+    # kernels), each under a rotation of the masks and head layouts.
+    for n, (d, dv) in enumerate(PADDED_HDIMS):
+        for m, mask in enumerate(PADDED_MASKS):
+            hq, hk = SWEEP_HEADS[(n + m) % len(SWEEP_HEADS)]
+            sigs.append(dict(target="cuda", chip=CHIP, dtype=("bf16", "f16")[(n + m) % 2],
+                             hq=hq, hk=hk, d=d, dv=dv, mask=mask))
     return sigs
+
+
+# (D, Dv) of Phi, Llama-2-era models and DeepSeek's prefill, and two more
+# multiples of 16 (48 pads to 64, 112 to 128, 160 to 256).
+PADDED_HDIMS = [(80, 80), (96, 96), (192, 128), (48, 112), (160, 160)]
+PADDED_MASKS = ["0", "b", "t:17,9", "b:100,0,4", "xb:40"]
 
 
 def sweep_cases():
@@ -145,11 +158,11 @@ BENCH_CONFIGS = {
 }
 
 
-def bench_signature(config, hdim):
+def bench_signature(config, hdim, dv=None):
     mask, group = BENCH_CONFIGS[config]
     hq = BENCH_HIDDEN // hdim
     return dict(target="cuda", chip=CHIP, dtype="bf16", hq=hq, hk=hq // group, d=hdim,
-                dv=hdim, mask=mask)
+                dv=dv or hdim, mask=mask)
 
 
 def bench_signatures():

@@ -355,18 +355,20 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     meta.kernel = bwd ? kBwdKernelName : kKernelName;
     meta.binaryFormat = rt::BinaryFormat::ElfSo;
     // The builder's warpgroup kernel: D = Dv in {64, 128}; the staged one
-    // (--vector-tiles): D and Dv in {64, 128, 256} (multiples of the
-    // 128-byte swizzle's 64-element rows; tile sizes are powers of two).
+    // (--vector-tiles): D and Dv multiples of 16 from 48 to 256 (the tiles
+    // padded to the next power of two, 64 to 256: whole rows of the
+    // 128-byte swizzle).
     if (!mma.empty() && mma != "mma.sync" && !vectorTiles &&
         (meta.d != meta.dv || (meta.d != 64 && meta.d != 128)))
       return error("--mma=wgmma supports d = dv in {64, 128}, got d=" +
                    llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv) +
-                   " (with --vector-tiles: 64, 128 or 256)");
+                   " (with --vector-tiles: multiples of 16 from 48 to 256)");
     if (!mma.empty() && mma != "mma.sync" && vectorTiles &&
-        llvm::any_of(std::array<int64_t, 2>{meta.d, meta.dv},
-                     [](int64_t d) { return d != 64 && d != 128 && d != 256; }))
-      return error("--mma=wgmma with --vector-tiles supports d and dv in "
-                   "{64, 128, 256}, got d=" +
+        llvm::any_of(std::array<int64_t, 2>{meta.d, meta.dv}, [](int64_t d) {
+          return d % 16 != 0 || d < 48 || d > 256;
+        }))
+      return error("--mma=wgmma with --vector-tiles supports d and dv "
+                   "multiples of 16 from 48 to 256, got d=" +
                    llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
     if (meta.target == rt::Target::Cpu && mma == "mma.sync")
       mma = "";
@@ -421,14 +423,22 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       if (meta.dtype == rt::DType::F32)
         return error(t + " needs --dtype=f16 or bf16 (the matrix-core kernel "
                          "has 16-bit inputs)");
-      // The staged warpgroup kernel takes 192 and 256 too (checked above).
+      // The builders take head dims 32, 64 and 128; the staged forward
+      // (--vector-tiles, the default for other head dims) multiples of 16
+      // up to 128, its tiles padded to the next power of two (the warpgroup
+      // kernel's, to 256, checked above).
       const bool stagedWarpgroup = vectorTiles && mma == "wgmma";
       for (int64_t dim : {meta.d, meta.dv})
-        if (dim != 32 && dim != 64 && dim != 128 && !stagedWarpgroup)
-          return error(t + " supports head dims 32, 64 and 128, got d=" +
-                       llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv) +
-                       " (sm_90a's default kernel and --vector-tiles "
-                       "--mma=wgmma take 64, 128 and 256)");
+        if (!stagedWarpgroup &&
+            (vectorTiles ? dim % 16 != 0 || dim > 128
+                         : dim != 32 && dim != 64 && dim != 128))
+          return error(
+              t + " supports head dims " +
+              (bwd ? "32, 64 and 128 in the backward"
+                   : "multiples of 16 up to 128 in the forward (32, 64 and "
+                     "128 with the options given; sm_90a's default kernel "
+                     "up to 256)") +
+              ", got d=" + llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
       if (warpRows != 16 && warpRows != 32)
         return error(t + " needs --warp-rows 16 or 32");
       if (blockM % warpRows != 0 || blockM > 512)

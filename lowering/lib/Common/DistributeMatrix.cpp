@@ -245,7 +245,8 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
       acc.push_back(extract(b, loc, *c, r + e));
     accs.push_back(acc);
   }
-  for (int64_t k0 = 0; k0 < kTile; k0 += instr.k) {
+  const int64_t kEnd = reductionSteps(op, kTile, instr.k) * instr.k;
+  for (int64_t k0 = 0; k0 < kEnd; k0 += instr.k) {
     SmallVector<Key> aCorners, bCorners;
     for (Key row : rows)
       aCorners.push_back({row.first, k0});
@@ -271,4 +272,11 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
     llvm::append_range(d, acc);
   registers[op.getResult()] = fromElements(b, loc, b.getF32Type(), d);
   return success();
+}
+
+int64_t Distributor::reductionSteps(vector::ContractionOp op, int64_t kTile,
+                                    int64_t k) {
+  auto extent = op->getAttrOfType<IntegerAttr>(kReductionExtentAttrName);
+  const int64_t used = extent ? std::min(extent.getInt(), kTile) : kTile;
+  return llvm::divideCeil(used, k);
 }

@@ -260,7 +260,23 @@ LogicalResult Distributor::copyAsync(CopyAsyncOp op) {
     return fail(op, "copies into a buffer in the 128-byte swizzle take 16 "
                     "bytes of 16-bit elements a thread, not ")
            << bytes << " of " << element;
+  // Runs past the source's columns (a head dim padded to the tile's) are
+  // zeros too: whole runs, so the columns must be a multiple of one.
+  const int64_t srcCols = source.getDimSize(srcRow + 1);
+  if (!ShapedType::isDynamic(srcCols) && srcCols % len != 0)
+    return fail(op, "the source's ")
+           << srcCols << " columns are not a whole number of the copies' "
+           << len << "-element runs";
   Value rows = memref::DimOp::create(b, loc, op.getSource(), srcRow);
+  // Whether the tile may reach past the source's columns.
+  std::optional<int64_t> firstCol =
+      getConstantIntValue(op.getSourceIndices()[srcRow + 1]);
+  const bool pastCols = ShapedType::isDynamic(srcCols) || !firstCol ||
+                        *firstCol + layout.getCols() > srcCols;
+  Value cols = pastCols
+                   ? memref::DimOp::create(b, loc, op.getSource(), srcRow + 1)
+                         .getResult()
+                   : Value();
   {
     OpBuilder::InsertionGuard guard(b);
     onlyFirstReplica(b, loc, layout);
@@ -271,11 +287,18 @@ LogicalResult Distributor::copyAsync(CopyAsyncOp op) {
       SmallVector<Value> from(op.getSourceIndices());
       SmallVector<Value> to(op.getDestIndices());
       Value at = in.add(from[srcRow], row);
+      Value atCol = pastCols ? in.add(from[srcRow + 1], col) : Value();
       Value valid = in.cmp(arith::CmpIPredicate::ult, at, rows);
-      // A row past the source reads nothing; its address stays the tile's
-      // first row.
+      if (pastCols)
+        valid = arith::AndIOp::create(
+            b, loc, valid, in.cmp(arith::CmpIPredicate::ult, atCol, cols));
+      // A run past the source reads nothing; its address stays the tile's
+      // first row (and column).
       from[srcRow] = arith::SelectOp::create(b, loc, valid, at, from[srcRow]);
-      from[srcRow + 1] = in.add(from[srcRow + 1], col);
+      from[srcRow + 1] =
+          pastCols
+              ? arith::SelectOp::create(b, loc, valid, atCol, from[srcRow + 1])
+              : in.add(from[srcRow + 1], col);
       to[dstRow] = in.add(to[dstRow], row);
       to[dstRow + 1] = in.add(to[dstRow + 1], col);
       if (swizzle) {

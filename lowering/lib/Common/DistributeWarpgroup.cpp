@@ -160,7 +160,8 @@ LogicalResult Distributor::warpgroupContraction(vector::ContractionOp op,
   auto bType = cast<MemRefType>(bRead.getBase().getType());
   const int64_t bRows = bType.getDimSize(bType.getRank() - 2);
   target.emitWarpgroupFence(b, loc);
-  for (int64_t k0 = 0; k0 < kTile; k0 += instr.k) {
+  const int64_t kEnd = reductionSteps(op, kTile, instr.k) * instr.k;
+  for (int64_t k0 = 0; k0 < kEnd; k0 += instr.k) {
     // B K-major (B[j, k], the rows of the buffer along N): 8-row atoms
     // 1024 bytes apart along N. N-major (B[k, j]): atoms 1024 bytes apart
     // along K, 64-column blocks (rows x 128 bytes) apart along N.

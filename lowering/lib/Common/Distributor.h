@@ -162,6 +162,11 @@ struct Distributor {
   /// How many registers from each multiple of it are adjacent along the
   /// last dim in `l` (2^k, at most 16 bytes).
   static int64_t runLength(const ::fmha::LinearLayout &l, Type element);
+  /// The k steps of `k` elements that `op`'s reduction of `kTile` elements
+  /// takes: up to its kReductionExtentAttrName where it has one (the steps
+  /// past it multiply zeros).
+  static int64_t reductionSteps(vector::ContractionOp op, int64_t kTile,
+                                int64_t k);
 
   /// The registers of `l` in runs adjacent along the last dim: each run's
   /// first register and length.

@@ -24,17 +24,38 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
   // 1.04-1.09x the builder's at D = 128 with no mask or a window, the only
   // one for other head dims; the builder's at D = Dv = 64 (the staged
   // 0.95x) and at D = Dv = 128 under a plain causal mask (0.97-0.99x).
-  auto wgmmaDim = [](int64_t d) { return d == 64 || d == 128 || d == 256; };
+  // Head dims 80, 96 and 192 (multiples of 16) take the staged kernels
+  // alone, their tiles padded to the next power of two (the products skip
+  // the k steps of the padding).
+  auto padded = [](int64_t d) {
+    int64_t p = 1;
+    while (p < d)
+      p *= 2;
+    return p;
+  };
+  auto wgmmaDim = [&](int64_t d) {
+    return d % 16 == 0 && padded(d) >= 64 && padded(d) <= 256;
+  };
+  auto builderDim = [](int64_t d) { return d == 32 || d == 64 || d == 128; };
   const bool wgmmaFits = !r.rocdl && !r.f32 && r.chip == "sm_90a" &&
                          wgmmaDim(r.d) && wgmmaDim(r.dv);
   const bool builderAhead =
       r.d == r.dv && (r.d == 64 || (r.d == 128 && r.plainCausal));
-  if (r.stagedAllowed && !r.staged && !tileGiven && !r.mma && !r.backward &&
-      ((wgmmaFits && !builderAhead) || r.stagedRequired)) {
+  // The staged mma.sync / MFMA / WMMA kernels take padded head dims up to
+  // 128 (fmha-compile checks).
+  const bool stagedRequired =
+      r.stagedRequired || !builderDim(r.d) || !builderDim(r.dv);
+  // Where only the staged forward takes the op, the tile options given
+  // shape it.
+  if (r.stagedAllowed && !r.staged && !r.backward &&
+      ((wgmmaFits && !builderAhead && !tileGiven && !r.mma) ||
+       stagedRequired)) {
     GpuKernelRequest staged = r;
     staged.staged = true;
-    if (wgmmaFits)
+    if (wgmmaFits && (!r.mma || *r.mma == "wgmma"))
       staged.mma = "wgmma";
+    else if (r.mma == "mma.sync")
+      staged.mma = std::nullopt;
     GpuKernelChoice choice = chooseGpuKernel(staged);
     choice.staged = true;
     return choice;
@@ -46,7 +67,7 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
       c.blockM = 128;
     // 64-key tiles at D = 256: the K and V stages and Q fit the 227 KB.
     if (!r.blockN)
-      c.blockN = std::max(r.d, r.dv) == 128 ? 128 : 64;
+      c.blockN = padded(std::max(r.d, r.dv)) == 128 ? 128 : 64;
     if (!r.qInShared)
       c.qInShared = true;
     c.mma = mma;

@@ -94,7 +94,7 @@ bool mlir::fmha::isCopyableTile(vector::TransferReadOp read) {
   return read.getVectorType().getRank() == 2 && !read.getMask() && memory &&
          zeroPadding && memory.getRank() >= 2 &&
          !(space && gpu::GPUDialect::isWorkgroupMemoryAddressSpace(space)) &&
-         read.getPermutationMap().isMinorIdentity() && read.isDimInBounds(1);
+         read.getPermutationMap().isMinorIdentity();
 }
 
 FailureOr<std::pair<LayoutAttr, Value>>

@@ -306,6 +306,36 @@ gpu.module @kernels {
 
 // -----
 
+// A tile wider than its source (a head dim of 8 padded to 16 columns): a
+// run past the source's columns is zero-filled as one past its rows (source
+// size 0, its address the tile's first row and column).
+#copy = #fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = [[0, 0]]>
+// CHECK-LABEL: gpu.func @padded_columns
+// CHECK-SAME: (%[[K:[^:]+]]: memref<?x8xf16>, %[[ROW:[^:]+]]: index)
+// CHECK: %[[ROWS:.+]] = memref.dim %[[K]], %{{.+}} : memref<?x8xf16>
+// CHECK: %[[COLS:.+]] = memref.dim %[[K]], %{{.+}} : memref<?x8xf16>
+// CHECK: scf.if
+// CHECK: %[[C:.+]] = arith.muli %{{.+}}, %{{.+}} : index
+// CHECK: %[[AT:.+]] = arith.addi %[[ROW]], %{{.+}} : index
+// CHECK: %[[INROWS:.+]] = arith.cmpi ult, %[[AT]], %[[ROWS]] : index
+// CHECK: %[[INCOLS:.+]] = arith.cmpi ult, %[[C]], %[[COLS]] : index
+// CHECK: %[[VALID:.+]] = arith.andi %[[INROWS]], %[[INCOLS]] : i1
+// CHECK: %[[SRC:.+]] = arith.select %[[VALID]], %[[AT]], %[[ROW]] : index
+// CHECK: %[[SRCC:.+]] = arith.select %[[VALID]], %[[C]], %{{.+}} : index
+// CHECK: %[[N:.+]] = arith.select %[[VALID]], %{{.+}}, %{{.+}} : index
+// CHECK: nvgpu.device_async_copy %[[K]][%[[SRC]], %[[SRCC]]], %{{.+}}, 8, %[[N]] {bypassL1} : memref<?x8xf16> to memref<16x16xf16, 3>
+gpu.module @kernels {
+  gpu.func @padded_columns(%k: memref<?x8xf16>, %row: index)
+      workgroup(%kb : memref<16x16xf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    fmha.copy_async %k[%row, %c0] to %kb[%c0, %c0] layout(#copy) : memref<?x8xf16> to memref<16x16xf16, 3>
+    fmha.copy_wait pending(0)
+    gpu.return
+  }
+}
+
+// -----
+
 #a = #fmha.layout<32x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0]]>
 #c = #fmha.layout<32x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0]]>
 #bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[0, 0]]>

@@ -403,9 +403,11 @@ def Fmha_CopyAsyncOp : Fmha_Op<"copy_async", [AttrSizedOperandSegments]> {
   let description = [{
     Starts copying the tile of `layout`'s shape (rows x cols) at
     `source[source_indices]` into `dest[dest_indices]`, both along their
-    last two dims. Rows of the tile past the source's rows (its dim
-    rank - 2) are written as zeros and not read, as a `vector.transfer_read`
-    whose rows are not in bounds reads them; the columns must be in bounds.
+    last two dims. Elements of the tile past the source's rows or columns
+    (its dims rank - 2 and rank - 1: the rows past Sk, a head dim padded to
+    the tile's) are written as zeros and not read, as a
+    `vector.transfer_read` whose dims are not in bounds reads them; the
+    source's columns are a whole number of each thread's runs.
     `layout` (a `#fmha.layout` of the tile) says which thread copies which
     elements: each thread its registers' runs along a row (16 bytes where
     the layout is `fmha::copyLayout`'s).
