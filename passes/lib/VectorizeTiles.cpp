@@ -226,11 +226,10 @@ struct TileVectorizer {
   /// dynamic one (the rows, which may end before the tile's) nor a static one
   /// shorter than the tile's (a head dim padded to the tile's); reads past
   /// the others give the padding.
-  static SmallVector<bool> inBoundsOf(tensor::ExtractSliceOp slice,
-                                      VectorType type) {
+  static SmallVector<bool> inBoundsOf(ShapedType slice, VectorType type) {
     SmallVector<bool> inBounds;
     for (int64_t d = 0; d < type.getRank(); ++d)
-      inBounds.push_back(slice.getType().getDimSize(d) == type.getDimSize(d));
+      inBounds.push_back(slice.getDimSize(d) == type.getDimSize(d));
     return inBounds;
   }
 
@@ -254,7 +253,8 @@ struct TileVectorizer {
       auto [indices, map] = sliceAccess(b, loc, slice);
       read = vector::TransferReadOp::create(
           b, loc, type, slice.getSource(), indices, AffineMapAttr::get(map),
-          paddingValue, Value(), b.getBoolArrayAttr(inBoundsOf(slice, type)));
+          paddingValue, Value(),
+          b.getBoolArrayAttr(inBoundsOf(slice.getType(), type)));
     } else {
       // Out of bounds along a dynamic dim of the slice (its rows) or one
       // shorter than the tile's (a head dim padded to the tile's) reads the
@@ -264,7 +264,8 @@ struct TileVectorizer {
           b, loc, type, slice.getResult(),
           SmallVector<Value>(type.getRank(), zero),
           AffineMapAttr::get(b.getMultiDimIdentityMap(type.getRank())),
-          paddingValue, Value(), b.getBoolArrayAttr(inBoundsOf(slice, type)));
+          paddingValue, Value(),
+          b.getBoolArrayAttr(inBoundsOf(slice.getType(), type)));
     }
     define(b, op->getResult(0), read);
     replaced.push_back(op);
@@ -487,10 +488,7 @@ struct TileVectorizer {
     // Out of bounds along a dynamic dim of the slice (the rows past Sq) or
     // past a static one shorter than the tile's (a padded head dim) is not
     // written.
-    SmallVector<bool> inBounds;
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      inBounds.push_back(cast<RankedTensorType>(destType).getDimSize(d) ==
-                         type.getDimSize(d));
+    SmallVector<bool> inBounds = inBoundsOf(cast<ShapedType>(destType), type);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     auto write = vector::TransferWriteOp::create(
         b, loc, tile, dest, SmallVector<Value>(type.getRank(), zero),

@@ -6,6 +6,8 @@
 
 #include "fmha/Conversion/KernelDefaults.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <algorithm>
 #include <string_view>
 
@@ -27,12 +29,7 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
   // Head dims 80, 96 and 192 (multiples of 16) take the staged kernels
   // alone, their tiles padded to the next power of two (the products skip
   // the k steps of the padding).
-  auto padded = [](int64_t d) {
-    int64_t p = 1;
-    while (p < d)
-      p *= 2;
-    return p;
-  };
+  auto padded = [](int64_t d) { return int64_t(llvm::PowerOf2Ceil(d)); };
   auto wgmmaDim = [&](int64_t d) {
     return d % 16 == 0 && padded(d) >= 64 && padded(d) <= 256;
   };

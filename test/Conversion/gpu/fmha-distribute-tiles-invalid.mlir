@@ -192,3 +192,16 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// Runs past the source's columns are zero-filled whole: 12 columns are not
+// a whole number of the 8-element (16-byte) runs.
+gpu.module @kernels {
+  gpu.func @ragged_columns(%k: memref<?x12xf16>, %row: index) workgroup(%kb : memref<16x16xf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'fmha.copy_async' op fmha-distribute-tiles: the source's 12 columns are not a whole number of the copies' 8-element runs}}
+    fmha.copy_async %k[%row, %c0] to %kb[%c0, %c0] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = [[0, 0]]>) : memref<?x12xf16> to memref<16x16xf16, 3>
+    gpu.return
+  }
+}
