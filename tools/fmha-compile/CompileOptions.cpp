@@ -6,6 +6,7 @@
 
 #include "CompileOptions.h"
 
+#include "fmha/Conversion/GpuTarget.h"
 #include "fmha/Conversion/KernelDefaults.h"
 
 #include <array>
@@ -439,6 +440,22 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                      "128 with the options given; sm_90a's default kernel "
                      "up to 256)") +
               ", got d=" + llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
+      // The staged kernel's tiles have the padded head dims as columns:
+      // they must fit the chip's registers as the builder's do (RDNA3: 64).
+      if (vectorTiles && meta.target == rt::Target::Hip) {
+        std::unique_ptr<mlir::fmha::GpuTarget> rocdl =
+            mlir::fmha::createGpuTarget("rocdl");
+        const int64_t columns =
+            llvm::PowerOf2Ceil(std::max(meta.d, meta.dv));
+        if (rocdl && rocdl->configure(meta.chip, mfma).empty() &&
+            columns > rocdl->getMaxHeadDim())
+          return error(t + " head dims d=" + llvm::Twine(meta.d) +
+                       " dv=" + llvm::Twine(meta.dv) + " take tiles of " +
+                       llvm::Twine(columns) +
+                       " columns, more than the registers of a lane hold "
+                       "on " + meta.chip + " (at most " +
+                       llvm::Twine(rocdl->getMaxHeadDim()) + ")");
+      }
       if (warpRows != 16 && warpRows != 32)
         return error(t + " needs --warp-rows 16 or 32");
       if (blockM % warpRows != 0 || blockM > 512)
