@@ -445,15 +445,15 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       if (vectorTiles && meta.target == rt::Target::Hip) {
         std::unique_ptr<mlir::fmha::GpuTarget> rocdl =
             mlir::fmha::createGpuTarget("rocdl");
-        const int64_t columns =
-            llvm::PowerOf2Ceil(std::max(meta.d, meta.dv));
+        const int64_t columns = llvm::PowerOf2Ceil(std::max(meta.d, meta.dv));
         if (rocdl && rocdl->configure(meta.chip, mfma).empty() &&
             columns > rocdl->getMaxHeadDim())
           return error(t + " head dims d=" + llvm::Twine(meta.d) +
                        " dv=" + llvm::Twine(meta.dv) + " take tiles of " +
                        llvm::Twine(columns) +
                        " columns, more than the registers of a lane hold "
-                       "on " + meta.chip + " (at most " +
+                       "on " +
+                       meta.chip + " (at most " +
                        llvm::Twine(rocdl->getMaxHeadDim()) + ")");
       }
       if (warpRows != 16 && warpRows != 32)
