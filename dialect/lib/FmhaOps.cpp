@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fmha/Dialect/FmhaOps.h"
+#include "FmhaOpsHelpers.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -21,6 +22,7 @@
 
 using namespace mlir;
 using namespace mlir::fmha;
+using namespace mlir::fmha::detail;
 
 //===----------------------------------------------------------------------===//
 // Verification helpers
@@ -158,10 +160,6 @@ private:
   Operation *op;
 };
 
-int64_t dimOf(Value v, unsigned dim) {
-  return cast<ShapedType>(v.getType()).getDimSize(dim);
-}
-
 /// Verifies q [B,Hq,Sq,D], k [B,Hk,Sk,D], v [B,Hk,Sk,Dv], o [B,Hq,Sq,Dv] and
 /// the optional lse [B,Hq,Sq] (f32) against one another (DESIGN.md section 1).
 LogicalResult verifyAttentionSignature(Operation *op, Value q, Value k, Value v,
@@ -244,13 +242,53 @@ LogicalResult verifySinks(Operation *op, Value sinks, Value q) {
                                       dimOf(q, 1), "q")));
 }
 
+::fmha::MaskSpec maskSpecOf(std::optional<MaskAttr> mask) {
+  return mask && *mask ? mask->getSpec() : ::fmha::MaskSpec{};
+}
+
+/// Rewrites the mask attribute into its simplest form for the static
+/// sequence lengths of q and k (a mask that hides nothing disappears).
+LogicalResult simplifyMaskAttr(Operation *op, MaskAttr mask, Value q, Value k,
+                               PatternRewriter &rewriter) {
+  if (!mask)
+    return failure();
+  auto staticOr = [](int64_t size) {
+    return ShapedType::isDynamic(size) ? int64_t(-1) : size;
+  };
+  ::fmha::MaskSpec spec = mask.getSpec();
+  ::fmha::MaskSpec simple =
+      spec.simplified(staticOr(dimOf(q, 2)), staticOr(dimOf(k, 2)));
+  if (simple.isNone()) {
+    rewriter.modifyOpInPlace(op, [&] { op->removeAttr("mask"); });
+    return success();
+  }
+  if (simple == spec)
+    return failure();
+  rewriter.modifyOpInPlace(op, [&] {
+    op->setAttr("mask", MaskAttr::get(op->getContext(), simple));
+  });
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Helpers the tile ops share (FmhaOpsHelpers.h)
+//===----------------------------------------------------------------------===//
+
+namespace mlir::fmha::detail {
+
+int64_t dimOf(Value v, unsigned dim) {
+  return cast<ShapedType>(v.getType()).getDimSize(dim);
+}
+
 /// Memory effects of a destination-style fmha op on memrefs: inputs are read,
 /// inits are written (and read too with `readsInits`).
 void addDpsEffects(
     DestinationStyleOpInterface op,
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects,
-    bool readsInits = false) {
+    bool readsInits) {
   for (OpOperand &operand : op->getOpOperands()) {
     if (!isa<MemRefType>(operand.get().getType()))
       continue;
@@ -318,35 +356,7 @@ LogicalResult verifyTileOperands(Operation *op) {
   return success();
 }
 
-::fmha::MaskSpec maskSpecOf(std::optional<MaskAttr> mask) {
-  return mask && *mask ? mask->getSpec() : ::fmha::MaskSpec{};
-}
-
-/// Rewrites the mask attribute into its simplest form for the static
-/// sequence lengths of q and k (a mask that hides nothing disappears).
-LogicalResult simplifyMaskAttr(Operation *op, MaskAttr mask, Value q, Value k,
-                               PatternRewriter &rewriter) {
-  if (!mask)
-    return failure();
-  auto staticOr = [](int64_t size) {
-    return ShapedType::isDynamic(size) ? int64_t(-1) : size;
-  };
-  ::fmha::MaskSpec spec = mask.getSpec();
-  ::fmha::MaskSpec simple =
-      spec.simplified(staticOr(dimOf(q, 2)), staticOr(dimOf(k, 2)));
-  if (simple.isNone()) {
-    rewriter.modifyOpInPlace(op, [&] { op->removeAttr("mask"); });
-    return success();
-  }
-  if (simple == spec)
-    return failure();
-  rewriter.modifyOpInPlace(op, [&] {
-    op->setAttr("mask", MaskAttr::get(op->getContext(), simple));
-  });
-  return success();
-}
-
-} // namespace
+} // namespace mlir::fmha::detail
 
 //===----------------------------------------------------------------------===//
 // AttentionOp
@@ -634,23 +644,6 @@ void AccumulateOp::getEffects(
                          SideEffects::DefaultResource::get());
 }
 
-//===----------------------------------------------------------------------===//
-// Tile ops
-//===----------------------------------------------------------------------===//
-
-#define FMHA_TILE_DPS_EFFECTS(OpTy, ReadsInits)                                \
-  void OpTy::getEffects(                                                       \
-      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>      \
-          &effects) {                                                          \
-    addDpsEffects(*this, effects, ReadsInits);                                 \
-  }
-FMHA_TILE_DPS_EFFECTS(TileInitOp, false)
-FMHA_TILE_DPS_EFFECTS(TileQKOp, false)
-FMHA_TILE_DPS_EFFECTS(TileSoftmaxOp, true)
-FMHA_TILE_DPS_EFFECTS(TilePVOp, true)
-FMHA_TILE_DPS_EFFECTS(TileFinalizeOp, false)
-#undef FMHA_TILE_DPS_EFFECTS
-
 LogicalResult ConvertLayoutOp::verify() {
   auto source = getSource().getType(), result = getResult().getType();
   if (source.getShape() != result.getShape() ||
@@ -718,74 +711,6 @@ OpFoldResult ConvertLayoutOp::fold(FoldAdaptor) {
     return getResult();
   }
   return {};
-}
-
-LogicalResult TileInitOp::verify() { return verifyTileOperands(*this); }
-LogicalResult TileSoftmaxOp::verify() { return verifyTileOperands(*this); }
-LogicalResult TilePVOp::verify() { return verifyTileOperands(*this); }
-LogicalResult TileFinalizeOp::verify() { return verifyTileOperands(*this); }
-
-LogicalResult TileQKOp::verify() {
-  if (failed(verifyTileOperands(*this)))
-    return failure();
-  if (!getMaskCoords().empty() && getMaskCoords().size() != 4)
-    return emitOpError() << "expects 4 mask coordinates [row0, col0, Sq, Sk], "
-                            "got "
-                         << getMaskCoords().size();
-  int64_t dq = dimOf(getQ(), 1), dk = dimOf(getK(), 1);
-  if (!ShapedType::isDynamic(dq) && !ShapedType::isDynamic(dk) && dq != dk)
-    return emitOpError() << "'k' head dim (" << dk << ") must equal 'q' head "
-                         << "dim (" << dq << ")";
-  return success();
-}
-
-LogicalResult TileStoreOp::verify() {
-  for (int64_t i = 0; i < 2; ++i) {
-    int64_t a = dimOf(getSrc(), i), b = dimOf(getDst(), i);
-    if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
-      return emitOpError() << "'dst' dim " << i << " (" << b
-                           << ") must equal 'src' dim " << i << " (" << a
-                           << ")";
-  }
-  return success();
-}
-
-LogicalResult TileMatmulOp::verify() {
-  int64_t m = dimOf(getA(), getTransposeA() ? 1 : 0);
-  int64_t ka = dimOf(getA(), getTransposeA() ? 0 : 1);
-  int64_t kb = dimOf(getB(), getTransposeB() ? 1 : 0);
-  int64_t n = dimOf(getB(), getTransposeB() ? 0 : 1);
-  auto clash = [](int64_t x, int64_t y) {
-    return !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y;
-  };
-  if (clash(ka, kb))
-    return emitOpError() << "reduction sizes differ: " << ka << " in 'a', "
-                         << kb << " in 'b'";
-  if (clash(m, dimOf(getC(), 0)) || clash(n, dimOf(getC(), 1)))
-    return emitOpError() << "'c' must be " << m << "x" << n << ", got "
-                         << dimOf(getC(), 0) << "x" << dimOf(getC(), 1);
-  if (getAtomic() && !getAccumulate())
-    return emitOpError() << "'atomic' requires 'accumulate'";
-  return success();
-}
-
-LogicalResult TileRowDotOp::verify() {
-  auto clash = [](int64_t x, int64_t y) {
-    return !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y;
-  };
-  if (clash(dimOf(getA(), 0), dimOf(getB(), 0)) ||
-      clash(dimOf(getA(), 1), dimOf(getB(), 1)))
-    return emitOpError() << "'a' and 'b' must have the same shape";
-  if (clash(dimOf(getA(), 0), dimOf(getOut(), 0)))
-    return emitOpError() << "'out' must have one element per row of 'a'";
-  return success();
-}
-
-LogicalResult TileBwdDsOp::verify() {
-  if (bool(getS()) != bool(getSoftcapAttr()))
-    return emitOpError() << "takes the capped scores exactly when it has a "
-                            "'softcap'";
-  return success();
 }
 
 #define GET_OP_CLASSES

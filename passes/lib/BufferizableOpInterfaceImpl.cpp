@@ -91,5 +91,16 @@ void mlir::fmha::registerBufferizableOpInterfaceExternalModels(
     TilePVOp::attachInterface<FmhaDpsModel<TilePVOp, true, false>>(*ctx);
     TileFinalizeOp::attachInterface<FmhaDpsModel<TileFinalizeOp, false, false>>(
         *ctx);
+    // The backward's: tile_matmul reads c (when it accumulates), tile_bwd_ds
+    // dp.
+    TileFillOp::attachInterface<FmhaDpsModel<TileFillOp, false, false>>(*ctx);
+    TileStoreOp::attachInterface<FmhaDpsModel<TileStoreOp, false, false>>(*ctx);
+    TileMatmulOp::attachInterface<FmhaDpsModel<TileMatmulOp, true, false>>(
+        *ctx);
+    TileRowDotOp::attachInterface<FmhaDpsModel<TileRowDotOp, false, false>>(
+        *ctx);
+    TileBwdProbsOp::attachInterface<FmhaDpsModel<TileBwdProbsOp, false, false>>(
+        *ctx);
+    TileBwdDsOp::attachInterface<FmhaDpsModel<TileBwdDsOp, true, false>>(*ctx);
   });
 }

@@ -460,7 +460,7 @@ mlir::fmha::tileAttentionBwd(RewriterBase &rewriter, AttentionBwdOp op,
                     bool transposeA, bool transposeB, bool accumulate,
                     bool atomic) {
     auto unit = [&](bool flag) { return flag ? b.getUnitAttr() : UnitAttr(); };
-    TileMatmulOp::create(b, loc, a, bv, c, alpha, unit(transposeA),
+    TileMatmulOp::create(b, loc, TypeRange{}, a, bv, c, alpha, unit(transposeA),
                          unit(transposeB), unit(accumulate), unit(atomic));
   };
   /// A parallel loop over (b, head, tile) whose body `body` builds.
@@ -501,11 +501,12 @@ mlir::fmha::tileAttentionBwd(RewriterBase &rewriter, AttentionBwdOp op,
     QTile t = qTileAt(rewriter, bi, h, qt);
     Value oTile = tileView(rewriter, loc, o, {bi, h, t.r0, i0},
                            {i1, i1, t.rows, rewriter.getIndexAttr(dvDim)}, 2);
-    TileRowDotOp::create(rewriter, loc, t.dout, oTile, t.dsum);
+    TileRowDotOp::create(rewriter, loc, TypeRange{}, t.dout, oTile, t.dsum);
     if (dqAccAll) {
       Value acc = tileView(rewriter, loc, dqAccAll, {bi, h, t.r0, i0},
                            {i1, i1, t.rows, rewriter.getIndexAttr(d)}, 2);
-      TileFillOp::create(rewriter, loc, acc, rewriter.getF32FloatAttr(0.0));
+      TileFillOp::create(rewriter, loc, TypeRange{}, acc,
+                         rewriter.getF32FloatAttr(0.0));
     }
   });
 
@@ -516,14 +517,14 @@ mlir::fmha::tileAttentionBwd(RewriterBase &rewriter, AttentionBwdOp op,
                           Value kTile, Value vTile, Value sTile, Value pTile,
                           Value dpTile, function_ref<void(OpBuilder &)> withP) {
     emitScores(b, loc, scores, t.q, kTile, sTile, t.r0, t.r1, c0, c1);
-    TileBwdProbsOp::create(b, loc, sTile, t.lse, pTile);
+    TileBwdProbsOp::create(b, loc, TypeRange{}, sTile, t.lse, pTile);
     if (withP)
       withP(b);
     matmul(b, t.dout, vTile, dpTile, oneAttr,
            /*transpose_a=*/false, /*transpose_b=*/true,
            /*accumulate=*/false, /*atomic=*/false);
-    TileBwdDsOp::create(b, loc, pTile, t.dsum, softcapAttr ? sTile : Value(),
-                        dpTile, softcapAttr);
+    TileBwdDsOp::create(b, loc, TypeRange{}, pTile, t.dsum,
+                        softcapAttr ? sTile : Value(), dpTile, softcapAttr);
   };
 
   // --- 2. dK and dV per (b, hk, kv tile), over the q heads of its group. ---
@@ -542,8 +543,10 @@ mlir::fmha::tileAttentionBwd(RewriterBase &rewriter, AttentionBwdOp op,
                            {cols, rewriter.getIndexAttr(dvDim)}, 2);
     Value sBuf = scratch({bm, bn}), pBuf = scratch({bm, bn}),
           dpBuf = scratch({bm, bn});
-    TileFillOp::create(rewriter, loc, dkAcc, rewriter.getF32FloatAttr(0.0));
-    TileFillOp::create(rewriter, loc, dvAcc, rewriter.getF32FloatAttr(0.0));
+    TileFillOp::create(rewriter, loc, TypeRange{}, dkAcc,
+                       rewriter.getF32FloatAttr(0.0));
+    TileFillOp::create(rewriter, loc, TypeRange{}, dvAcc,
+                       rewriter.getF32FloatAttr(0.0));
     QLoopBounds qb = emitQLoopBounds(rewriter, loc, mask, c0, c1, sq, sk, bm);
     auto heads = scf::ForOp::create(rewriter, loc, zero, m.c(group), one);
     heads->setAttr("fmha.group_loop", rewriter.getUnitAttr());
@@ -581,10 +584,10 @@ mlir::fmha::tileAttentionBwd(RewriterBase &rewriter, AttentionBwdOp op,
                /*accumulate=*/true, /*atomic=*/true);
       }
     }
-    TileStoreOp::create(rewriter, loc, dkAcc,
+    TileStoreOp::create(rewriter, loc, TypeRange{}, dkAcc,
                         tileView(rewriter, loc, dk, {bi, kvh, c0, i0},
                                  {i1, i1, cols, rewriter.getIndexAttr(d)}, 2));
-    TileStoreOp::create(rewriter, loc, dvAcc,
+    TileStoreOp::create(rewriter, loc, TypeRange{}, dvAcc,
                         tileView(rewriter, loc, dv, {bi, kvh, c0, i0},
                                  {i1, i1, cols, rewriter.getIndexAttr(dvDim)},
                                  2));
@@ -597,7 +600,7 @@ mlir::fmha::tileAttentionBwd(RewriterBase &rewriter, AttentionBwdOp op,
     Value dqTile = tileView(rewriter, loc, dq, {bi, h, t.r0, i0},
                             {i1, i1, t.rows, rewriter.getIndexAttr(d)}, 2);
     if (dqAccAll) {
-      TileStoreOp::create(rewriter, loc,
+      TileStoreOp::create(rewriter, loc, TypeRange{},
                           tileView(rewriter, loc, dqAccAll, {bi, h, t.r0, i0},
                                    {i1, i1, t.rows, rewriter.getIndexAttr(d)},
                                    2),
@@ -610,7 +613,8 @@ mlir::fmha::tileAttentionBwd(RewriterBase &rewriter, AttentionBwdOp op,
                            {t.rows, rewriter.getIndexAttr(d)}, 2);
     Value sBuf = scratch({bm, bn}), pBuf = scratch({bm, bn}),
           dpBuf = scratch({bm, bn});
-    TileFillOp::create(rewriter, loc, dqAcc, rewriter.getF32FloatAttr(0.0));
+    TileFillOp::create(rewriter, loc, TypeRange{}, dqAcc,
+                       rewriter.getF32FloatAttr(0.0));
     KvLoopBounds bounds =
         emitKvLoopBounds(rewriter, loc, mask, t.r0, t.r1, sq, sk, bn);
     auto emitKvLoop = [&](Value lb, Value ub, StringRef name) {
@@ -638,7 +642,7 @@ mlir::fmha::tileAttentionBwd(RewriterBase &rewriter, AttentionBwdOp op,
     if (bounds.sinkEnd)
       emitKvLoop(zero, bounds.sinkEnd, "sink");
     emitKvLoop(bounds.begin, bounds.end, "window");
-    TileStoreOp::create(rewriter, loc, dqAcc, dqTile);
+    TileStoreOp::create(rewriter, loc, TypeRange{}, dqAcc, dqTile);
   });
 
   memref::DeallocOp::create(rewriter, loc, dsum);

@@ -418,6 +418,22 @@ func.func @f(%a: memref<16x64xf32>, %b: memref<64x32xf32>, %c: memref<16x32xf32>
 
 // -----
 
+func.func @f(%a: tensor<16x64xf32>, %b: tensor<64x32xf32>, %c: tensor<16x32xf32>) {
+  // expected-error @+1 {{'fmha.tile_matmul' op 'atomic' adds into a buffer that parallel iterations share: it takes memrefs, not tensors}}
+  %r = fmha.tile_matmul %a, %b into %c {alpha = 1.0 : f32, accumulate, atomic} : tensor<16x64xf32>, tensor<64x32xf32>, tensor<16x32xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<16x64xf32>, %b: memref<64x32xf32>, %c: tensor<16x32xf32>) {
+  // expected-error @+1 {{'fmha.tile_matmul' op takes all tensors or all memrefs, not both}}
+  %r = fmha.tile_matmul %a, %b into %c {alpha = 1.0 : f32} : tensor<16x64xf32>, memref<64x32xf32>, tensor<16x32xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
 func.func @f(%a: memref<16x64xf32>, %b: memref<16x32xf32>, %o: memref<16xf32>) {
   // expected-error @+1 {{'fmha.tile_row_dot' op 'a' and 'b' must have the same shape}}
   fmha.tile_row_dot %a, %b into %o : memref<16x64xf32>, memref<16x32xf32>, memref<16xf32>

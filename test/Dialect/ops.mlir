@@ -132,6 +132,28 @@ func.func @tile_ops_on_values(%q: tensor<?x64xf16>, %s: tensor<?x?xf32>, %m: ten
 
 // -----
 
+// The backward's tile ops on values return their updated outs too.
+// CHECK-LABEL: func @backward_tile_ops_on_values
+// CHECK: %[[Z:.+]] = fmha.tile_fill %{{.+}}, 0.000000e+00 : tensor<64x64xf32> -> tensor<64x64xf32>
+// CHECK: %[[D:.+]] = fmha.tile_row_dot %{{.+}}, %{{.+}} into %{{.+}} : tensor<64x64xbf16>, tensor<64x64xbf16>, tensor<64xf32> -> tensor<64xf32>
+// CHECK: %[[P:.+]] = fmha.tile_bwd_probs %{{.+}}, %{{.+}} into %{{.+}} : tensor<64x64xf32>, tensor<64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+// CHECK: %[[DP:.+]] = fmha.tile_matmul %{{.+}}, %{{.+}} into %{{.+}} {alpha = 1.000000e+00 : f32, transpose_b} : {{.+}} -> tensor<64x64xf32>
+// CHECK: %[[DS:.+]] = fmha.tile_bwd_ds %[[P]], %[[D]] capped %{{.+}} into %[[DP]] {softcap = 3.000000e+01 : f32} : {{.+}} -> tensor<64x64xf32>
+// CHECK: %[[DK:.+]] = fmha.tile_matmul %[[DS]], %{{.+}} into %[[Z]] {accumulate, alpha = 1.250000e-01 : f32, transpose_a}
+// CHECK: fmha.tile_store %[[DK]] into %{{.+}} : tensor<64x64xf32>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+func.func @backward_tile_ops_on_values(%q: tensor<64x64xbf16>, %s: tensor<64x64xf32>, %r: tensor<64xf32>) -> tensor<64x64xbf16> {
+  %z = fmha.tile_fill %s, 0.0 : tensor<64x64xf32> -> tensor<64x64xf32>
+  %d = fmha.tile_row_dot %q, %q into %r : tensor<64x64xbf16>, tensor<64x64xbf16>, tensor<64xf32> -> tensor<64xf32>
+  %p = fmha.tile_bwd_probs %s, %r into %s : tensor<64x64xf32>, tensor<64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  %dp = fmha.tile_matmul %q, %q into %s {alpha = 1.0 : f32, transpose_b} : tensor<64x64xbf16>, tensor<64x64xbf16>, tensor<64x64xf32> -> tensor<64x64xf32>
+  %ds = fmha.tile_bwd_ds %p, %d capped %s into %dp {softcap = 30.0 : f32} : tensor<64x64xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  %dk = fmha.tile_matmul %ds, %q into %z {alpha = 0.125 : f32, transpose_a, accumulate} : tensor<64x64xf32>, tensor<64x64xbf16>, tensor<64x64xf32> -> tensor<64x64xf32>
+  %o = fmha.tile_store %dk into %q : tensor<64x64xf32>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  return %o : tensor<64x64xbf16>
+}
+
+// -----
+
 // Register tiles typed with their layout: mma.sync's accumulators of a 64 x 64
 // tile over 4 warps, and the row vector of their row maxima.
 // CHECK-LABEL: func @tile_ops_with_layouts

@@ -231,10 +231,6 @@ def Fmha_AccumulateOp : Fmha_DpsOp<"accumulate"> {
 // Tile ops: the online-softmax steps of the flash-attention loop
 //===----------------------------------------------------------------------===//
 
-def Fmha_Tile2D : MemRefRankOf<[F16, BF16, F32], [2]>;
-def Fmha_F32Tile2D : MemRefRankOf<[F32], [2]>;
-def Fmha_F32Tile1D : MemRefRankOf<[F32], [1]>;
-
 // The forward's tiles are values or buffers: on tensors a tile op returns its
 // updated outs (destination style, bufferized by One-Shot Bufferize into the
 // same op on memrefs); on memrefs it writes them in place. An op takes all
@@ -454,79 +450,107 @@ def Fmha_CopyWaitOp : Fmha_Op<"copy_wait"> {
 // Tile ops of the backward pass
 //===----------------------------------------------------------------------===//
 
-def Fmha_TileFillOp : Fmha_Op<"tile_fill"> {
+// The backward's tile ops, on values or buffers as the forward's: on
+// tensors each returns its updated out; `atomic` products take buffers.
+
+def Fmha_TileFillOp : Fmha_TileDpsOp<"tile_fill"> {
   let summary = "Set every element of an f32 tile";
-  let arguments = (ins Fmha_F32Tile2D:$dst, F32Attr:$value);
-  let assemblyFormat = "$dst `,` $value attr-dict `:` type($dst)";
+  let description = [{ `dst` is the out. }];
+  let arguments = (ins Fmha_F32ValueTile2D:$dst, F32Attr:$value);
+  let assemblyFormat = [{
+    $dst `,` $value attr-dict `:` type($dst) (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getDstMutable(); }
+  }];
 }
 
-def Fmha_TileStoreOp : Fmha_Op<"tile_store"> {
+def Fmha_TileStoreOp : Fmha_TileDpsOp<"tile_store"> {
   let summary = "Copy an f32 tile into a tile of any float type (rounding)";
-  let arguments = (ins Fmha_F32Tile2D:$src, Fmha_Tile2D:$dst);
+  let description = [{ `dst` is the out. }];
+  let arguments = (ins Fmha_F32ValueTile2D:$src, Fmha_ValueTile2D:$dst);
   let assemblyFormat = [{
     $src `into` $dst attr-dict `:` type($src) `,` type($dst)
+      (`->` type($results)^)?
   }];
-  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getDstMutable(); }
+  }];
 }
 
-def Fmha_TileMatmulOp : Fmha_Op<"tile_matmul"> {
+def Fmha_TileMatmulOp : Fmha_TileDpsOp<"tile_matmul"> {
   let summary = "c (+)= alpha * op(a) op(b) on tiles";
   let description = [{
     `c[i, j] = (accumulate ? c[i, j] : 0) + alpha * sum_k A[i, k] * B[k, j]`
     with `A = transpose_a ? a^T : a` and `B = transpose_b ? b^T : b`, products
     and sums in f32. With `atomic`, each element of `c` is updated by an
-    atomic add (requires `accumulate`): parallel iterations may share `c`.
-    The backward pass is built from it: dV += P^T dO, dP = dO V^T,
-    dK += scale dS^T Q, dQ += scale dS K.
+    atomic add (requires `accumulate` and buffers): parallel iterations may
+    share `c`. `c` is the out. The backward pass is built from it:
+    dV += P^T dO, dP = dO V^T, dK += scale dS^T Q, dQ += scale dS K.
   }];
-  let arguments = (ins Fmha_Tile2D:$a, Fmha_Tile2D:$b, Fmha_F32Tile2D:$c,
-                       F32Attr:$alpha, UnitAttr:$transpose_a,
-                       UnitAttr:$transpose_b, UnitAttr:$accumulate,
-                       UnitAttr:$atomic);
+  let arguments = (ins Fmha_ValueTile2D:$a, Fmha_ValueTile2D:$b,
+                       Fmha_F32ValueTile2D:$c, F32Attr:$alpha,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       UnitAttr:$accumulate, UnitAttr:$atomic);
   let assemblyFormat = [{
     $a `,` $b `into` $c attr-dict `:` type($a) `,` type($b) `,` type($c)
+      (`->` type($results)^)?
   }];
-  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getCMutable(); }
+  }];
 }
 
-def Fmha_TileRowDotOp : Fmha_Op<"tile_row_dot"> {
+def Fmha_TileRowDotOp : Fmha_TileDpsOp<"tile_row_dot"> {
   let summary = "out[i] = sum_c a[i, c] * b[i, c] (the backward's Dsum)";
-  let arguments = (ins Fmha_Tile2D:$a, Fmha_Tile2D:$b, Fmha_F32Tile1D:$out);
+  let description = [{ `out` is the out. }];
+  let arguments = (ins Fmha_ValueTile2D:$a, Fmha_ValueTile2D:$b,
+                       Fmha_F32ValueTile1D:$out);
   let assemblyFormat = [{
     $a `,` $b `into` $out attr-dict `:` type($a) `,` type($b) `,` type($out)
+      (`->` type($results)^)?
   }];
-  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getOutMutable(); }
+  }];
 }
 
-def Fmha_TileBwdProbsOp : Fmha_Op<"tile_bwd_probs"> {
+def Fmha_TileBwdProbsOp : Fmha_TileDpsOp<"tile_bwd_probs"> {
   let summary = "Recompute the probabilities of a score tile from the lse";
   let description = [{
     `p[i, j] = exp(s[i, j] - lse[i])`, and 0 for a row with lse = -inf (no
-    visible key) or a hidden key (s = -inf).
+    visible key) or a hidden key (s = -inf). `p` is the out.
   }];
-  let arguments = (ins Fmha_F32Tile2D:$s, Fmha_F32Tile1D:$lse,
-                       Fmha_F32Tile2D:$p);
+  let arguments = (ins Fmha_F32ValueTile2D:$s, Fmha_F32ValueTile1D:$lse,
+                       Fmha_F32ValueTile2D:$p);
   let assemblyFormat = [{
     $s `,` $lse `into` $p attr-dict `:` type($s) `,` type($lse) `,` type($p)
+      (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getPMutable(); }
   }];
 }
 
-def Fmha_TileBwdDsOp : Fmha_Op<"tile_bwd_ds"> {
+def Fmha_TileBwdDsOp : Fmha_TileDpsOp<"tile_bwd_ds"> {
   let summary = "dS = P * (dP - Dsum), through the softcap when there is one";
   let description = [{
-    In place over `dp`: `dp[i, j] = p[i, j] * (dp[i, j] - dsum[i])`, times
-    `1 - (s[i, j] / softcap)^2` (the derivative of `softcap * tanh(x /
-    softcap)`, from the capped score `s`) when `softcap` is given; 0 where
-    p = 0.
+    Over `dp` (the out, read and written): `dp[i, j] = p[i, j] * (dp[i, j] -
+    dsum[i])`, times `1 - (s[i, j] / softcap)^2` (the derivative of
+    `softcap * tanh(x / softcap)`, from the capped score `s`) when `softcap`
+    is given; 0 where p = 0.
   }];
-  let arguments = (ins Fmha_F32Tile2D:$p, Fmha_F32Tile1D:$dsum,
-                       Optional<Fmha_F32Tile2D>:$s, Fmha_F32Tile2D:$dp,
+  let arguments = (ins Fmha_F32ValueTile2D:$p, Fmha_F32ValueTile1D:$dsum,
+                       Optional<Fmha_F32ValueTile2D>:$s,
+                       Fmha_F32ValueTile2D:$dp,
                        OptionalAttr<F32Attr>:$softcap);
   let assemblyFormat = [{
     $p `,` $dsum (`capped` $s^)? `into` $dp attr-dict `:` type($p) `,`
-      type($dsum) `,` type($dp) (`,` type($s)^)?
+      type($dsum) `,` type($dp) (`,` type($s)^)? (`->` type($results)^)?
   }];
-  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getDpMutable(); }
+  }];
 }
 
 #endif // FMHA_DIALECT_FMHAOPS_TD

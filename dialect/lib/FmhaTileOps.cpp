@@ -1,0 +1,127 @@
+//===- FmhaTileOps.cpp - The tile ops of the tiled attention ---*- C++ -*-===//
+//
+// Part of the FMHA project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Memory effects and verifiers of the tile ops (fmha.tile_*): the forward's
+// online-softmax steps and the backward's products, on values or buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FmhaOpsHelpers.h"
+
+using namespace mlir;
+using namespace mlir::fmha;
+using namespace mlir::fmha::detail;
+
+//===----------------------------------------------------------------------===//
+// Tile ops
+//===----------------------------------------------------------------------===//
+
+#define FMHA_TILE_DPS_EFFECTS(OpTy, ReadsInits)                                \
+  void OpTy::getEffects(                                                       \
+      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>      \
+          &effects) {                                                          \
+    addDpsEffects(*this, effects, ReadsInits);                                 \
+  }
+FMHA_TILE_DPS_EFFECTS(TileInitOp, false)
+FMHA_TILE_DPS_EFFECTS(TileQKOp, false)
+FMHA_TILE_DPS_EFFECTS(TileSoftmaxOp, true)
+FMHA_TILE_DPS_EFFECTS(TilePVOp, true)
+FMHA_TILE_DPS_EFFECTS(TileFinalizeOp, false)
+FMHA_TILE_DPS_EFFECTS(TileFillOp, false)
+FMHA_TILE_DPS_EFFECTS(TileStoreOp, false)
+FMHA_TILE_DPS_EFFECTS(TileRowDotOp, false)
+FMHA_TILE_DPS_EFFECTS(TileBwdProbsOp, false)
+FMHA_TILE_DPS_EFFECTS(TileBwdDsOp, true)
+#undef FMHA_TILE_DPS_EFFECTS
+
+// c is read only when the product accumulates into it.
+void TileMatmulOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addDpsEffects(*this, effects, getAccumulate());
+}
+
+LogicalResult TileInitOp::verify() { return verifyTileOperands(*this); }
+LogicalResult TileSoftmaxOp::verify() { return verifyTileOperands(*this); }
+LogicalResult TilePVOp::verify() { return verifyTileOperands(*this); }
+LogicalResult TileFinalizeOp::verify() { return verifyTileOperands(*this); }
+
+LogicalResult TileQKOp::verify() {
+  if (failed(verifyTileOperands(*this)))
+    return failure();
+  if (!getMaskCoords().empty() && getMaskCoords().size() != 4)
+    return emitOpError() << "expects 4 mask coordinates [row0, col0, Sq, Sk], "
+                            "got "
+                         << getMaskCoords().size();
+  int64_t dq = dimOf(getQ(), 1), dk = dimOf(getK(), 1);
+  if (!ShapedType::isDynamic(dq) && !ShapedType::isDynamic(dk) && dq != dk)
+    return emitOpError() << "'k' head dim (" << dk << ") must equal 'q' head "
+                         << "dim (" << dq << ")";
+  return success();
+}
+
+LogicalResult TileFillOp::verify() { return verifyTileOperands(*this); }
+LogicalResult TileBwdProbsOp::verify() { return verifyTileOperands(*this); }
+
+LogicalResult TileStoreOp::verify() {
+  if (failed(verifyTileOperands(*this)))
+    return failure();
+  for (int64_t i = 0; i < 2; ++i) {
+    int64_t a = dimOf(getSrc(), i), b = dimOf(getDst(), i);
+    if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
+      return emitOpError() << "'dst' dim " << i << " (" << b
+                           << ") must equal 'src' dim " << i << " (" << a
+                           << ")";
+  }
+  return success();
+}
+
+LogicalResult TileMatmulOp::verify() {
+  if (failed(verifyTileOperands(*this)))
+    return failure();
+  int64_t m = dimOf(getA(), getTransposeA() ? 1 : 0);
+  int64_t ka = dimOf(getA(), getTransposeA() ? 0 : 1);
+  int64_t kb = dimOf(getB(), getTransposeB() ? 1 : 0);
+  int64_t n = dimOf(getB(), getTransposeB() ? 0 : 1);
+  auto clash = [](int64_t x, int64_t y) {
+    return !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y;
+  };
+  if (clash(ka, kb))
+    return emitOpError() << "reduction sizes differ: " << ka << " in 'a', "
+                         << kb << " in 'b'";
+  if (clash(m, dimOf(getC(), 0)) || clash(n, dimOf(getC(), 1)))
+    return emitOpError() << "'c' must be " << m << "x" << n << ", got "
+                         << dimOf(getC(), 0) << "x" << dimOf(getC(), 1);
+  if (getAtomic() && !getAccumulate())
+    return emitOpError() << "'atomic' requires 'accumulate'";
+  if (getAtomic() && isa<TensorType>(getC().getType()))
+    return emitOpError() << "'atomic' adds into a buffer that parallel "
+                            "iterations share: it takes memrefs, not tensors";
+  return success();
+}
+
+LogicalResult TileRowDotOp::verify() {
+  if (failed(verifyTileOperands(*this)))
+    return failure();
+  auto clash = [](int64_t x, int64_t y) {
+    return !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y;
+  };
+  if (clash(dimOf(getA(), 0), dimOf(getB(), 0)) ||
+      clash(dimOf(getA(), 1), dimOf(getB(), 1)))
+    return emitOpError() << "'a' and 'b' must have the same shape";
+  if (clash(dimOf(getA(), 0), dimOf(getOut(), 0)))
+    return emitOpError() << "'out' must have one element per row of 'a'";
+  return success();
+}
+
+LogicalResult TileBwdDsOp::verify() {
+  if (failed(verifyTileOperands(*this)))
+    return failure();
+  if (bool(getS()) != bool(getSoftcapAttr()))
+    return emitOpError() << "takes the capped scores exactly when it has a "
+                            "'softcap'";
+  return success();
+}
