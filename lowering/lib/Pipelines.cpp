@@ -57,9 +57,11 @@ bool isTileScratch(Value alloc) {
          kMaxScratchBytes;
 }
 
-/// The forward tiled on tensors (the backward left for later: its tile ops
-/// take buffers), with static tiles or as vector tiles (the GPU's tile
-/// level: vectors before bufferization, which leaves them as they are).
+/// The forward tiled on tensors, with static tiles or as vector tiles (the
+/// GPU's tile level: vectors before bufferization, which leaves them as they
+/// are); with static tiles (not vectors) the backward on tensors too, its
+/// tile ops on values (otherwise it is tiled on memrefs after
+/// bufferization).
 /// With `mma`, the static tiles take the register layouts of that matrix
 /// instruction over `warps` warps before they become vectors.
 void addForwardTiling(OpPassManager &pm, int64_t blockM, int64_t blockN,
@@ -69,7 +71,7 @@ void addForwardTiling(OpPassManager &pm, int64_t blockM, int64_t blockN,
   mlir::fmha::FmhaTileAttentionPassOptions tile;
   tile.blockM = blockM;
   tile.blockN = blockN;
-  tile.backwardOnTensors = false;
+  tile.backwardOnTensors = staticTiles && !vectorTiles;
   tile.staticTiles = staticTiles;
   tile.longestFirst = longestFirst;
   pm.addPass(mlir::fmha::createFmhaTileAttentionPass(tile));
@@ -126,7 +128,7 @@ void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
   // The padding of static tiles bufferizes into linalg.map fills.
   if (options.staticTiles)
     pm.addPass(createConvertLinalgToLoopsPass());
-  // The backward is tiled on memrefs (its tile ops take buffers).
+  // The backward without static tiles is tiled on memrefs.
   FmhaTileAttentionPassOptions tile;
   tile.blockM = options.blockM;
   tile.blockN = options.blockN;

@@ -9,7 +9,7 @@
 // tensors the same on values: scf.forall (b, hq, q-tile) with o and lse as
 // shared outs, the kv loops carrying m, l and acc, each tile op returning its
 // updated outs (One-Shot Bufferize turns it into the memref form). The
-// backward is tiled on memrefs (tensors are bridged through buffers).
+// backward's tiling is in TileAttentionBwd.cpp.
 //
 // The kv loop bounds come from the mask (the same arithmetic as
 // fmha::kvTileBounds in support/, which `fmha-run --show-mask` prints): for the
@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TileAttentionUtils.h"
 #include "fmha/Transforms/MaskUtils.h"
 #include "fmha/Transforms/Passes.h"
 
@@ -46,7 +47,7 @@ namespace mlir::fmha {
 using namespace mlir;
 using namespace mlir::fmha;
 
-namespace {
+namespace mlir::fmha::tiling {
 
 /// A rank-reducing view `source[offsets][sizes]` with unit strides that drops
 /// the leading unit dims: a subview of a memref, a slice of a tensor.
@@ -125,21 +126,13 @@ LogicalResult checkTileSizes(Operation *op,
                            << options.blockM << " block-n=" << options.blockN;
 }
 
-/// The mask of one problem and the attributes of its score tiles.
-struct ScoreConfig {
-  ::fmha::MaskSpec mask;
-  MaskAttr maskAttr;
-  FloatAttr scale, softcap;
-  Value sq, sk;
-};
-
 /// Scores of the q tile rows [r0, r1) against the kv tile keys [c0, c1) into
 /// `s`: the element mask only when the tile crosses a mask edge or, with
 /// `padded` (a static tile of keys [c0, c1) that may reach past Sk), the end
 /// of K. Returns the updated `s`.
 Value emitScores(OpBuilder &b, Location loc, const ScoreConfig &cfg, Value q,
                  Value k, Value s, Value r0, Value r1, Value c0, Value c1,
-                 bool padded = false) {
+                 bool padded) {
   auto emitQK = [&](OpBuilder &qb, bool masked) {
     SmallVector<Value> coords;
     if (masked)
@@ -169,7 +162,25 @@ Value emitScores(OpBuilder &b, Location loc, const ScoreConfig &cfg, Value q,
   return branch.getNumResults() ? branch.getResult(0) : s;
 }
 
-} // namespace
+Value paddedInputTile(OpBuilder &b, Location loc, Value source,
+                      ArrayRef<OpFoldResult> offsets, Value extent,
+                      int64_t tileRows, int64_t cols, TypedAttr pad) {
+  OpFoldResult i1 = b.getIndexAttr(1);
+  Value slice = tileView(b, loc, source, offsets,
+                         {i1, i1, extent, b.getIndexAttr(cols)}, 2);
+  auto type =
+      RankedTensorType::get({tileRows, int64_t(llvm::PowerOf2Ceil(cols))},
+                            getElementTypeOrSelf(source.getType()));
+  if (!pad)
+    pad = b.getZeroAttr(type.getElementType());
+  Value padValue = arith::ConstantOp::create(b, loc, pad);
+  return tensor::createPadHighOp(type, slice, padValue, /*nofold=*/false, loc,
+                                 b);
+}
+
+} // namespace mlir::fmha::tiling
+
+using namespace mlir::fmha::tiling;
 
 LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
                                         const TileAttentionOptions &options) {
@@ -261,17 +272,11 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   auto inputTile = [&](OpBuilder &builder, Value source,
                        ArrayRef<OpFoldResult> offsets, Value extent,
                        int64_t tileRows, int64_t cols) -> Value {
-    Value slice = tileView(builder, loc, source, offsets,
-                           {i1, i1, extent, builder.getIndexAttr(cols)}, 2);
-    if (!padded)
-      return slice;
-    auto type =
-        RankedTensorType::get({tileRows, int64_t(llvm::PowerOf2Ceil(cols))},
-                              getElementTypeOrSelf(source.getType()));
-    Value zeroElem = arith::ConstantOp::create(
-        builder, loc, builder.getZeroAttr(type.getElementType()));
-    return tensor::createPadHighOp(type, slice, zeroElem, /*nofold=*/false, loc,
-                                   builder);
+    if (padded)
+      return paddedInputTile(builder, loc, source, offsets, extent, tileRows,
+                             cols);
+    return tileView(builder, loc, source, offsets,
+                    {i1, i1, extent, builder.getIndexAttr(cols)}, 2);
   };
   Value qTile = inputTile(rewriter, q, {b, h, r0, i0}, rows, bm, d);
 
@@ -389,278 +394,6 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     tensor::ParallelInsertSliceOp::create(rewriter, loc, written[1], lse,
                                           lseOffsets, lseSizes, lseStrides);
   rewriter.replaceOp(op, forall.getResults());
-  return success();
-}
-
-LogicalResult
-mlir::fmha::tileAttentionBwd(RewriterBase &rewriter, AttentionBwdOp op,
-                             const TileAttentionOptions &options) {
-  if (failed(checkTileSizes(op, options)))
-    return failure();
-  Location loc = op.getLoc();
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
-
-  bool onTensors = isa<RankedTensorType>(op.getQ().getType());
-  Value q, k, v, o, lse, dout, dq, dk, dv;
-  if (onTensors) {
-    q = toBuffer(rewriter, loc, op.getQ());
-    k = toBuffer(rewriter, loc, op.getK());
-    v = toBuffer(rewriter, loc, op.getV());
-    o = toBuffer(rewriter, loc, op.getO());
-    lse = toBuffer(rewriter, loc, op.getLse());
-    dout = toBuffer(rewriter, loc, op.getDout());
-    dq = allocLike(rewriter, loc, op.getDq());
-    dk = allocLike(rewriter, loc, op.getDk());
-    dv = allocLike(rewriter, loc, op.getDv());
-  } else {
-    q = op.getQ(), k = op.getK(), v = op.getV(), o = op.getO();
-    lse = op.getLse(), dout = op.getDout();
-    dq = op.getDq(), dk = op.getDk(), dv = op.getDv();
-  }
-
-  auto qType = cast<MemRefType>(q.getType());
-  auto kType = cast<MemRefType>(k.getType());
-  auto vType = cast<MemRefType>(v.getType());
-  const int64_t hq = qType.getDimSize(1), hk = kType.getDimSize(1);
-  const int64_t group = hq / hk;
-  const int64_t d = qType.getDimSize(3), dvDim = vType.getDimSize(3);
-  const int64_t bm = options.blockM, bn = options.blockN;
-  const bool deterministic = op.getDeterministic();
-  ::fmha::MaskSpec mask = op.getMaskSpec();
-  MaskAttr maskAttr = op.getMaskAttr();
-  const double scale = op.getScaleOrDefault();
-  FloatAttr scaleAttr = rewriter.getF32FloatAttr(scale);
-  FloatAttr oneAttr = rewriter.getF32FloatAttr(1.0);
-  FloatAttr softcapAttr = op.getSoftcapAttr();
-  Type f32 = rewriter.getF32Type();
-  OpFoldResult i0 = rewriter.getIndexAttr(0), i1 = rewriter.getIndexAttr(1);
-
-  IndexMath im{rewriter, loc};
-  Value zero = im.c(0), one = im.c(1);
-  Value batch = im.dim(q, 0), sq = im.dim(q, 2), sk = im.dim(k, 2);
-  Value numQTiles = im.ceilDiv(sq, im.c(bm));
-  Value numKvTiles = im.ceilDiv(sk, im.c(bn));
-  ScoreConfig scores{mask, maskAttr, scaleAttr, softcapAttr, sq, sk};
-
-  // Dsum = rowsum(dO * o) per query row, and (atomic mode) the f32 dQ
-  // accumulator that kv tiles add into.
-  int64_t dyn = ShapedType::kDynamic;
-  Value dsum = memref::AllocOp::create(rewriter, loc,
-                                       MemRefType::get({dyn, hq, dyn}, f32),
-                                       ValueRange{batch, sq});
-  Value dqAccAll;
-  if (!deterministic)
-    dqAccAll = memref::AllocOp::create(rewriter, loc,
-                                       MemRefType::get({dyn, hq, dyn, d}, f32),
-                                       ValueRange{batch, sq});
-
-  /// c (+)= alpha op(a) op(b) (fmha.tile_matmul).
-  auto matmul = [&](OpBuilder &b, Value a, Value bv, Value c, FloatAttr alpha,
-                    bool transposeA, bool transposeB, bool accumulate,
-                    bool atomic) {
-    auto unit = [&](bool flag) { return flag ? b.getUnitAttr() : UnitAttr(); };
-    TileMatmulOp::create(b, loc, TypeRange{}, a, bv, c, alpha, unit(transposeA),
-                         unit(transposeB), unit(accumulate), unit(atomic));
-  };
-  /// A parallel loop over (b, head, tile) whose body `body` builds.
-  auto parallelOver = [&](Value heads, Value tiles,
-                          function_ref<void(Value, Value, Value)> body) {
-    auto loop = scf::ParallelOp::create(
-        rewriter, loc, ValueRange{zero, zero, zero},
-        ValueRange{batch, heads, tiles}, ValueRange{one, one, one});
-    OpBuilder::InsertionGuard inner(rewriter);
-    rewriter.setInsertionPointToStart(loop.getBody());
-    body(loop.getInductionVars()[0], loop.getInductionVars()[1],
-         loop.getInductionVars()[2]);
-  };
-  auto scratch = [&](ArrayRef<int64_t> shape) -> Value {
-    return memref::AllocaOp::create(rewriter, loc, MemRefType::get(shape, f32));
-  };
-  /// The rows [r0, r0 + rows) of query tile qt of head h.
-  struct QTile {
-    Value r0, r1, rows, q, dout, lse, dsum;
-  };
-  auto qTileAt = [&](OpBuilder &b, Value bi, Value h, Value qt) {
-    IndexMath m{b, loc};
-    QTile t;
-    t.r0 = m.mul(qt, m.c(bm));
-    t.rows = m.min(m.c(bm), m.sub(sq, t.r0));
-    t.r1 = m.add(t.r0, t.rows);
-    t.q = tileView(b, loc, q, {bi, h, t.r0, i0},
-                   {i1, i1, t.rows, b.getIndexAttr(d)}, 2);
-    t.dout = tileView(b, loc, dout, {bi, h, t.r0, i0},
-                      {i1, i1, t.rows, b.getIndexAttr(dvDim)}, 2);
-    t.lse = tileView(b, loc, lse, {bi, h, t.r0}, {i1, i1, t.rows}, 1);
-    t.dsum = tileView(b, loc, dsum, {bi, h, t.r0}, {i1, i1, t.rows}, 1);
-    return t;
-  };
-
-  // --- 1. Dsum (and a zeroed dQ accumulator), per (b, hq, q tile). ---
-  parallelOver(im.c(hq), numQTiles, [&](Value bi, Value h, Value qt) {
-    QTile t = qTileAt(rewriter, bi, h, qt);
-    Value oTile = tileView(rewriter, loc, o, {bi, h, t.r0, i0},
-                           {i1, i1, t.rows, rewriter.getIndexAttr(dvDim)}, 2);
-    TileRowDotOp::create(rewriter, loc, TypeRange{}, t.dout, oTile, t.dsum);
-    if (dqAccAll) {
-      Value acc = tileView(rewriter, loc, dqAccAll, {bi, h, t.r0, i0},
-                           {i1, i1, t.rows, rewriter.getIndexAttr(d)}, 2);
-      TileFillOp::create(rewriter, loc, TypeRange{}, acc,
-                         rewriter.getF32FloatAttr(0.0));
-    }
-  });
-
-  /// The shared middle of both loops: scores of one (q tile, kv tile) pair
-  /// (element mask only where the tile crosses a mask edge), P from the lse,
-  /// then dP = dO V^T and dS in `dpTile`. `withP` runs between P and dP.
-  auto emitGradTile = [&](OpBuilder &b, const QTile &t, Value c0, Value c1,
-                          Value kTile, Value vTile, Value sTile, Value pTile,
-                          Value dpTile, function_ref<void(OpBuilder &)> withP) {
-    emitScores(b, loc, scores, t.q, kTile, sTile, t.r0, t.r1, c0, c1);
-    TileBwdProbsOp::create(b, loc, TypeRange{}, sTile, t.lse, pTile);
-    if (withP)
-      withP(b);
-    matmul(b, t.dout, vTile, dpTile, oneAttr,
-           /*transpose_a=*/false, /*transpose_b=*/true,
-           /*accumulate=*/false, /*atomic=*/false);
-    TileBwdDsOp::create(b, loc, TypeRange{}, pTile, t.dsum,
-                        softcapAttr ? sTile : Value(), dpTile, softcapAttr);
-  };
-
-  // --- 2. dK and dV per (b, hk, kv tile), over the q heads of its group. ---
-  parallelOver(im.c(hk), numKvTiles, [&](Value bi, Value kvh, Value kt) {
-    IndexMath m{rewriter, loc};
-    Value c0 = m.mul(kt, m.c(bn));
-    Value cols = m.min(m.c(bn), m.sub(sk, c0));
-    Value c1 = m.add(c0, cols);
-    Value kTile = tileView(rewriter, loc, k, {bi, kvh, c0, i0},
-                           {i1, i1, cols, rewriter.getIndexAttr(d)}, 2);
-    Value vTile = tileView(rewriter, loc, v, {bi, kvh, c0, i0},
-                           {i1, i1, cols, rewriter.getIndexAttr(dvDim)}, 2);
-    Value dkAcc = tileView(rewriter, loc, scratch({bn, d}), {i0, i0},
-                           {cols, rewriter.getIndexAttr(d)}, 2);
-    Value dvAcc = tileView(rewriter, loc, scratch({bn, dvDim}), {i0, i0},
-                           {cols, rewriter.getIndexAttr(dvDim)}, 2);
-    Value sBuf = scratch({bm, bn}), pBuf = scratch({bm, bn}),
-          dpBuf = scratch({bm, bn});
-    TileFillOp::create(rewriter, loc, TypeRange{}, dkAcc,
-                       rewriter.getF32FloatAttr(0.0));
-    TileFillOp::create(rewriter, loc, TypeRange{}, dvAcc,
-                       rewriter.getF32FloatAttr(0.0));
-    QLoopBounds qb = emitQLoopBounds(rewriter, loc, mask, c0, c1, sq, sk, bm);
-    auto heads = scf::ForOp::create(rewriter, loc, zero, m.c(group), one);
-    heads->setAttr("fmha.group_loop", rewriter.getUnitAttr());
-    {
-      OpBuilder::InsertionGuard g(rewriter);
-      rewriter.setInsertionPointToStart(heads.getBody());
-      Value h = m.add(m.mul(kvh, m.c(group)), heads.getInductionVar());
-      auto qLoop = scf::ForOp::create(rewriter, loc, qb.begin, qb.end, one);
-      qLoop->setAttr("fmha.q_loop", rewriter.getUnitAttr());
-      rewriter.setInsertionPointToStart(qLoop.getBody());
-      QTile t = qTileAt(rewriter, bi, h, qLoop.getInductionVar());
-      Value sTile = tileView(rewriter, loc, sBuf, {i0, i0}, {t.rows, cols}, 2);
-      Value pTile = tileView(rewriter, loc, pBuf, {i0, i0}, {t.rows, cols}, 2);
-      Value dpTile =
-          tileView(rewriter, loc, dpBuf, {i0, i0}, {t.rows, cols}, 2);
-      emitGradTile(rewriter, t, c0, c1, kTile, vTile, sTile, pTile, dpTile,
-                   [&](OpBuilder &b) {
-                     // dV += P^T dO
-                     matmul(b, pTile, t.dout, dvAcc, oneAttr,
-                            /*transpose_a=*/true,
-                            /*transpose_b=*/false,
-                            /*accumulate=*/true,
-                            /*atomic=*/false);
-                   });
-      // dK += scale dS^T Q
-      matmul(rewriter, dpTile, t.q, dkAcc, scaleAttr,
-             /*transpose_a=*/true, /*transpose_b=*/false,
-             /*accumulate=*/true, /*atomic=*/false);
-      if (dqAccAll) {
-        // dQ += scale dS K, shared with the other kv tiles.
-        Value acc = tileView(rewriter, loc, dqAccAll, {bi, h, t.r0, i0},
-                             {i1, i1, t.rows, rewriter.getIndexAttr(d)}, 2);
-        matmul(rewriter, dpTile, kTile, acc, scaleAttr,
-               /*transpose_a=*/false, /*transpose_b=*/false,
-               /*accumulate=*/true, /*atomic=*/true);
-      }
-    }
-    TileStoreOp::create(rewriter, loc, TypeRange{}, dkAcc,
-                        tileView(rewriter, loc, dk, {bi, kvh, c0, i0},
-                                 {i1, i1, cols, rewriter.getIndexAttr(d)}, 2));
-    TileStoreOp::create(rewriter, loc, TypeRange{}, dvAcc,
-                        tileView(rewriter, loc, dv, {bi, kvh, c0, i0},
-                                 {i1, i1, cols, rewriter.getIndexAttr(dvDim)},
-                                 2));
-  });
-
-  // --- 3. dQ per (b, hq, q tile): from the accumulator, or (deterministic)
-  // recomputed over the visible kv tiles in a fixed order. ---
-  parallelOver(im.c(hq), numQTiles, [&](Value bi, Value h, Value qt) {
-    QTile t = qTileAt(rewriter, bi, h, qt);
-    Value dqTile = tileView(rewriter, loc, dq, {bi, h, t.r0, i0},
-                            {i1, i1, t.rows, rewriter.getIndexAttr(d)}, 2);
-    if (dqAccAll) {
-      TileStoreOp::create(rewriter, loc, TypeRange{},
-                          tileView(rewriter, loc, dqAccAll, {bi, h, t.r0, i0},
-                                   {i1, i1, t.rows, rewriter.getIndexAttr(d)},
-                                   2),
-                          dqTile);
-      return;
-    }
-    IndexMath m{rewriter, loc};
-    Value kvHead = group == 1 ? h : m.div(h, m.c(group));
-    Value dqAcc = tileView(rewriter, loc, scratch({bm, d}), {i0, i0},
-                           {t.rows, rewriter.getIndexAttr(d)}, 2);
-    Value sBuf = scratch({bm, bn}), pBuf = scratch({bm, bn}),
-          dpBuf = scratch({bm, bn});
-    TileFillOp::create(rewriter, loc, TypeRange{}, dqAcc,
-                       rewriter.getF32FloatAttr(0.0));
-    KvLoopBounds bounds =
-        emitKvLoopBounds(rewriter, loc, mask, t.r0, t.r1, sq, sk, bn);
-    auto emitKvLoop = [&](Value lb, Value ub, StringRef name) {
-      auto loop = scf::ForOp::create(rewriter, loc, lb, ub, one);
-      loop->setAttr("fmha.kv_loop", rewriter.getStringAttr(name));
-      OpBuilder::InsertionGuard g(rewriter);
-      rewriter.setInsertionPointToStart(loop.getBody());
-      IndexMath bi2{rewriter, loc};
-      Value c0 = bi2.mul(loop.getInductionVar(), bi2.c(bn));
-      Value cols = bi2.min(bi2.c(bn), bi2.sub(sk, c0));
-      Value kTile = tileView(rewriter, loc, k, {bi, kvHead, c0, i0},
-                             {i1, i1, cols, rewriter.getIndexAttr(d)}, 2);
-      Value vTile = tileView(rewriter, loc, v, {bi, kvHead, c0, i0},
-                             {i1, i1, cols, rewriter.getIndexAttr(dvDim)}, 2);
-      Value sTile = tileView(rewriter, loc, sBuf, {i0, i0}, {t.rows, cols}, 2);
-      Value pTile = tileView(rewriter, loc, pBuf, {i0, i0}, {t.rows, cols}, 2);
-      Value dpTile =
-          tileView(rewriter, loc, dpBuf, {i0, i0}, {t.rows, cols}, 2);
-      emitGradTile(rewriter, t, c0, bi2.add(c0, cols), kTile, vTile, sTile,
-                   pTile, dpTile, nullptr);
-      matmul(rewriter, dpTile, kTile, dqAcc, scaleAttr,
-             /*transpose_a=*/false, /*transpose_b=*/false,
-             /*accumulate=*/true, /*atomic=*/false);
-    };
-    if (bounds.sinkEnd)
-      emitKvLoop(zero, bounds.sinkEnd, "sink");
-    emitKvLoop(bounds.begin, bounds.end, "window");
-    TileStoreOp::create(rewriter, loc, TypeRange{}, dqAcc, dqTile);
-  });
-
-  memref::DeallocOp::create(rewriter, loc, dsum);
-  if (dqAccAll)
-    memref::DeallocOp::create(rewriter, loc, dqAccAll);
-
-  if (onTensors) {
-    SmallVector<Value> results;
-    Value buffers[] = {dq, dk, dv};
-    Value inits[] = {op.getDq(), op.getDk(), op.getDv()};
-    for (int i = 0; i < 3; ++i)
-      results.push_back(bufferization::ToTensorOp::create(
-          rewriter, loc, inits[i].getType(), buffers[i], /*restrict=*/true,
-          /*writable=*/true));
-    rewriter.replaceOp(op, results);
-  } else {
-    rewriter.eraseOp(op);
-  }
   return success();
 }
 

@@ -18,7 +18,8 @@ With --static-tiles the forward sweep compiles every bundle from tensors with
 the GPU's static tiles (fmha-compile --from-tensors --static-tiles: q, k and v
 tiles padded at the edges of Sq and Sk, the element mask on kv tiles past
 Sk), so that the tiled form the GPU pipeline lowers runs against the
-reference on the host. With --vector-tiles the same with those tiles as
+reference on the host; with --bwd the backward's static tiles on values (dQ
+recomputed per q tile, no atomics). With --vector-tiles the same with those tiles as
 vectors and the tile ops as generic vector ops (fmha-vectorize-tiles: what
 the GPU pipeline distributes to lanes); the host unrolls each tile's
 products in full, so the sweep's 64 x 64 and 128 x 64 tiles become 16 x 16
@@ -107,6 +108,11 @@ def bwd_signatures():
         for mask in ("t", "b:40,0,4", "t:3,5"):
             out.append((("f32", 4, 2, 32, 32, mask, ("--bwd",), block),
                         BWD_SHAPES))
+    # Head dims that are not powers of two (the static tiles pad them).
+    for n, (d, dv) in enumerate(PADDED_DIMS):
+        for mask in ("0", "b:40,0,4"):
+            out.append((("f32", *HEADS[n % len(HEADS)], d, dv, mask,
+                         ("--bwd",), (32, 16)), BWD_SHAPES[::2]))
     return out
 
 
@@ -175,7 +181,8 @@ def main():
     parser.add_argument("--bwd", action="store_true",
                         help="sweep the backward kernels instead")
     parser.add_argument("--static-tiles", action="store_true",
-                        help="forward bundles with the GPU's static tiles")
+                        help="bundles with the GPU's static tiles (forward "
+                             "or, with --bwd, backward)")
     parser.add_argument("--defer-pv", action="store_true",
                         help="with --vector-tiles: each kv tile's P V "
                              "product one iteration late (fmha-defer-pv)")
@@ -196,9 +203,11 @@ def main():
         parser.error("--every takes a positive count")
     if args.defer_pv and not args.vector_tiles:
         parser.error("--defer-pv needs --vector-tiles")
-    if (args.static_tiles or args.vector_tiles) and args.bwd:
-        parser.error("--static-tiles and --vector-tiles tile the forward; "
-                     "drop --bwd")
+    if args.vector_tiles and args.bwd:
+        parser.error("--vector-tiles tiles the forward; drop --bwd")
+    if args.static_tiles and args.bwd and args.sinks:
+        parser.error("--sinks with --bwd takes memrefs (fmha.sinks_grad); "
+                     "drop --static-tiles")
     sigs = bwd_signatures() if args.bwd else signatures()
     sigs = sigs[::args.every]
     failures, runs, worst = [], 0, 0.0
@@ -213,8 +222,10 @@ def main():
             worst = max(worst, w)
     for f in failures:
         print(f)
-    kind = ("backward " if args.bwd else "vector-tile " if args.vector_tiles
+    kind = ("vector-tile " if args.vector_tiles
             else "static-tile " if args.static_tiles else "")
+    if args.bwd:
+        kind += "backward "
     if args.sinks:
         kind += "learned-sinks "
     print(f"cpu {kind}sweep: {len(sigs)} bundles, {runs} problems, "

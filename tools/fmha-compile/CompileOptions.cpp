@@ -149,10 +149,11 @@ cl::opt<bool> fromTensors(
     cl::init(false), cl::cat(category));
 cl::opt<bool> staticTiles(
     "static-tiles",
-    cl::desc("CPU forward: tile with the GPU's static tiles (q, k and v "
-             "tiles padded at the edges of Sq and Sk, the element mask on "
-             "kv tiles past Sk); needs --from-tensors. Runs the GPU's tiled "
-             "form on the host"),
+    cl::desc("CPU forward or backward: tile with the GPU's static tiles "
+             "(q, k and v tiles padded at the edges of Sq and Sk and to the "
+             "next power of two of the head dims, the element mask on kv "
+             "tiles past Sk; the backward's dQ recomputed per q tile); needs "
+             "--from-tensors. Runs the GPU's tiled form on the host"),
     cl::init(false), cl::cat(category));
 cl::opt<bool> vectorTiles(
     "vector-tiles",
@@ -499,10 +500,11 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   // --from-tensors keeps --strides: with 'any' (the default) the function
   // takes strided memrefs and runs the op on them as tensors.
   if (staticTiles && (!fromTensors || meta.target != rt::Target::Cpu ||
-                      meta.kind != rt::KernelKind::Forward))
-    return error("--static-tiles tiles the CPU forward on tensors: give "
-                 "--from-tensors, --target=cpu and no --bwd, --merge or "
-                 "--accumulate");
+                      (meta.kind != rt::KernelKind::Forward &&
+                       meta.kind != rt::KernelKind::Backward)))
+    return error("--static-tiles tiles the CPU forward or backward on "
+                 "tensors: give --from-tensors, --target=cpu and no --merge "
+                 "or --accumulate");
   if (vectorTiles && meta.kind != rt::KernelKind::Forward)
     return error("--vector-tiles tiles the forward: give no --bwd, --merge "
                  "or --accumulate");
