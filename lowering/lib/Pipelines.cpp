@@ -59,19 +59,19 @@ bool isTileScratch(Value alloc) {
 
 /// The forward tiled on tensors, with static tiles or as vector tiles (the
 /// GPU's tile level: vectors before bufferization, which leaves them as they
-/// are); with static tiles (not vectors) the backward on tensors too, its
-/// tile ops on values (otherwise it is tiled on memrefs after
-/// bufferization).
+/// are); with `backwardOnValues` the backward on tensors too, with the same
+/// tiles (otherwise the CPU tiles it on memrefs after bufferization, the
+/// GPUs' builder lowers it).
 /// With `mma`, the static tiles take the register layouts of that matrix
 /// instruction over `warps` warps before they become vectors.
 void addForwardTiling(OpPassManager &pm, int64_t blockM, int64_t blockN,
-                      bool staticTiles, bool vectorTiles, StringRef mma = "",
-                      int64_t warps = 1, bool longestFirst = false,
-                      bool deferPV = false) {
+                      bool staticTiles, bool vectorTiles, bool backwardOnValues,
+                      StringRef mma = "", int64_t warps = 1,
+                      bool longestFirst = false, bool deferPV = false) {
   mlir::fmha::FmhaTileAttentionPassOptions tile;
   tile.blockM = blockM;
   tile.blockN = blockN;
-  tile.backwardOnTensors = staticTiles && !vectorTiles;
+  tile.backwardOnTensors = backwardOnValues;
   tile.staticTiles = staticTiles;
   tile.longestFirst = longestFirst;
   pm.addPass(mlir::fmha::createFmhaTileAttentionPass(tile));
@@ -120,10 +120,12 @@ void mlir::fmha::buildFmhaToCpuPipeline(OpPassManager &pm,
   // bufferized with the rest: the q-tile scf.forall becomes the
   // scf.parallel of the form on memrefs and each tile's static scratch
   // (m, l, acc, scores) a stack buffer of its iteration.
-  addForwardTiling(pm, options.blockM, options.blockN,
-                   options.staticTiles || options.vectorTiles,
-                   options.vectorTiles, /*mma=*/"", /*warps=*/1,
-                   /*longestFirst=*/false, options.deferPV);
+  addForwardTiling(
+      pm, options.blockM, options.blockN,
+      options.staticTiles || options.vectorTiles, options.vectorTiles,
+      /*backwardOnValues=*/options.staticTiles || options.vectorTiles,
+      /*mma=*/"", /*warps=*/1,
+      /*longestFirst=*/false, options.deferPV);
   addBufferization(pm);
   // The padding of static tiles bufferizes into linalg.map fills.
   if (options.staticTiles)
@@ -209,6 +211,7 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
     // masks, as the builder's kernels (the light tiles fill the tail).
     addForwardTiling(pm, options.blockM, options.blockN,
                      /*staticTiles=*/true, /*vectorTiles=*/true,
+                     /*backwardOnValues=*/false,
                      configured ? stagedInstruction(gpuTarget->getMma()) : "",
                      warps, /*longestFirst=*/true, options.deferPV);
   }

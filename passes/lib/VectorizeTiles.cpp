@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// --fmha-vectorize-tiles: the static tiles of the forward on values
-// (--fmha-tile-attention{static-tiles=1}, typed or not by
+// --fmha-vectorize-tiles: the static tiles of the forward and the backward
+// on values (--fmha-tile-attention{static-tiles=1}, typed or not by
 // --fmha-assign-layouts) become vectors, and the tile ops the generic
 // vector ops they are made of:
 //
@@ -19,7 +19,14 @@
 //                    its accumulator; row sum), exp, broadcasts of rows
 //   tile_pv          p in v's element type, vector.contract (i, j, c) into acc
 //   tile_finalize    acc / l, m + log l, in o's element type
-//   o, lse tiles     vector.transfer_write into the slice of the shared out
+//   tile_fill        a splat constant; tile_store a cast to the out's type
+//   tile_matmul      vector.contract whose maps read a or b transposed in
+//                    place, the operands in the narrower element type (P and
+//                    dS as the matrix instructions take them), alpha after
+//   tile_row_dot     products and a row sum (the backward's Dsum)
+//   tile_bwd_probs   exp(s - lse), 0 on rows with lse = -inf
+//   tile_bwd_ds      p (dp - dsum) [times 1 - (s / cap)^2], 0 where p = 0
+//   output tiles     vector.transfer_write into the slice of the shared out
 //                    they go to, the rows past it not written
 //
 // A row vector (m, l, lse) broadcasts over a tile's columns through a
@@ -43,6 +50,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
 
@@ -116,13 +124,18 @@ struct VectorMath {
     return vector::MultiDimReductionOp::create(
         b, loc, tile, acc, ArrayRef<bool>{false, true}, kind);
   }
-  /// c (+)= sum over k of a[i, k] b[k, j]; `bTransposed` reads b as [j, k].
-  Value contract(Value lhs, Value rhs, Value acc, bool bTransposed) {
+  /// c (+)= sum over k of a[i, k] b[k, j]; `bTransposed` reads b as [j, k],
+  /// `aTransposed` a as [k, i].
+  Value contract(Value lhs, Value rhs, Value acc, bool bTransposed,
+                 bool aTransposed = false) {
     MLIRContext *ctx = b.getContext();
     AffineExpr i, j, k;
     bindDims(ctx, i, j, k);
     SmallVector<AffineMap> maps = {
-        AffineMap::get(3, 0, {i, k}, ctx),
+        AffineMap::get(3, 0,
+                       aTransposed ? ArrayRef<AffineExpr>{k, i}
+                                   : ArrayRef<AffineExpr>{i, k},
+                       ctx),
         AffineMap::get(3, 0,
                        bTransposed ? ArrayRef<AffineExpr>{j, k}
                                    : ArrayRef<AffineExpr>{k, j},
@@ -193,7 +206,7 @@ struct TileVectorizer {
       if (!vector)
         return op->emitOpError()
                << "fmha-vectorize-tiles: operand #" << out.size()
-               << " is not a static tile of the forward (tile with "
+               << " is not a static tile (tile with "
                   "--fmha-tile-attention=\"static-tiles=1\")";
       out.push_back(vector);
     }
@@ -427,6 +440,102 @@ struct TileVectorizer {
     return replaceTileOp(b, op, results);
   }
 
+  // --- The backward's tile ops. ---
+
+  LogicalResult visitTileFill(TileFillOp op) {
+    OpBuilder b(op);
+    VectorMath vm{b, op.getLoc()};
+    return replaceTileOp(b, op,
+                         {vm.splat(vectorTypeOf(op.getDst().getType()),
+                                   op.getValue().convertToDouble())});
+  }
+
+  LogicalResult visitTileStore(TileStoreOp op, ArrayRef<Value> vs) {
+    OpBuilder b(op);
+    VectorMath vm{b, op.getLoc()};
+    return replaceTileOp(
+        b, op,
+        {vm.cast(vs[0],
+                 cast<ShapedType>(op.getDst().getType()).getElementType())});
+  }
+
+  /// c (+)= alpha op(a) op(b): one contraction whose maps read the
+  /// transposed operands in place, its operands in the narrower element type
+  /// (the matrix instructions' inputs: P and dS in dO's and K's), alpha
+  /// applied to the product.
+  LogicalResult visitTileMatmul(TileMatmulOp op, ArrayRef<Value> vs) {
+    OpBuilder b(op);
+    VectorMath vm{b, op.getLoc()};
+    Value lhs = vs[0], rhs = vs[1];
+    Type el = cast<VectorType>(lhs.getType()).getElementType();
+    Type er = cast<VectorType>(rhs.getType()).getElementType();
+    if (el.getIntOrFloatBitWidth() > er.getIntOrFloatBitWidth())
+      lhs = vm.cast(lhs, er);
+    else
+      rhs = vm.cast(rhs, el);
+    VectorType type = vectorTypeOf(op.getC().getType());
+    const double alpha = op.getAlpha().convertToDouble();
+    const bool fused = op.getAccumulate() && alpha == 1.0;
+    Value r = vm.contract(lhs, rhs, fused ? vs[2] : vm.splat(type, 0),
+                          op.getTransposeB(), op.getTransposeA());
+    // A padded reduction dim (a column dim of an operand): the products stop
+    // where its columns do.
+    std::optional<int64_t> extent;
+    for (auto [tile, colsReduced] :
+         {std::pair(op.getA(), !op.getTransposeA()),
+          std::pair(op.getB(), bool(op.getTransposeB()))})
+      if (std::optional<int64_t> cols = paddedCols(tile); cols && colsReduced)
+        extent = std::min(*cols, extent.value_or(*cols));
+    if (extent)
+      r.getDefiningOp()->setAttr(kReductionExtentAttrName,
+                                 b.getI64IntegerAttr(*extent));
+    if (alpha != 1.0)
+      r = vm.mul(r, vm.splat(type, alpha));
+    if (op.getAccumulate() && !fused)
+      r = vm.add(vs[2], r);
+    return replaceTileOp(b, op, {r});
+  }
+
+  LogicalResult visitTileRowDot(TileRowDotOp op, ArrayRef<Value> vs) {
+    OpBuilder b(op);
+    VectorMath vm{b, op.getLoc()};
+    Type f32 = b.getF32Type();
+    Value products = vm.mul(vm.cast(vs[0], f32), vm.cast(vs[1], f32));
+    return replaceTileOp(
+        b, op,
+        {vm.reduceRows(products,
+                       vm.splat(vectorTypeOf(op.getOut().getType()), 0),
+                       vector::CombiningKind::ADD)});
+  }
+
+  /// p = exp(s - lse), 0 on a row with lse = -inf (no visible key).
+  LogicalResult visitTileBwdProbs(TileBwdProbsOp op, ArrayRef<Value> vs) {
+    OpBuilder b(op);
+    VectorMath vm{b, op.getLoc()};
+    Value s = vs[0], lse = vs[1];
+    auto tile = cast<VectorType>(s.getType());
+    auto row = cast<VectorType>(lse.getType());
+    Value none = vm.cmp(arith::CmpFPredicate::OEQ, lse, vm.negInf(row));
+    Value p = vm.exp(vm.sub(s, vm.rows(lse, tile)));
+    return replaceTileOp(
+        b, op, {vm.select(vm.rows(none, tile), vm.splat(tile, 0), p)});
+  }
+
+  /// dS = P (dP - Dsum) [(1 - (s / cap)^2)], 0 where P = 0.
+  LogicalResult visitTileBwdDs(TileBwdDsOp op, ArrayRef<Value> vs) {
+    OpBuilder b(op);
+    VectorMath vm{b, op.getLoc()};
+    Value p = vs[0], dsum = vs[1], dp = vs.back();
+    auto tile = cast<VectorType>(p.getType());
+    Value ds = vm.mul(p, vm.sub(dp, vm.rows(dsum, tile)));
+    if (std::optional<APFloat> cap = op.getSoftcap()) {
+      Value t = vm.mul(vs[2], vm.splat(tile, 1.0 / cap->convertToDouble()));
+      ds = vm.mul(ds, vm.sub(vm.splat(tile, 1.0), vm.mul(t, t)));
+    }
+    Value hidden = vm.cmp(arith::CmpFPredicate::OEQ, p, vm.splat(tile, 0));
+    return replaceTileOp(b, op, {vm.select(hidden, vm.splat(tile, 0), ds)});
+  }
+
   /// A loop carries the vectors of its tile inits.
   void visitFor(scf::ForOp loop) {
     for (auto [init, arg, result] :
@@ -534,25 +643,31 @@ struct TileVectorizer {
     }
     if (auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(op))
       return visitParallelInsert(insert);
+    if (!isa<TileInitOp, TileQKOp, TileSoftmaxOp, TilePVOp, TileFinalizeOp,
+             TileFillOp, TileStoreOp, TileMatmulOp, TileRowDotOp,
+             TileBwdProbsOp, TileBwdDsOp>(op))
+      return success();
+    if (isa<MemRefType>(op->getOperand(0).getType()))
+      return op->emitOpError()
+             << "fmha-vectorize-tiles: takes the tiled attention on tensors "
+                "(tile ops on values, not buffers)";
     if (auto init = dyn_cast<TileInitOp>(op))
       return visitTileInit(init);
-    if (isa<TileQKOp, TileSoftmaxOp, TilePVOp, TileFinalizeOp>(op)) {
-      if (isa<MemRefType>(op->getOperand(0).getType()))
-        return op->emitOpError()
-               << "fmha-vectorize-tiles: takes the forward on tensors "
-                  "(tile ops on values, not buffers)";
-      FailureOr<SmallVector<Value>> vs = operandVectors(op);
-      if (failed(vs))
-        return failure();
-      if (auto qk = dyn_cast<TileQKOp>(op))
-        return visitTileQK(qk, *vs);
-      if (auto softmax = dyn_cast<TileSoftmaxOp>(op))
-        return visitTileSoftmax(softmax, *vs);
-      if (auto pv = dyn_cast<TilePVOp>(op))
-        return visitTilePV(pv, *vs);
-      return visitTileFinalize(cast<TileFinalizeOp>(op), *vs);
-    }
-    return success();
+    if (auto fill = dyn_cast<TileFillOp>(op))
+      return visitTileFill(fill);
+    FailureOr<SmallVector<Value>> vs = operandVectors(op);
+    if (failed(vs))
+      return failure();
+    return TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](TileQKOp qk) { return visitTileQK(qk, *vs); })
+        .Case([&](TileSoftmaxOp sm) { return visitTileSoftmax(sm, *vs); })
+        .Case([&](TilePVOp pv) { return visitTilePV(pv, *vs); })
+        .Case([&](TileFinalizeOp f) { return visitTileFinalize(f, *vs); })
+        .Case([&](TileStoreOp st) { return visitTileStore(st, *vs); })
+        .Case([&](TileMatmulOp mm) { return visitTileMatmul(mm, *vs); })
+        .Case([&](TileRowDotOp rd) { return visitTileRowDot(rd, *vs); })
+        .Case([&](TileBwdProbsOp pr) { return visitTileBwdProbs(pr, *vs); })
+        .Case([&](TileBwdDsOp ds) { return visitTileBwdDs(ds, *vs); });
   }
 
   LogicalResult run(Operation *root) {

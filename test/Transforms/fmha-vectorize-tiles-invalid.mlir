@@ -3,7 +3,7 @@
 // The tile ops on buffers (the forward tiled on memrefs) are not the static
 // tiles on values the pass takes.
 func.func @buffers(%q: memref<64x32xf16>, %k: memref<64x32xf16>, %s: memref<64x64xf32>) {
-  // expected-error @+1 {{'fmha.tile_qk' op fmha-vectorize-tiles: takes the forward on tensors (tile ops on values, not buffers)}}
+  // expected-error @+1 {{'fmha.tile_qk' op fmha-vectorize-tiles: takes the tiled attention on tensors (tile ops on values, not buffers)}}
   fmha.tile_qk %q, %k into %s {scale = 1.0 : f32} : memref<64x32xf16>, memref<64x32xf16>, memref<64x64xf32>
   return
 }
@@ -12,7 +12,7 @@ func.func @buffers(%q: memref<64x32xf16>, %k: memref<64x32xf16>, %s: memref<64x6
 
 // A tile op on values that are not static tiles of the forward.
 func.func @not_a_tile(%q: tensor<64x32xf16>, %k: tensor<64x32xf16>, %s: tensor<64x64xf32>) -> tensor<64x64xf32> {
-  // expected-error @+1 {{'fmha.tile_qk' op fmha-vectorize-tiles: operand #0 is not a static tile of the forward (tile with --fmha-tile-attention="static-tiles=1")}}
+  // expected-error @+1 {{'fmha.tile_qk' op fmha-vectorize-tiles: operand #0 is not a static tile (tile with --fmha-tile-attention="static-tiles=1")}}
   %r = fmha.tile_qk %q, %k into %s {scale = 1.0 : f32} : tensor<64x32xf16>, tensor<64x32xf16>, tensor<64x64xf32> -> tensor<64x64xf32>
   return %r : tensor<64x64xf32>
 }

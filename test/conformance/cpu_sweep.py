@@ -19,7 +19,8 @@ the GPU's static tiles (fmha-compile --from-tensors --static-tiles: q, k and v
 tiles padded at the edges of Sq and Sk, the element mask on kv tiles past
 Sk), so that the tiled form the GPU pipeline lowers runs against the
 reference on the host; with --bwd the backward's static tiles on values (dQ
-recomputed per q tile, no atomics). With --vector-tiles the same with those tiles as
+recomputed per q tile, no atomics). With --vector-tiles (forward or
+backward) the same with those tiles as
 vectors and the tile ops as generic vector ops (fmha-vectorize-tiles: what
 the GPU pipeline distributes to lanes); the host unrolls each tile's
 products in full, so the sweep's 64 x 64 and 128 x 64 tiles become 16 x 16
@@ -42,8 +43,11 @@ SHAPES = [(1, 1, 1), (1, 1, 200), (2, 77, 77), (1, 130, 65), (1, 65, 130),
 HEADS = [(4, 4), (4, 2), (8, 1), (3, 1)]
 DIMS = [(32, 32), (64, 64), (128, 128), (64, 32), (32, 128)]
 F32_BAR = 1e-6  # "far under 1e-5"
-# The tiles of the --vector-tiles sweep in place of the large ones.
+# The tiles of the --vector-tiles sweep in place of the large ones; the
+# backward's (five products a tile pair) at most 16 x 16.
 VECTOR_BLOCKS = {(64, 64): (16, 16), (128, 64): (16, 32)}
+VECTOR_BWD_BLOCKS = {(64, 64): (16, 16), (32, 32): (16, 16), (32, 16): (16, 16),
+                     (16, 32): (16, 16), (8, 32): (8, 16), (32, 8): (16, 8)}
 
 
 def signatures():
@@ -124,7 +128,8 @@ def run(cmd):
 def check_signature(args, tmp, index, sig, shapes):
     dtype, hq, hk, d, dv, mask, extra, (bm, bn) = sig
     if args.vector_tiles:
-        bm, bn = VECTOR_BLOCKS.get((bm, bn), (bm, bn))
+        blocks = VECTOR_BWD_BLOCKS if "--bwd" in extra else VECTOR_BLOCKS
+        bm, bn = blocks.get((bm, bn), (bm, bn))
     bundle = os.path.join(tmp, f"s{index}.fmha")
     compile_cmd = [os.path.join(args.bin, "fmha-compile"), "--target=cpu",
                    f"--dtype={dtype}", f"--hq={hq}", f"--hk={hk}", "-d", str(d),
@@ -187,8 +192,8 @@ def main():
                         help="with --vector-tiles: each kv tile's P V "
                              "product one iteration late (fmha-defer-pv)")
     parser.add_argument("--vector-tiles", action="store_true",
-                        help="forward bundles with the static tiles as "
-                             "vectors")
+                        help="bundles with the static tiles as vectors "
+                             "(forward or, with --bwd, backward)")
     parser.add_argument("--sinks", action="store_true",
                         help="bundles with learned sink logits "
                              "(fmha-run draws them and validates against "
@@ -203,11 +208,9 @@ def main():
         parser.error("--every takes a positive count")
     if args.defer_pv and not args.vector_tiles:
         parser.error("--defer-pv needs --vector-tiles")
-    if args.vector_tiles and args.bwd:
-        parser.error("--vector-tiles tiles the forward; drop --bwd")
-    if args.static_tiles and args.bwd and args.sinks:
+    if (args.static_tiles or args.vector_tiles) and args.bwd and args.sinks:
         parser.error("--sinks with --bwd takes memrefs (fmha.sinks_grad); "
-                     "drop --static-tiles")
+                     "drop --static-tiles and --vector-tiles")
     sigs = bwd_signatures() if args.bwd else signatures()
     sigs = sigs[::args.every]
     failures, runs, worst = [], 0, 0.0

@@ -505,9 +505,13 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     return error("--static-tiles tiles the CPU forward or backward on "
                  "tensors: give --from-tensors, --target=cpu and no --merge "
                  "or --accumulate");
-  if (vectorTiles && meta.kind != rt::KernelKind::Forward)
-    return error("--vector-tiles tiles the forward: give no --bwd, --merge "
-                 "or --accumulate");
+  if (vectorTiles && meta.kind != rt::KernelKind::Forward &&
+      !(meta.kind == rt::KernelKind::Backward &&
+        meta.target == rt::Target::Cpu))
+    return error("--vector-tiles tiles the forward, and the backward on "
+                 "--target=cpu (the staged GPU backward is not built yet): "
+                 "give no --merge or --accumulate, and no --bwd on a GPU "
+                 "target");
   if (vectorTiles) // The staged passes tile the op on tensors.
     fromTensors = true;
   if (deferPV && !vectorTiles)

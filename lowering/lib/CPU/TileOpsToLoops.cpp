@@ -430,8 +430,9 @@ struct FmhaLowerToCpuPass
   void runOnOperation() override {
     // The loops write buffers: tile ops on values are bufferized first.
     WalkResult onValues = getOperation()->walk([](Operation *op) {
-      if (!isa<TileInitOp, TileQKOp, TileSoftmaxOp, TilePVOp, TileFinalizeOp>(
-              op) ||
+      if (!isa<TileInitOp, TileQKOp, TileSoftmaxOp, TilePVOp, TileFinalizeOp,
+               TileFillOp, TileStoreOp, TileMatmulOp, TileRowDotOp,
+               TileBwdProbsOp, TileBwdDsOp>(op) ||
           op->getNumResults() == 0)
         return WalkResult::advance();
       op->emitOpError() << "is lowered on memrefs: bufferize it first "
