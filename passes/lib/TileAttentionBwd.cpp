@@ -219,10 +219,12 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
     return std::make_pair(p, ds);
   };
 
-  // --- 1. Dsum = rowsum(dO o) per (b, hq, q tile). ---
-  Value dsumInit = tensor::EmptyOp::create(
+  // --- 1. Dsum = rowsum(dO o) per (b, hq, q tile), into a buffer of its
+  // own (freed after the dQ loop: bufferization adds no deallocation). ---
+  Value dsumInit = bufferization::AllocTensorOp::create(
       rewriter, loc,
-      ArrayRef<int64_t>{ShapedType::kDynamic, hq, ShapedType::kDynamic}, f32,
+      RankedTensorType::get({ShapedType::kDynamic, hq, ShapedType::kDynamic},
+                            f32),
       ValueRange{pb.batch, pb.sq});
   Value dsum = forallOver(
       im.c(hq), pb.numQTiles, dsumInit,
@@ -316,6 +318,7 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
             outTile(b, acc, outs[0], bi, h, t.r0, t.rows, d)};
       })[0];
 
+  bufferization::DeallocTensorOp::create(rewriter, loc, dsum);
   rewriter.replaceOp(op, ValueRange{dq, dkdv[0], dkdv[1]});
   return success();
 }

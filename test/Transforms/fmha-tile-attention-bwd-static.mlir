@@ -8,7 +8,7 @@
 // kv loops (no atomics). The lse pads with +inf (P = 0 on rows past Sq).
 // CHECK-LABEL: func @bwd
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x4x?x48xbf16>, %[[K:[^:]+]]: tensor<?x2x?x48xbf16>, %[[V:[^:]+]]: tensor<?x2x?x32xbf16>, %[[O:[^:]+]]: tensor<?x4x?x32xbf16>, %[[L:[^:]+]]: tensor<?x4x?xf32>, %[[DO:[^:]+]]: tensor<?x4x?x32xbf16>, %[[DQ:[^:]+]]: tensor<?x4x?x48xbf16>, %[[DK:[^:]+]]: tensor<?x2x?x48xbf16>, %[[DV:[^:]+]]: tensor<?x2x?x32xbf16>)
-// CHECK: %[[DS0:.+]] = tensor.empty(%{{.+}}, %{{.+}}) : tensor<?x4x?xf32>
+// CHECK: %[[DS0:.+]] = bufferization.alloc_tensor(%{{.+}}, %{{.+}}) : tensor<?x4x?xf32>
 // CHECK: %[[DSUM:.+]] = scf.forall (%[[B1:.+]], %[[H1:.+]], %[[T1:.+]]) in (%{{.+}}, 4, %{{.+}}) shared_outs(%[[DSO:.+]] = %[[DS0]])
 // CHECK:   %[[R0:.+]] = arith.muli %[[T1]], %c32
 // CHECK:   %[[ROWS:.+]] = arith.minsi
@@ -62,6 +62,7 @@
 // CHECK:   } {fmha.kv_loop = "window"}
 // CHECK:   fmha.tile_store %[[WIN]]
 // CHECK:   tensor.parallel_insert_slice %{{.+}} into %[[DQO]]
+// CHECK: bufferization.dealloc_tensor %[[DSUM]]
 // CHECK: return %[[DQR]], %[[KV]]#0, %[[KV]]#1
 
 // One-Shot Bufferize turns it into the tile ops on buffers.
@@ -69,6 +70,7 @@
 // BUF: fmha.tile_row_dot %{{.+}}, %{{.+}} into %{{.+}} : memref<32x32xbf16>, memref<32x32xbf16>, memref<32xf32>
 // BUF: fmha.tile_matmul %{{.+}}, %{{.+}} into %{{.+}} {accumulate, alpha = 1.000000e+00 : f32, transpose_a} : memref<32x16xf32>, memref<32x32xbf16>, memref<16x32xf32>
 // BUF: fmha.tile_store %{{.+}} into %{{.+}} : memref<16x64xf32>, memref<16x64xbf16>
+// BUF: memref.dealloc
 // BUF-NOT: -> tensor<
 func.func @bwd(%q: tensor<?x4x?x48xbf16>, %k: tensor<?x2x?x48xbf16>, %v: tensor<?x2x?x32xbf16>, %o: tensor<?x4x?x32xbf16>, %lse: tensor<?x4x?xf32>, %do: tensor<?x4x?x32xbf16>, %dq: tensor<?x4x?x48xbf16>, %dk: tensor<?x2x?x48xbf16>, %dv: tensor<?x2x?x32xbf16>) -> (tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>) {
   %r:3 = fmha.attention_bwd ins(%q, %k, %v, %o, %lse, %do : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>, tensor<?x4x?x32xbf16>, tensor<?x4x?xf32>, tensor<?x4x?x32xbf16>) outs(%dq, %dk, %dv : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>) {mask = #fmha.mask<"b:40,0,4">, softcap = 20.0 : f32} -> tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>
