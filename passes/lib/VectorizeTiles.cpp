@@ -337,6 +337,20 @@ struct TileVectorizer {
     return cols;
   }
 
+  /// Marks the contraction `product` with fmha.k_extent where one of
+  /// `tiles` (operands whose columns it reduces) is zero-padded along them:
+  /// the fewest columns any of them holds.
+  static void markReductionExtent(OpBuilder &b, Value product,
+                                  ArrayRef<Value> tiles) {
+    std::optional<int64_t> extent;
+    for (Value tile : tiles)
+      if (std::optional<int64_t> cols = paddedCols(tile))
+        extent = std::min(*cols, extent.value_or(*cols));
+    if (extent)
+      product.getDefiningOp()->setAttr(kReductionExtentAttrName,
+                                       b.getI64IntegerAttr(*extent));
+  }
+
   LogicalResult visitTileQK(TileQKOp op, ArrayRef<Value> vs) {
     OpBuilder b(op);
     Location loc = op.getLoc();
@@ -345,13 +359,7 @@ struct TileVectorizer {
     Value s = vm.contract(vs[0], vs[1], vm.splat(type, 0),
                           /*bTransposed=*/true);
     // A padded head dim: the products stop at the last column of D.
-    std::optional<int64_t> qCols = paddedCols(op.getQ()),
-                           kCols = paddedCols(op.getK());
-    if (qCols || kCols)
-      s.getDefiningOp()->setAttr(
-          kReductionExtentAttrName,
-          b.getI64IntegerAttr(
-              std::min(qCols.value_or(*kCols), kCols.value_or(*qCols))));
+    markReductionExtent(b, s, {op.getQ(), op.getK()});
     s = vm.mul(s, vm.splat(type, op.getScale().convertToDouble()));
     if (std::optional<APFloat> cap = op.getSoftcap()) {
       double c = cap->convertToDouble();
@@ -480,15 +488,12 @@ struct TileVectorizer {
                           op.getTransposeB(), op.getTransposeA());
     // A padded reduction dim (a column dim of an operand): the products stop
     // where its columns do.
-    std::optional<int64_t> extent;
-    for (auto [tile, colsReduced] :
-         {std::pair(op.getA(), !op.getTransposeA()),
-          std::pair(op.getB(), bool(op.getTransposeB()))})
-      if (std::optional<int64_t> cols = paddedCols(tile); cols && colsReduced)
-        extent = std::min(*cols, extent.value_or(*cols));
-    if (extent)
-      r.getDefiningOp()->setAttr(kReductionExtentAttrName,
-                                 b.getI64IntegerAttr(*extent));
+    SmallVector<Value> reducedByColumns;
+    if (!op.getTransposeA())
+      reducedByColumns.push_back(op.getA());
+    if (op.getTransposeB())
+      reducedByColumns.push_back(op.getB());
+    markReductionExtent(b, r, reducedByColumns);
     if (alpha != 1.0)
       r = vm.mul(r, vm.splat(type, alpha));
     if (op.getAccumulate() && !fused)
