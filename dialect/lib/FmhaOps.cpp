@@ -303,8 +303,9 @@ void addDpsEffects(
 }
 
 /// `layout` fits a tile of `shape`: a rows x cols layout for a 2-D tile,
-/// rows x 1 for a row vector. `what` names the value and `type` is printed in
-/// messages.
+/// rows x 1 for a row vector (one value per row of a tile) or 1 x cols for a
+/// column vector (one per column). `what` names the value and `type` is
+/// printed in messages.
 LogicalResult verifyLayoutShape(Operation *op, const Twine &what,
                                 LayoutAttr layout, ArrayRef<int64_t> shape,
                                 Type type) {
@@ -314,9 +315,13 @@ LogicalResult verifyLayoutShape(Operation *op, const Twine &what,
   SmallVector<int64_t> expected = {layout.getRows()};
   if (shape.size() == 2)
     expected.push_back(layout.getCols());
+  else if (layout.getRows() == 1)
+    expected = {layout.getCols()};
   else if (layout.getCols() != 1)
-    return op->emitOpError() << what << ": the layout of a row "
-                             << "vector has 1 column, got " << layout.getCols();
+    return op->emitOpError()
+           << what << ": the layout of a vector has 1 column (a row vector) "
+           << "or 1 row (a column vector), got " << layout.getRows() << "x"
+           << layout.getCols();
   if (shape != ArrayRef<int64_t>(expected))
     return op->emitOpError()
            << what << ": the tile's shape must be the layout's ("

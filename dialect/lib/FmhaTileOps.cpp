@@ -15,6 +15,11 @@ using namespace mlir;
 using namespace mlir::fmha;
 using namespace mlir::fmha::detail;
 
+/// Two static sizes that differ (a dynamic size matches anything).
+static bool clash(int64_t x, int64_t y) {
+  return !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y;
+}
+
 //===----------------------------------------------------------------------===//
 // Tile ops
 //===----------------------------------------------------------------------===//
@@ -57,21 +62,46 @@ LogicalResult TileQKOp::verify() {
                             "got "
                          << getMaskCoords().size();
   int64_t dq = dimOf(getQ(), 1), dk = dimOf(getK(), 1);
-  if (!ShapedType::isDynamic(dq) && !ShapedType::isDynamic(dk) && dq != dk)
+  if (clash(dq, dk))
     return emitOpError() << "'k' head dim (" << dk << ") must equal 'q' head "
                          << "dim (" << dq << ")";
+  // The scores' rows are the queries, or the keys when transposed.
+  int64_t rows = dimOf(getTransposed() ? getK() : getQ(), 0);
+  int64_t cols = dimOf(getTransposed() ? getQ() : getK(), 0);
+  if (clash(rows, dimOf(getS(), 0)) || clash(cols, dimOf(getS(), 1)))
+    return emitOpError() << "'s' must be " << rows << "x" << cols
+                         << (getTransposed() ? " (keys x queries)"
+                                             : " (queries x keys)")
+                         << ", got " << dimOf(getS(), 0) << "x"
+                         << dimOf(getS(), 1);
   return success();
 }
 
 LogicalResult TileFillOp::verify() { return verifyTileOperands(*this); }
-LogicalResult TileBwdProbsOp::verify() { return verifyTileOperands(*this); }
+/// The row vector `vec` of an op on the tile `tile` has one element per row
+/// of the tile, or per column when `transposed`.
+static LogicalResult verifyRowVector(Operation *op, Value tile, Value vec,
+                                     StringRef name, bool transposed) {
+  int64_t along = dimOf(tile, transposed ? 1 : 0);
+  if (!clash(along, dimOf(vec, 0)))
+    return success();
+  return op->emitOpError() << "'" << name << "' must have one element per "
+                           << (transposed ? "column" : "row") << " (" << along
+                           << "), got " << dimOf(vec, 0);
+}
+
+LogicalResult TileBwdProbsOp::verify() {
+  if (failed(verifyTileOperands(*this)))
+    return failure();
+  return verifyRowVector(*this, getS(), getLse(), "lse", getTransposed());
+}
 
 LogicalResult TileStoreOp::verify() {
   if (failed(verifyTileOperands(*this)))
     return failure();
   for (int64_t i = 0; i < 2; ++i) {
     int64_t a = dimOf(getSrc(), i), b = dimOf(getDst(), i);
-    if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
+    if (clash(a, b))
       return emitOpError() << "'dst' dim " << i << " (" << b
                            << ") must equal 'src' dim " << i << " (" << a
                            << ")";
@@ -86,9 +116,6 @@ LogicalResult TileMatmulOp::verify() {
   int64_t ka = dimOf(getA(), getTransposeA() ? 0 : 1);
   int64_t kb = dimOf(getB(), getTransposeB() ? 1 : 0);
   int64_t n = dimOf(getB(), getTransposeB() ? 0 : 1);
-  auto clash = [](int64_t x, int64_t y) {
-    return !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y;
-  };
   if (clash(ka, kb))
     return emitOpError() << "reduction sizes differ: " << ka << " in 'a', "
                          << kb << " in 'b'";
@@ -106,9 +133,6 @@ LogicalResult TileMatmulOp::verify() {
 LogicalResult TileRowDotOp::verify() {
   if (failed(verifyTileOperands(*this)))
     return failure();
-  auto clash = [](int64_t x, int64_t y) {
-    return !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y;
-  };
   if (clash(dimOf(getA(), 0), dimOf(getB(), 0)) ||
       clash(dimOf(getA(), 1), dimOf(getB(), 1)))
     return emitOpError() << "'a' and 'b' must have the same shape";
@@ -123,5 +147,5 @@ LogicalResult TileBwdDsOp::verify() {
   if (bool(getS()) != bool(getSoftcapAttr()))
     return emitOpError() << "takes the capped scores exactly when it has a "
                             "'softcap'";
-  return success();
+  return verifyRowVector(*this, getP(), getDsum(), "dsum", getTransposed());
 }

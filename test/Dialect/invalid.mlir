@@ -450,6 +450,38 @@ func.func @f(%a: memref<16x64xf32>, %o: memref<8xf32>) {
 
 // -----
 
+func.func @f(%q: memref<16x64xf16>, %k: memref<32x64xf16>, %s: memref<16x32xf32>) {
+  // expected-error @+1 {{'fmha.tile_qk' op 's' must be 32x16 (keys x queries), got 16x32}}
+  fmha.tile_qk %q, %k into %s transposed {scale = 1.0 : f32} : memref<16x64xf16>, memref<32x64xf16>, memref<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<16x64xf16>, %k: memref<32x64xf16>, %s: memref<32x16xf32>) {
+  // expected-error @+1 {{'fmha.tile_qk' op 's' must be 16x32 (queries x keys), got 32x16}}
+  fmha.tile_qk %q, %k into %s {scale = 1.0 : f32} : memref<16x64xf16>, memref<32x64xf16>, memref<32x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: tensor<16x32xf32>, %l: tensor<16xf32>) {
+  // expected-error @+1 {{'fmha.tile_bwd_probs' op 'lse' must have one element per column (32), got 16}}
+  %p = fmha.tile_bwd_probs %s, %l into %s transposed : tensor<16x32xf32>, tensor<16xf32>, tensor<16x32xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%p: memref<16x32xf32>, %d: memref<32xf32>) {
+  // expected-error @+1 {{'fmha.tile_bwd_ds' op 'dsum' must have one element per row (16), got 32}}
+  fmha.tile_bwd_ds %p, %d into %p : memref<16x32xf32>, memref<32xf32>, memref<16x32xf32>
+  return
+}
+
+// -----
+
 func.func @f(%p: memref<16x32xf32>, %d: memref<16xf32>) {
   // expected-error @+1 {{'fmha.tile_bwd_ds' op takes the capped scores exactly when it has a 'softcap'}}
   fmha.tile_bwd_ds %p, %d into %p {softcap = 5.0 : f32} : memref<16x32xf32>, memref<16xf32>, memref<16x32xf32>
@@ -561,7 +593,7 @@ func.func @f(%p: tensor<16x16xf32, "rows">, %v: tensor<16x64xf16>, %acc: tensor<
 // -----
 
 func.func @f(%m: tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, %acc: tensor<16x64xf32>) {
-  // expected-error @+1 {{'fmha.tile_init' op operand #0: the layout of a row vector has 1 column, got 8}}
+  // expected-error @+1 {{'fmha.tile_init' op operand #0: the layout of a vector has 1 column (a row vector) or 1 row (a column vector), got 16x8}}
   %i:3 = fmha.tile_init %m, %m, %acc : tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16x64xf32> -> tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16xf32, #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>>, tensor<16x64xf32>
   return
 }
@@ -617,7 +649,7 @@ func.func @f(%s: vector<8x16xf32>) {
 // -----
 
 func.func @f(%s: vector<16xf32>) {
-  // expected-error @+1 {{'fmha.to_layout' op source: the layout of a row vector has 1 column, got 8}}
+  // expected-error @+1 {{'fmha.to_layout' op source: the layout of a vector has 1 column (a row vector) or 1 row (a column vector), got 16x8}}
   %c = fmha.to_layout %s to layout(#fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>) : vector<16xf32>
   return
 }

@@ -154,6 +154,21 @@ func.func @backward_tile_ops_on_values(%q: tensor<64x64xbf16>, %s: tensor<64x64x
 
 // -----
 
+// The transposed form (keys as rows) of the dK/dV loop: S^T = K Q^T, and the
+// lse and Dsum along the columns.
+// CHECK-LABEL: func @transposed_tile_ops
+// CHECK: %[[ST:.+]] = fmha.tile_qk %{{.+}}, %{{.+}} into %{{.+}} transposed masked[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] {mask = #fmha.mask<"t">, scale = 1.250000e-01 : f32} : tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<32x64xf32> -> tensor<32x64xf32>
+// CHECK: %[[PT:.+]] = fmha.tile_bwd_probs %[[ST]], %{{.+}} into %{{.+}} transposed : tensor<32x64xf32>, tensor<64xf32>, tensor<32x64xf32> -> tensor<32x64xf32>
+// CHECK: fmha.tile_bwd_ds %[[PT]], %{{.+}} into %{{.+}} transposed : tensor<32x64xf32>, tensor<64xf32>, tensor<32x64xf32> -> tensor<32x64xf32>
+func.func @transposed_tile_ops(%q: tensor<64x64xbf16>, %k: tensor<32x64xbf16>, %s: tensor<32x64xf32>, %r: tensor<64xf32>, %i: index) -> tensor<32x64xf32> {
+  %st = fmha.tile_qk %q, %k into %s transposed masked[%i, %i, %i, %i] {mask = #fmha.mask<"t">, scale = 0.125 : f32} : tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<32x64xf32> -> tensor<32x64xf32>
+  %pt = fmha.tile_bwd_probs %st, %r into %s transposed : tensor<32x64xf32>, tensor<64xf32>, tensor<32x64xf32> -> tensor<32x64xf32>
+  %ds = fmha.tile_bwd_ds %pt, %r into %s transposed : tensor<32x64xf32>, tensor<64xf32>, tensor<32x64xf32> -> tensor<32x64xf32>
+  return %ds : tensor<32x64xf32>
+}
+
+// -----
+
 // Register tiles typed with their layout: mma.sync's accumulators of a 64 x 64
 // tile over 4 warps, and the row vector of their row maxima.
 // CHECK-LABEL: func @tile_ops_with_layouts

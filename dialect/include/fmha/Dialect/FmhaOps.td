@@ -274,13 +274,20 @@ def Fmha_TileQKOp : Fmha_TileDpsOp<"tile_qk"> {
     is given, scores of keys that `mask` (when given) hides from query
     `row0 + i` and of keys at or past Sk (key `col0 + j`; the padding of a
     static tile) become -inf; tiles without it need no element mask.
+
+    With `transposed`, `s` holds the same scores with the keys as rows:
+    `s[j, i]` is the score of query `i` against key `j` (S^T = K Q^T, the
+    form the backward's dK/dV loop takes so that P^T and dS^T come out with
+    the keys as rows); the mask coordinates keep their meaning.
   }];
   let arguments = (ins Fmha_ValueTile2D:$q, Fmha_ValueTile2D:$k,
                        Fmha_F32ValueTile2D:$s, Variadic<Index>:$maskCoords,
                        F32Attr:$scale, OptionalAttr<F32Attr>:$softcap,
-                       OptionalAttr<Fmha_MaskAttr>:$mask);
+                       OptionalAttr<Fmha_MaskAttr>:$mask,
+                       UnitAttr:$transposed);
   let assemblyFormat = [{
-    $q `,` $k `into` $s (`masked` `[` $maskCoords^ `]`)? attr-dict `:`
+    $q `,` $k `into` $s (`transposed` $transposed^)?
+      (`masked` `[` $maskCoords^ `]`)? attr-dict `:`
       type($q) `,` type($k) `,` type($s) (`->` type($results)^)?
   }];
   let extraClassDeclaration = [{
@@ -375,8 +382,9 @@ def Fmha_ToLayoutOp : Fmha_Op<"to_layout", [Pure,
   let description = [{
     The form of `fmha.convert_layout` on vectors, which carry no encoding:
     `result` is `source`, held in `layout` (a `#fmha.layout` of the vector's
-    shape; a row vector's layout has 1 column). `--fmha-vectorize-tiles`
-    anchors every tile it gives in the layout its tensor had, so that the
+    shape; a row vector's layout has 1 column, a column vector's 1 row).
+    `--fmha-vectorize-tiles` anchors every tile it gives in the layout its
+    tensor had, so that the
     distribution to lanes reads each tile's layout where it is defined, as
     IREE's `to_layout` anchors do. Where the source is anchored in another
     layout, this is a conversion.
@@ -519,12 +527,15 @@ def Fmha_TileBwdProbsOp : Fmha_TileDpsOp<"tile_bwd_probs"> {
   let summary = "Recompute the probabilities of a score tile from the lse";
   let description = [{
     `p[i, j] = exp(s[i, j] - lse[i])`, and 0 for a row with lse = -inf (no
-    visible key) or a hidden key (s = -inf). `p` is the out.
+    visible key) or a hidden key (s = -inf). `p` is the out. With
+    `transposed` (scores with the keys as rows, from a transposed
+    `fmha.tile_qk`) the lse runs along the columns: `p[j, i] = exp(s[j, i] -
+    lse[i])`.
   }];
   let arguments = (ins Fmha_F32ValueTile2D:$s, Fmha_F32ValueTile1D:$lse,
-                       Fmha_F32ValueTile2D:$p);
+                       Fmha_F32ValueTile2D:$p, UnitAttr:$transposed);
   let assemblyFormat = [{
-    $s `,` $lse `into` $p attr-dict `:` type($s) `,` type($lse) `,` type($p)
+    $s `,` $lse `into` $p (`transposed` $transposed^)? attr-dict `:` type($s) `,` type($lse) `,` type($p)
       (`->` type($results)^)?
   }];
   let extraClassDeclaration = [{
@@ -538,14 +549,17 @@ def Fmha_TileBwdDsOp : Fmha_TileDpsOp<"tile_bwd_ds"> {
     Over `dp` (the out, read and written): `dp[i, j] = p[i, j] * (dp[i, j] -
     dsum[i])`, times `1 - (s[i, j] / softcap)^2` (the derivative of
     `softcap * tanh(x / softcap)`, from the capped score `s`) when `softcap`
-    is given; 0 where p = 0.
+    is given; 0 where p = 0. With `transposed` (tiles with the keys as
+    rows) Dsum runs along the columns: `dp[j, i] = p[j, i] * (dp[j, i] -
+    dsum[i])`.
   }];
   let arguments = (ins Fmha_F32ValueTile2D:$p, Fmha_F32ValueTile1D:$dsum,
                        Optional<Fmha_F32ValueTile2D>:$s,
                        Fmha_F32ValueTile2D:$dp,
-                       OptionalAttr<F32Attr>:$softcap);
+                       OptionalAttr<F32Attr>:$softcap, UnitAttr:$transposed);
   let assemblyFormat = [{
-    $p `,` $dsum (`capped` $s^)? `into` $dp attr-dict `:` type($p) `,`
+    $p `,` $dsum (`capped` $s^)? `into` $dp (`transposed` $transposed^)?
+      attr-dict `:` type($p) `,`
       type($dsum) `,` type($dp) (`,` type($s)^)? (`->` type($results)^)?
   }];
   let extraClassDeclaration = [{
