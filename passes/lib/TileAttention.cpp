@@ -129,17 +129,19 @@ LogicalResult checkTileSizes(Operation *op,
 /// Scores of the q tile rows [r0, r1) against the kv tile keys [c0, c1) into
 /// `s`: the element mask only when the tile crosses a mask edge or, with
 /// `padded` (a static tile of keys [c0, c1) that may reach past Sk), the end
-/// of K. Returns the updated `s`.
+/// of K. With `transposed`, `s` takes the keys as rows (S^T = K Q^T).
+/// Returns the updated `s`.
 Value emitScores(OpBuilder &b, Location loc, const ScoreConfig &cfg, Value q,
                  Value k, Value s, Value r0, Value r1, Value c0, Value c1,
-                 bool padded) {
+                 bool padded, bool transposed) {
   auto emitQK = [&](OpBuilder &qb, bool masked) {
     SmallVector<Value> coords;
     if (masked)
       coords = {r0, c0, cfg.sq, cfg.sk};
     auto op =
         TileQKOp::create(qb, loc, resultTypesFor(s), q, k, s, coords, cfg.scale,
-                         cfg.softcap, masked ? cfg.maskAttr : MaskAttr());
+                         cfg.softcap, masked ? cfg.maskAttr : MaskAttr(),
+                         transposed ? qb.getUnitAttr() : UnitAttr());
     return updatedOuts(op).front();
   };
   if (cfg.mask.isNone() && !padded)

@@ -18,7 +18,12 @@
 // past the edges of Sq and Sk and to the next power of two of the head dims,
 // the lse with +inf so that padded rows have P = 0): each loop an scf.forall
 // whose shared outs are Dsum, dK and dV, or dQ, the accumulators carried by
-// the loops; dQ is always recomputed (no atomics on values).
+// the loops; dQ is always recomputed (no atomics on values). The dK/dV loop
+// computes its tiles transposed (S^T = K Q^T, P^T, dP^T = V dO^T, dS^T: the
+// keys as rows, FlashAttention-3's swapped products), so that every product
+// of both loops is A B^T or A B with its rows in the loop's own tile: dV +=
+// P^T dO and dK += dS^T Q take P^T and dS^T as they come, as the forward's
+// O += P V takes P.
 //
 //===----------------------------------------------------------------------===//
 
@@ -200,21 +205,32 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
   };
   /// P and dS of one (q tile, kv tile) pair: the scores (the element mask on
   /// tiles that cross a mask edge or Sk), P from the lse, dP = dO V^T and
-  /// dS = P (dP - Dsum).
-  auto gradTile = [&](OpBuilder &b, const QTile &t, const KvTile &kv) {
+  /// dS = P (dP - Dsum). `transposed` gives P^T and dS^T instead (keys as
+  /// rows: S^T = K Q^T, dP^T = V dO^T), the form whose rows are the dK/dV
+  /// loop's (the rows of dV += P^T dO and dK += dS^T Q).
+  auto gradTile = [&](OpBuilder &b, const QTile &t, const KvTile &kv,
+                      bool transposed) {
     IndexMath m{b, loc};
-    Value s = emitScores(b, loc, pb.scores, t.q, kv.k, empty(b, {bm, bn}, f32),
+    SmallVector<int64_t> shape = transposed ? SmallVector<int64_t>{bn, bm}
+                                            : SmallVector<int64_t>{bm, bn};
+    UnitAttr transposedAttr = transposed ? b.getUnitAttr() : UnitAttr();
+    Value s = emitScores(b, loc, pb.scores, t.q, kv.k, empty(b, shape, f32),
                          t.r0, t.r1, kv.c0, m.add(kv.c0, m.c(bn)),
-                         /*padded=*/true);
-    Value pInit = empty(b, {bm, bn}, f32);
+                         /*padded=*/true, transposed);
+    Value pInit = empty(b, shape, f32);
     Value p = TileBwdProbsOp::create(b, loc, TypeRange{pInit.getType()}, s,
-                                     t.lse, pInit)
+                                     t.lse, pInit, transposedAttr)
                   ->getResult(0);
-    Value dp = matmul(b, t.dout, kv.v, empty(b, {bm, bn}, f32), pb.one,
-                      /*transposeA=*/false, /*transposeB=*/true,
-                      /*accumulate=*/false);
+    Value dp = transposed
+                   ? matmul(b, kv.v, t.dout, empty(b, shape, f32), pb.one,
+                            /*transposeA=*/false, /*transposeB=*/true,
+                            /*accumulate=*/false)
+                   : matmul(b, t.dout, kv.v, empty(b, shape, f32), pb.one,
+                            /*transposeA=*/false, /*transposeB=*/true,
+                            /*accumulate=*/false);
     Value ds = TileBwdDsOp::create(b, loc, TypeRange{dp.getType()}, p, t.dsum,
-                                   pb.softcap ? s : Value(), dp, pb.softcap)
+                                   pb.softcap ? s : Value(), dp, pb.softcap,
+                                   transposedAttr)
                    ->getResult(0);
     return std::make_pair(p, ds);
   };
@@ -263,14 +279,14 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
                   hb, loc, qb.begin, qb.end, pb.oneIndex, accs,
                   [&](OpBuilder &qb2, Location, Value qt, ValueRange acc) {
                     QTile t = qTileAt(qb2, dsum, bi, h, qt);
-                    auto [p, ds] = gradTile(qb2, t, kv);
+                    auto [pT, dsT] = gradTile(qb2, t, kv, /*transposed=*/true);
                     // dV += P^T dO; dK += scale dS^T Q.
-                    Value dvAcc = matmul(qb2, p, t.dout, acc[1], pb.one,
-                                         /*transposeA=*/true,
+                    Value dvAcc = matmul(qb2, pT, t.dout, acc[1], pb.one,
+                                         /*transposeA=*/false,
                                          /*transposeB=*/false,
                                          /*accumulate=*/true);
-                    Value dkAcc = matmul(qb2, ds, t.q, acc[0], pb.scale,
-                                         /*transposeA=*/true,
+                    Value dkAcc = matmul(qb2, dsT, t.q, acc[0], pb.scale,
+                                         /*transposeA=*/false,
                                          /*transposeB=*/false,
                                          /*accumulate=*/true);
                     scf::YieldOp::create(qb2, loc, ValueRange{dkAcc, dvAcc});
@@ -300,7 +316,7 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
               b, loc, lb, ub, pb.oneIndex, acc,
               [&](OpBuilder &lb2, Location, Value kt, ValueRange in) {
                 KvTile kv = kvTileAt(lb2, bi, kvHead, kt);
-                Value ds = gradTile(lb2, t, kv).second;
+                Value ds = gradTile(lb2, t, kv, /*transposed=*/false).second;
                 // dQ += scale dS K.
                 scf::YieldOp::create(lb2, loc,
                                      matmul(lb2, ds, kv.k, in[0], pb.scale,

@@ -60,10 +60,11 @@ struct ScoreConfig {
 /// Scores of the q tile rows [r0, r1) against the kv tile keys [c0, c1) into
 /// `s`: the element mask only when the tile crosses a mask edge or, with
 /// `padded` (a static tile of keys [c0, c1) that may reach past Sk), the end
-/// of K. Returns the updated `s`.
+/// of K. With `transposed`, `s` takes the keys as rows (S^T = K Q^T).
+/// Returns the updated `s`.
 Value emitScores(OpBuilder &b, Location loc, const ScoreConfig &cfg, Value q,
                  Value k, Value s, Value r0, Value r1, Value c0, Value c1,
-                 bool padded = false);
+                 bool padded = false, bool transposed = false);
 
 /// A static tile of `tileRows` x the next power of two of `cols` columns:
 /// the slice `source[offsets][extent rows, cols]` (rank 4, BHSD) padded with

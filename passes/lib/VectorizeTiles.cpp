@@ -119,6 +119,17 @@ struct VectorMath {
     return vector::BroadcastOp::create(
         b, loc, type.clone(rowType.getElementType()), shaped);
   }
+  /// A column vector (cols) down the rows of `type` (rows x cols).
+  Value cols(Value col, VectorType type) {
+    auto colType = llvm::cast<VectorType>(col.getType());
+    return vector::BroadcastOp::create(
+        b, loc, type.clone(colType.getElementType()), col);
+  }
+  /// `vec` (one element per query) over the tile `type`: along its rows, or
+  /// along its columns when the tile is transposed (keys as rows).
+  Value perQuery(Value vec, VectorType type, bool transposed) {
+    return transposed ? cols(vec, type) : rows(vec, type);
+  }
   /// The reduction of a rows x cols tile along its columns into `acc`.
   Value reduceRows(Value tile, Value acc, vector::CombiningKind kind) {
     return vector::MultiDimReductionOp::create(
@@ -356,8 +367,12 @@ struct TileVectorizer {
     Location loc = op.getLoc();
     VectorMath vm{b, loc};
     VectorType type = vectorTypeOf(op.getS().getType());
-    Value s = vm.contract(vs[0], vs[1], vm.splat(type, 0),
-                          /*bTransposed=*/true);
+    const bool transposed = op.getTransposed();
+    // S = Q K^T, or S^T = K Q^T.
+    Value s = transposed ? vm.contract(vs[1], vs[0], vm.splat(type, 0),
+                                       /*bTransposed=*/true)
+                         : vm.contract(vs[0], vs[1], vm.splat(type, 0),
+                                       /*bTransposed=*/true);
     // A padded head dim: the products stop at the last column of D.
     markReductionExtent(b, s, {op.getQ(), op.getK()});
     s = vm.mul(s, vm.splat(type, op.getScale().convertToDouble()));
@@ -377,17 +392,20 @@ struct TileVectorizer {
           b, loc, VectorType::get({rows}, b.getIndexType()));
       Value colIds = vector::StepOp::create(
           b, loc, VectorType::get({cols}, b.getIndexType()));
+      // The query and key of each element: rows and columns, swapped when
+      // transposed.
       Value row = arith::AddIOp::create(b, loc, vm.rows(rowIds, index),
-                                        splat(coords[0]));
-      Value col = arith::AddIOp::create(
-          b, loc, vector::BroadcastOp::create(b, loc, index, colIds),
-          splat(coords[1]));
+                                        splat(coords[transposed ? 1 : 0]));
+      Value col = arith::AddIOp::create(b, loc, vm.cols(colIds, index),
+                                        splat(coords[transposed ? 0 : 1]));
+      Value query = transposed ? col : row, key = transposed ? row : col;
       Value sk = splat(coords[3]);
       ::fmha::MaskSpec mask =
           op.getMaskAttr() ? op.getMaskAttr().getSpec() : ::fmha::MaskSpec{};
-      Value visible = emitVisible(b, loc, mask, row, col, splat(coords[2]), sk);
+      Value visible =
+          emitVisible(b, loc, mask, query, key, splat(coords[2]), sk);
       Value inK =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, col, sk);
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, sk);
       visible = arith::AndIOp::create(b, loc, visible, inK);
       s = vm.select(visible, s, vm.negInf(type));
     }
@@ -520,10 +538,12 @@ struct TileVectorizer {
     Value s = vs[0], lse = vs[1];
     auto tile = cast<VectorType>(s.getType());
     auto row = cast<VectorType>(lse.getType());
+    const bool transposed = op.getTransposed();
     Value none = vm.cmp(arith::CmpFPredicate::OEQ, lse, vm.negInf(row));
-    Value p = vm.exp(vm.sub(s, vm.rows(lse, tile)));
+    Value p = vm.exp(vm.sub(s, vm.perQuery(lse, tile, transposed)));
     return replaceTileOp(
-        b, op, {vm.select(vm.rows(none, tile), vm.splat(tile, 0), p)});
+        b, op,
+        {vm.select(vm.perQuery(none, tile, transposed), vm.splat(tile, 0), p)});
   }
 
   /// dS = P (dP - Dsum) [(1 - (s / cap)^2)], 0 where P = 0.
@@ -532,7 +552,8 @@ struct TileVectorizer {
     VectorMath vm{b, op.getLoc()};
     Value p = vs[0], dsum = vs[1], dp = vs.back();
     auto tile = cast<VectorType>(p.getType());
-    Value ds = vm.mul(p, vm.sub(dp, vm.rows(dsum, tile)));
+    Value ds =
+        vm.mul(p, vm.sub(dp, vm.perQuery(dsum, tile, op.getTransposed())));
     if (std::optional<APFloat> cap = op.getSoftcap()) {
       Value t = vm.mul(vs[2], vm.splat(tile, 1.0 / cap->convertToDouble()));
       ds = vm.mul(ds, vm.sub(vm.splat(tile, 1.0), vm.mul(t, t)));

@@ -4,7 +4,7 @@
 // The backward with static tiles on values (GQA 4:2, D 48 padded to 64, Dv
 // 32, a bottom-right window with sinks and a softcap): three scf.forall,
 // Dsum per (b, hq, q tile); dK and dV per (b, hk, kv tile), carried by the
-// group loop and the q loop; dQ per (b, hq, q tile) over the sink and window
+// group loop and the q loop, on tiles with the keys as rows; dQ per (b, hq, q tile) over the sink and window
 // kv loops (no atomics). The lse pads with +inf (P = 0 on rows past Sq).
 // CHECK-LABEL: func @bwd
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x4x?x48xbf16>, %[[K:[^:]+]]: tensor<?x2x?x48xbf16>, %[[V:[^:]+]]: tensor<?x2x?x32xbf16>, %[[O:[^:]+]]: tensor<?x4x?x32xbf16>, %[[L:[^:]+]]: tensor<?x4x?xf32>, %[[DO:[^:]+]]: tensor<?x4x?x32xbf16>, %[[DQ:[^:]+]]: tensor<?x4x?x48xbf16>, %[[DK:[^:]+]]: tensor<?x2x?x48xbf16>, %[[DV:[^:]+]]: tensor<?x2x?x32xbf16>)
@@ -34,14 +34,17 @@
 // CHECK:       tensor.pad
 // CHECK:         tensor.yield %[[INF]] : f32
 // CHECK:       tensor.extract_slice %[[DSUM]]
+// The dK/dV loop's tiles are transposed (keys as rows): S^T = K Q^T with
+// the mask's coordinates as given, P^T and dS^T with the lse and Dsum along
+// the columns, dP^T = V dO^T, and dV += P^T dO, dK += dS^T Q untransposed.
 // CHECK:       %[[S:.+]] = scf.if
-// CHECK:         fmha.tile_qk
-// CHECK:         fmha.tile_qk {{.+}} masked
-// CHECK:       %[[P:.+]] = fmha.tile_bwd_probs %[[S]]
-// CHECK:       %[[DP:.+]] = fmha.tile_matmul {{.+}} {alpha = 1.000000e+00 : f32, transpose_b} : tensor<32x32xbf16>, tensor<16x32xbf16>, tensor<32x16xf32> -> tensor<32x16xf32>
-// CHECK:       %[[DSC:.+]] = fmha.tile_bwd_ds %[[P]], %{{.+}} capped %[[S]] into %[[DP]] {softcap = 2.000000e+01 : f32}
-// CHECK:       %[[NV:.+]] = fmha.tile_matmul %[[P]], %{{.+}} into %[[AV]] {accumulate, alpha = 1.000000e+00 : f32, transpose_a} : {{.+}} -> tensor<16x32xf32>
-// CHECK:       %[[NK:.+]] = fmha.tile_matmul %[[DSC]], %{{.+}} into %[[AK]] {accumulate, alpha = 0.144337565 : f32, transpose_a} : {{.+}} -> tensor<16x64xf32>
+// CHECK:         fmha.tile_qk %[[QT:.+]], %[[KT:.+]] into %{{.+}} transposed {scale = {{.+}}} : tensor<32x64xbf16>, tensor<16x64xbf16>, tensor<16x32xf32>
+// CHECK:         fmha.tile_qk %[[QT]], %[[KT]] into %{{.+}} transposed masked[%{{.+}}, %[[C0]], %{{.+}}, %{{.+}}] {{.+}} -> tensor<16x32xf32>
+// CHECK:       %[[P:.+]] = fmha.tile_bwd_probs %[[S]], %{{.+}} into %{{.+}} transposed : tensor<16x32xf32>, tensor<32xf32>
+// CHECK:       %[[DP:.+]] = fmha.tile_matmul %{{.+}}, %[[DOQ:.+]] into %{{.+}} {alpha = 1.000000e+00 : f32, transpose_b} : tensor<16x32xbf16>, tensor<32x32xbf16>, tensor<16x32xf32> -> tensor<16x32xf32>
+// CHECK:       %[[DSC:.+]] = fmha.tile_bwd_ds %[[P]], %{{.+}} capped %[[S]] into %[[DP]] transposed {softcap = 2.000000e+01 : f32}
+// CHECK:       %[[NV:.+]] = fmha.tile_matmul %[[P]], %[[DOQ]] into %[[AV]] {accumulate, alpha = 1.000000e+00 : f32} : tensor<16x32xf32>, tensor<32x32xbf16>, tensor<16x32xf32> -> tensor<16x32xf32>
+// CHECK:       %[[NK:.+]] = fmha.tile_matmul %[[DSC]], %[[QT]] into %[[AK]] {accumulate, alpha = 0.144337565 : f32} : tensor<16x32xf32>, tensor<32x64xbf16>, tensor<16x64xf32> -> tensor<16x64xf32>
 // CHECK:       scf.yield %[[NK]], %[[NV]]
 // CHECK:     } {fmha.q_loop}
 // CHECK:   } {fmha.group_loop}
@@ -68,7 +71,7 @@
 // One-Shot Bufferize turns it into the tile ops on buffers.
 // BUF-LABEL: func @bwd
 // BUF: fmha.tile_row_dot %{{.+}}, %{{.+}} into %{{.+}} : memref<32x32xbf16>, memref<32x32xbf16>, memref<32xf32>
-// BUF: fmha.tile_matmul %{{.+}}, %{{.+}} into %{{.+}} {accumulate, alpha = 1.000000e+00 : f32, transpose_a} : memref<32x16xf32>, memref<32x32xbf16>, memref<16x32xf32>
+// BUF: fmha.tile_matmul %{{.+}}, %{{.+}} into %{{.+}} {accumulate, alpha = 1.000000e+00 : f32} : memref<16x32xf32>, memref<32x32xbf16>, memref<16x32xf32>
 // BUF: fmha.tile_store %{{.+}} into %{{.+}} : memref<16x64xf32>, memref<16x64xbf16>
 // BUF: memref.dealloc
 // BUF-NOT: -> tensor<

@@ -1,16 +1,17 @@
 // RUN: fmha-opt %s --fmha-tile-attention="block-m=32 block-n=16 static-tiles=1" --fmha-vectorize-tiles -cse | FileCheck %s
 
-// The backward's static tiles as vectors (D 48 padded to 64, Dv 32 padded
-// to 64 for dO V^T's reduction, a softcap): Dsum a row sum of products;
-// P = exp(s - lse) but 0 on rows with lse = -inf; dP = dO V^T and the scores
-// stop at the real head dims (fmha.k_extent); dS = P (dP - Dsum) (1 - (s /
-// cap)^2), 0 where P = 0; dV += P^T dO fused into its accumulator with P in
-// dO's element type; dK += scale dS^T Q through a product into 0, then the
-// scale and the sum; the tiles written back as vector.transfer_write.
+// The backward's static tiles as vectors (D 48 padded to 64, Dv 40 padded
+// to 64 for dO V^T's reduction, a softcap): Dsum a row sum of products. In
+// the dK/dV loop the tiles have the keys as rows: S^T = K Q^T, P^T = exp(s -
+// lse) with the lse broadcast down the columns, 0 on columns with lse =
+// -inf; dP^T = V dO^T and the scores stop at the real head dims
+// (fmha.k_extent); dS^T = P^T (dP^T - Dsum) (1 - (s / cap)^2), 0 where P = 0;
+// dV += P^T dO fused into its accumulator with P^T in dO's element type; dK
+// += scale dS^T Q through a product into 0, then the scale and the sum; the
+// tiles written back as vector.transfer_write.
 // CHECK-DAG: #[[A:.+]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK-DAG: #[[BT:.+]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-DAG: #[[C:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
-// CHECK-DAG: #[[AT:.+]] = affine_map<(d0, d1, d2) -> (d2, d0)>
 // CHECK-DAG: #[[B:.+]] = affine_map<(d0, d1, d2) -> (d2, d1)>
 // CHECK-LABEL: func @bwd
 // CHECK: scf.forall
@@ -31,19 +32,27 @@
 // CHECK:       %[[LSE:.+]] = vector.transfer_read {{.+}} : tensor<?xf32>, vector<32xf32>
 // CHECK:       %[[DSUM:.+]] = vector.transfer_read {{.+}} : tensor<?xf32>, vector<32xf32>
 // CHECK:       %[[S:.+]] = scf.if
-// CHECK:         vector.contract {indexing_maps = [#[[A]], #[[BT]], #[[C]]], {{.+}}} %[[Q]], %[[K]], %{{.+}} {fmha.k_extent = 48 : i64}
+// CHECK:         vector.contract {indexing_maps = [#[[A]], #[[BT]], #[[C]]], {{.+}}} %[[K]], %[[Q]], %{{.+}} {fmha.k_extent = 48 : i64} : vector<16x64xbf16>, vector<32x64xbf16> into vector<16x32xf32>
+// The mask of the transposed scores: keys down the rows, queries along the
+// columns.
+// CHECK:         %[[KEYS:.+]] = vector.broadcast %{{.+}} : vector<16x1xindex> to vector<16x32xindex>
+// CHECK:         %[[QIDS:.+]] = vector.broadcast %{{.+}} : vector<32xindex> to vector<16x32xindex>
 // CHECK:       %[[NONE:.+]] = arith.cmpf oeq, %[[LSE]], %{{.+}} : vector<32xf32>
-// CHECK:       %[[E:.+]] = math.exp
-// CHECK:       %[[P:.+]] = arith.select %{{.+}}, %{{.+}}, %[[E]] : vector<32x16xi1>, vector<32x16xf32>
-// CHECK:       %[[DP:.+]] = vector.contract {indexing_maps = [#[[A]], #[[BT]], #[[C]]], {{.+}}} %[[DOT]], %[[V]], %{{.+}} {fmha.k_extent = 40 : i64}
-// CHECK:       %[[DIFF:.+]] = arith.subf %[[DP]]
+// CHECK:       %[[LSEC:.+]] = vector.broadcast %[[LSE]] : vector<32xf32> to vector<16x32xf32>
+// CHECK:       %[[SL:.+]] = arith.subf %[[S]], %[[LSEC]]
+// CHECK:       %[[E:.+]] = math.exp %[[SL]]
+// CHECK:       %[[NONEC:.+]] = vector.broadcast %[[NONE]] : vector<32xi1> to vector<16x32xi1>
+// CHECK:       %[[P:.+]] = arith.select %[[NONEC]], %{{.+}}, %[[E]] : vector<16x32xi1>, vector<16x32xf32>
+// CHECK:       %[[DP:.+]] = vector.contract {indexing_maps = [#[[A]], #[[BT]], #[[C]]], {{.+}}} %[[V]], %[[DOT]], %{{.+}} {fmha.k_extent = 40 : i64} : vector<16x64xbf16>, vector<32x64xbf16> into vector<16x32xf32>
+// CHECK:       %[[DSUMC:.+]] = vector.broadcast %[[DSUM]] : vector<32xf32> to vector<16x32xf32>
+// CHECK:       %[[DIFF:.+]] = arith.subf %[[DP]], %[[DSUMC]]
 // CHECK:       arith.mulf %[[P]], %[[DIFF]]
-// CHECK:       %[[HID:.+]] = arith.cmpf oeq, %[[P]], %{{.+}} : vector<32x16xf32>
+// CHECK:       %[[HID:.+]] = arith.cmpf oeq, %[[P]], %{{.+}} : vector<16x32xf32>
 // CHECK:       %[[DS:.+]] = arith.select %[[HID]]
-// CHECK:       %[[PB:.+]] = arith.truncf %[[P]] : vector<32x16xf32> to vector<32x16xbf16>
-// CHECK:       %[[NV:.+]] = vector.contract {indexing_maps = [#[[AT]], #[[B]], #[[C]]], {{.+}}} %[[PB]], %[[DOT]], %[[DV]] : vector<32x16xbf16>, vector<32x64xbf16> into vector<16x64xf32>
-// CHECK:       %[[DSB:.+]] = arith.truncf %[[DS]] : vector<32x16xf32> to vector<32x16xbf16>
-// CHECK:       %[[PK:.+]] = vector.contract {indexing_maps = [#[[AT]], #[[B]], #[[C]]], {{.+}}} %[[DSB]], %[[Q]], %{{.+}} : vector<32x16xbf16>, vector<32x64xbf16> into vector<16x64xf32>
+// CHECK:       %[[PB:.+]] = arith.truncf %[[P]] : vector<16x32xf32> to vector<16x32xbf16>
+// CHECK:       %[[NV:.+]] = vector.contract {indexing_maps = [#[[A]], #[[B]], #[[C]]], {{.+}}} %[[PB]], %[[DOT]], %[[DV]] : vector<16x32xbf16>, vector<32x64xbf16> into vector<16x64xf32>
+// CHECK:       %[[DSB:.+]] = arith.truncf %[[DS]] : vector<16x32xf32> to vector<16x32xbf16>
+// CHECK:       %[[PK:.+]] = vector.contract {indexing_maps = [#[[A]], #[[B]], #[[C]]], {{.+}}} %[[DSB]], %[[Q]], %{{.+}} : vector<16x32xbf16>, vector<32x64xbf16> into vector<16x64xf32>
 // CHECK:       %[[SK:.+]] = arith.mulf %[[PK]], %{{.+}} : vector<16x64xf32>
 // CHECK:       %[[NK:.+]] = arith.addf %[[DK]], %[[SK]] : vector<16x64xf32>
 // CHECK:       scf.yield %[[NK]], %[[NV]]

@@ -95,11 +95,16 @@ struct TileQKLowering : OpRewritePattern<TileQKOp> {
           rewriter, loc, lb.idx(0),
           arith::MinSIOp::create(rewriter, loc, cols, left));
     }
+    // Score (i, j) of query i and key j sits at s[j, i] when transposed.
+    auto at = [&](Value i, Value j) {
+      return op.getTransposed() ? SmallVector<Value>{j, i}
+                                : SmallVector<Value>{i, j};
+    };
     lb.forEach(lb.dim(q, 0), [&](LoopBuilder &row, Value i) {
       if (masked)
         row.forEach(
             cols,
-            [&](LoopBuilder &col, Value j) { col.store(negInf, s, {i, j}); },
+            [&](LoopBuilder &col, Value j) { col.store(negInf, s, at(i, j)); },
             keysInK);
       row.forEach(keysInK, [&](LoopBuilder &col, Value j) {
         Value dot = col.reduce(
@@ -120,7 +125,7 @@ struct TileQKLowering : OpRewritePattern<TileQKOp> {
               emitVisible(col.b, loc, mask, gi, gj, coords[2], coords[3]);
           x = arith::SelectOp::create(col.b, loc, vis, x, negInf);
         }
-        col.store(x, s, {i, j});
+        col.store(x, s, at(i, j));
       });
     });
     rewriter.eraseOp(op);
@@ -378,11 +383,20 @@ struct TileBwdProbsLowering : OpRewritePattern<TileBwdProbsOp> {
     LoopBuilder lb{rewriter, loc};
     Value s = op.getS(), p = op.getP();
     Value zero = lb.f32(0.0), negInf = lb.negInf();
-    lb.forEach(lb.dim(s, 0), [&](LoopBuilder &row, Value i) {
-      Value lse = row.load(op.getLse(), i);
-      Value empty = arith::CmpFOp::create(row.b, loc, arith::CmpFPredicate::OEQ,
+    // The lse of the query of (i, j): row i's, or column j's when transposed.
+    bool transposed = op.getTransposed();
+    auto lseOf = [&](LoopBuilder &at, Value index) {
+      Value lse = at.load(op.getLse(), index);
+      Value empty = arith::CmpFOp::create(at.b, loc, arith::CmpFPredicate::OEQ,
                                           lse, negInf);
+      return std::make_pair(lse, empty);
+    };
+    lb.forEach(lb.dim(s, 0), [&](LoopBuilder &row, Value i) {
+      std::pair<Value, Value> rowLse;
+      if (!transposed)
+        rowLse = lseOf(row, i);
       row.forEach(row.dim(s, 1), [&](LoopBuilder &col, Value j) {
+        auto [lse, empty] = transposed ? lseOf(col, j) : rowLse;
         Value e =
             math::ExpOp::create(col.b, loc, col.sub(col.load(s, {i, j}), lse));
         col.store(arith::SelectOp::create(col.b, loc, empty, zero, e), p,
@@ -404,9 +418,11 @@ struct TileBwdDsLowering : OpRewritePattern<TileBwdDsOp> {
     Value zero = lb.f32(0.0), one = lb.f32(1.0), invCap;
     if (std::optional<APFloat> cap = op.getSoftcap())
       invCap = lb.f32(1.0 / cap->convertToDouble());
+    bool transposed = op.getTransposed();
     lb.forEach(lb.dim(p, 0), [&](LoopBuilder &row, Value i) {
-      Value dsum = row.load(op.getDsum(), i);
+      Value rowDsum = transposed ? Value() : row.load(op.getDsum(), i);
       row.forEach(row.dim(p, 1), [&](LoopBuilder &col, Value j) {
+        Value dsum = transposed ? col.load(op.getDsum(), j) : rowDsum;
         Value pij = col.load(p, {i, j});
         Value ds = col.mul(pij, col.sub(col.load(dp, {i, j}), dsum));
         if (s) {
