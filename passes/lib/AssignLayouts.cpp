@@ -1,4 +1,4 @@
-//===- AssignLayouts.cpp - Register layouts of the forward's tiles --------===//
+//===- AssignLayouts.cpp - Register layouts of the attention's tiles ------===//
 //
 // Part of the FMHA project.
 //
@@ -14,6 +14,15 @@
 //   v               B of O, every warp the whole tile
 //   s, acc, o       C, each warp a band of rows
 //   m, l, lse       the row slice of C (a row's value where its row lives)
+//
+// The backward's tiles take the same roles in its products: dP = dO V^T and
+// the dQ loop's scores like S (A, B transposed, C), dQ += dS K like O += P V
+// (dS the A operand), Dsum's operands, fills and stores C, the lse and Dsum
+// the row slice. The dK/dV loop's tiles are transposed (keys as rows): S^T =
+// K Q^T and dP^T = V dO^T take k and v as A and q and dO as B transposed,
+// dV += P^T dO and dK += dS^T Q take P^T and dS^T as A and dO and q as B,
+// and the lse and Dsum, one value a query, are the column slice of C. A
+// product that reads its `a` transposed has no layout (a diagnostic).
 //
 // The pass walks the function in order: a tile op's `tensor.empty` outs are
 // rebuilt in their layout, any other operand in another layout (q, k and v
@@ -35,6 +44,7 @@
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::fmha {
 #define GEN_PASS_DEF_FMHAASSIGNLAYOUTSPASS
@@ -50,22 +60,56 @@ using ::fmha::WarpSplit;
 namespace {
 
 /// What a tile is to the matrix instruction.
-enum class Role { A, BTransposed, B, C, Row };
+enum class Role { A, BTransposed, B, C, Row, Col };
 
-/// The roles of a forward tile op's tensor operands, in order; empty for
-/// other ops.
+/// The roles of a tile op's tensor operands, in order; empty for other ops.
 SmallVector<Role> rolesOf(Operation *op) {
-  if (isa<TileInitOp>(op))
-    return {Role::Row, Role::Row, Role::C};
-  if (isa<TileQKOp>(op))
-    return {Role::A, Role::BTransposed, Role::C};
-  if (isa<TileSoftmaxOp>(op))
-    return {Role::C, Role::Row, Role::Row, Role::C};
-  if (isa<TilePVOp>(op))
-    return {Role::A, Role::B, Role::C};
-  if (isa<TileFinalizeOp>(op))
-    return {Role::Row, Role::Row, Role::C, Role::C, Role::Row};
-  return {};
+  // The backward's per-query vectors run along the columns of its transposed
+  // tiles (keys as rows).
+  auto perQuery = [](bool transposed) {
+    return transposed ? Role::Col : Role::Row;
+  };
+  return TypeSwitch<Operation *, SmallVector<Role>>(op)
+      .Case([](TileInitOp) {
+        return SmallVector<Role>{Role::Row, Role::Row, Role::C};
+      })
+      // S^T = K Q^T: k is A and q is B.
+      .Case([](TileQKOp qk) {
+        return qk.getTransposed()
+                   ? SmallVector<Role>{Role::BTransposed, Role::A, Role::C}
+                   : SmallVector<Role>{Role::A, Role::BTransposed, Role::C};
+      })
+      .Case([](TileSoftmaxOp) {
+        return SmallVector<Role>{Role::C, Role::Row, Role::Row, Role::C};
+      })
+      .Case(
+          [](TilePVOp) { return SmallVector<Role>{Role::A, Role::B, Role::C}; })
+      .Case([](TileFinalizeOp) {
+        return SmallVector<Role>{Role::Row, Role::Row, Role::C, Role::C,
+                                 Role::Row};
+      })
+      .Case([](TileFillOp) { return SmallVector<Role>{Role::C}; })
+      .Case([](TileStoreOp) { return SmallVector<Role>{Role::C, Role::C}; })
+      // The caller refuses a transposed a (no fragment holds A^T).
+      .Case([](TileMatmulOp mm) {
+        return SmallVector<Role>{
+            Role::A, mm.getTransposeB() ? Role::BTransposed : Role::B, Role::C};
+      })
+      .Case([](TileRowDotOp) {
+        return SmallVector<Role>{Role::C, Role::C, Role::Row};
+      })
+      .Case([&](TileBwdProbsOp pr) {
+        return SmallVector<Role>{Role::C, perQuery(pr.getTransposed()),
+                                 Role::C};
+      })
+      .Case([&](TileBwdDsOp ds) {
+        SmallVector<Role> roles = {Role::C, perQuery(ds.getTransposed())};
+        if (ds.getS())
+          roles.push_back(Role::C);
+        roles.push_back(Role::C);
+        return roles;
+      })
+      .Default([](Operation *) { return SmallVector<Role>{}; });
 }
 
 std::optional<MmaInstruction> instructionNamed(StringRef key) {
@@ -132,6 +176,12 @@ struct LayoutAssigner {
       break;
     case Role::Row:
       layout = rowSlice(tileFragments(instr.c, rows, instr.n, warps, &error));
+      break;
+    case Role::Col:
+      // The columns of a C tile of the rows the warps split (a vector of
+      // `rows` elements along them).
+      layout = colSlice(
+          tileFragments(instr.c, instr.m * warps, rows, warps, &error));
       break;
     }
     if (!error.empty()) {
@@ -229,6 +279,13 @@ struct LayoutAssigner {
     SmallVector<tensor::EmptyOp> empties;
     root->walk([&](tensor::EmptyOp empty) { empties.push_back(empty); });
     WalkResult walk = root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (auto mm = dyn_cast<TileMatmulOp>(op); mm && mm.getTransposeA()) {
+        op->emitOpError()
+            << "reads its 'a' transposed: no fragment layout holds A^T (tile "
+               "the backward on values, whose dK/dV loop has its tiles "
+               "transposed)";
+        return WalkResult::interrupt();
+      }
       SmallVector<Role> roles = rolesOf(op);
       if (!roles.empty())
         return failed(assignTileOp(op, roles)) ? WalkResult::interrupt()

@@ -237,18 +237,33 @@ LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
                       warpBases);
 }
 
-LinearLayout rowSlice(const LinearLayout &tile) {
-  auto rowsOnly = [](const std::vector<TileCoord> &bases, bool dropColumns) {
+/// The slice of `tile` along one of its dims (`keepRows`: the rows, else the
+/// columns): register bases that move along the other dim alone dropped, the
+/// other dim's part of every basis cleared.
+static LinearLayout sliceAlong(const LinearLayout &tile, bool keepRows) {
+  auto keep = [&](const std::vector<TileCoord> &bases, bool dropOthers) {
     std::vector<TileCoord> out;
-    for (TileCoord basis : bases)
-      if (!dropColumns || basis.row != 0)
-        out.push_back({basis.row, 0});
+    for (TileCoord basis : bases) {
+      TileCoord kept =
+          keepRows ? TileCoord{basis.row, 0} : TileCoord{0, basis.col};
+      if (!dropOthers || kept.row != 0 || kept.col != 0)
+        out.push_back(kept);
+    }
     return out;
   };
-  return LinearLayout(tile.getRows(), 1,
-                      rowsOnly(tile.getBases(LayoutInput::Register), true),
-                      rowsOnly(tile.getBases(LayoutInput::Lane), false),
-                      rowsOnly(tile.getBases(LayoutInput::Warp), false));
+  return LinearLayout(keepRows ? tile.getRows() : 1,
+                      keepRows ? 1 : tile.getCols(),
+                      keep(tile.getBases(LayoutInput::Register), true),
+                      keep(tile.getBases(LayoutInput::Lane), false),
+                      keep(tile.getBases(LayoutInput::Warp), false));
+}
+
+LinearLayout rowSlice(const LinearLayout &tile) {
+  return sliceAlong(tile, /*keepRows=*/true);
+}
+
+LinearLayout colSlice(const LinearLayout &tile) {
+  return sliceAlong(tile, /*keepRows=*/false);
 }
 
 LinearLayout copyLayout(int64_t rows, int64_t cols, int64_t elementBits,

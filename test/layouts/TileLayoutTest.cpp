@@ -185,11 +185,12 @@ TEST(TileFragments, MmaSyncBOperandsEveryWarpHolds) {
                    "fragments");
 }
 
-TEST(TileFragments, RowSliceHoldsEachRegistersRow) {
-  // For every instruction's accumulator tiling, register r of lane l of
-  // warp w of the row slice holds the row that register r' of the tile
-  // holds, for each r' whose column bits are dropped: a row's max or sum
-  // sits in the lane (and warp) of its elements.
+/// For every instruction's accumulator tiling, register r of lane l of warp
+/// w of the slice along rows (or columns) holds the row (column) that
+/// register r' of the tile holds, for each r' whose other bits are dropped:
+/// a row's max or sum, or a column's lse in a transposed score tile, sits in
+/// the lane (and warp) of its elements.
+static void expectSliceHoldsEachRegistersLine(bool alongRows) {
   for (auto [mma, warps] :
        {std::pair{MmaInstruction::nvidiaMmaSyncM16N8K16(), 4},
         std::pair{MmaInstruction::amdMfma16x16x16(), 4},
@@ -197,35 +198,50 @@ TEST(TileFragments, RowSliceHoldsEachRegistersRow) {
         std::pair{MmaInstruction::amdWmmaRdna3(), 2},
         std::pair{MmaInstruction::amdWmmaRdna4(), 4}}) {
     std::string error;
-    LinearLayout tile = tileFragments(mma.c, 64, 64, warps, &error);
+    LinearLayout tile = tileFragments(mma.c, 64, 32, warps, &error);
     ASSERT_EQ(error, "") << mma.name;
-    LinearLayout rows = fmha::rowSlice(tile);
-    ASSERT_EQ(rows.validate(), "") << mma.name;
-    EXPECT_EQ(rows.getCols(), 1);
+    LinearLayout slice =
+        alongRows ? fmha::rowSlice(tile) : fmha::colSlice(tile);
+    ASSERT_EQ(slice.validate(), "") << mma.name;
+    EXPECT_EQ(alongRows ? slice.getCols() : slice.getRows(), 1);
+    EXPECT_EQ(alongRows ? slice.getRows() : slice.getCols(),
+              alongRows ? 64 : 32);
+    auto line = [&](TileCoord c) { return alongRows ? c.row : c.col; };
     const auto &bases = tile.getBases(fmha::LayoutInput::Register);
     for (int64_t w = 0; w < tile.getNumWarps(); ++w)
       for (int64_t l = 0; l < tile.getNumLanes(); ++l) {
-        // The slice's registers hold the rows the lane's tile registers do,
-        // each once.
-        std::set<int64_t> tileRows, sliceRows;
+        // The slice's registers hold the lines the lane's tile registers
+        // do, each once.
+        std::set<int64_t> tileLines, sliceLines;
         for (int64_t r = 0; r < tile.getNumRegisters(); ++r)
-          tileRows.insert(tile.apply(r, l, w).row);
-        for (int64_t r = 0; r < rows.getNumRegisters(); ++r)
-          sliceRows.insert(rows.apply(r, l, w).row);
-        EXPECT_EQ(tileRows, sliceRows) << mma.name;
-        EXPECT_EQ(int64_t(sliceRows.size()), rows.getNumRegisters());
+          tileLines.insert(line(tile.apply(r, l, w)));
+        for (int64_t r = 0; r < slice.getNumRegisters(); ++r)
+          sliceLines.insert(line(slice.apply(r, l, w)));
+        EXPECT_EQ(tileLines, sliceLines) << mma.name;
+        EXPECT_EQ(int64_t(sliceLines.size()), slice.getNumRegisters());
         for (int64_t r = 0; r < tile.getNumRegisters(); ++r) {
-          // Register r's bits on the bases with a row part.
+          // Register r's bits on the bases with a part along the line.
           int64_t sliceReg = 0, bit = 0;
           for (size_t i = 0; i < bases.size(); ++i)
-            if (bases[i].row != 0)
+            if (line(bases[i]) != 0)
               sliceReg |= ((r >> i) & 1) << bit++;
-          ASSERT_EQ(rows.apply(sliceReg, l, w).row, tile.apply(r, l, w).row)
+          ASSERT_EQ(line(slice.apply(sliceReg, l, w)),
+                    line(tile.apply(r, l, w)))
               << mma.name << " register " << r << " lane " << l << " warp "
               << w;
         }
       }
   }
+}
+
+TEST(TileFragments, RowSliceHoldsEachRegistersRow) {
+  expectSliceHoldsEachRegistersLine(/*alongRows=*/true);
+}
+
+TEST(TileFragments, ColSliceHoldsEachRegistersColumn) {
+  // Every warp holds every column (warps split rows): the slice's warp
+  // bases are replicas.
+  expectSliceHoldsEachRegistersLine(/*alongRows=*/false);
 }
 
 TEST(TileFragments, TilesThatDoNotSplit) {

@@ -66,7 +66,10 @@ SmallVector<Value> Distributor::runIndices(OpBuilder &b, Location loc,
     return cast<AffineDimExpr>(map.getResult(result)).getPosition();
   };
   unsigned rowDim = dim(0);
-  out[rowDim] = im.add(out[rowDim], coord(b, loc, l, reg, /*row=*/true));
+  // A rank-1 vector's one dim is the layout's rows, or its columns in a
+  // column vector.
+  const bool alongRows = !rank1 || !isColumnVector(l);
+  out[rowDim] = im.add(out[rowDim], coord(b, loc, l, reg, alongRows));
   if (!rank1) {
     unsigned colDim = dim(1);
     out[colDim] = im.add(out[colDim], coord(b, loc, l, reg, /*row=*/false));

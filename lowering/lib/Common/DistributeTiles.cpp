@@ -121,17 +121,22 @@ FailureOr<Value> Distributor::registersOf(Value v, Operation *user) {
   return registersIn(v, l, user);
 }
 
-/// Each register of `tile` takes the register of `rows` (in the row
-/// slice `slice`) that holds its row.
-FailureOr<Value> Distributor::broadcastRows(OpBuilder &b, Location loc,
-                                            Value rows, LayoutAttr slice,
+/// Each register of `tile` takes the register of `line` (in `slice`, the
+/// row slice or, 1 x cols, the column slice of `tile`) that holds its row or
+/// column.
+FailureOr<Value> Distributor::broadcastLine(OpBuilder &b, Location loc,
+                                            Value line, LayoutAttr slice,
                                             LayoutAttr tile, Operation *at) {
-  SmallVector<int64_t> map = rowRegisters(tile.getLayout(), slice.getLayout());
+  const bool columns = isColumnVector(slice.getLayout());
+  SmallVector<int64_t> map =
+      columns ? colRegisters(tile.getLayout(), slice.getLayout())
+              : rowRegisters(tile.getLayout(), slice.getLayout());
   if (map.empty())
-    return fail(at, "rows in layout ")
-               << slice << " do not lie where the rows of " << tile << " do",
+    return fail(at, columns ? "columns in layout " : "rows in layout ")
+               << slice << " do not lie where the "
+               << (columns ? "columns" : "rows") << " of " << tile << " do",
            failure();
-  return vector::ShuffleOp::create(b, loc, rows, rows, map).getResult();
+  return vector::ShuffleOp::create(b, loc, line, line, map).getResult();
 }
 
 /// A value made from constants and steps, in layout `l`, built right
@@ -148,7 +153,7 @@ FailureOr<Value> Distributor::build(Value v, LayoutAttr l) {
   Type element = elementOf(v);
   VectorType type = registersType(l, element);
   auto [rows, cols] = tileShape(cast<VectorType>(v.getType()));
-  if (layout.getRows() != rows || layout.getCols() != cols)
+  if (!fitsLayout(cast<VectorType>(v.getType()), layout))
     return fail(def, "a ") << v.getType() << " is used in layout " << l,
            failure();
   Value out;
@@ -159,9 +164,12 @@ FailureOr<Value> Distributor::build(Value v, LayoutAttr l) {
     out = arith::ConstantOp::create(
         b, loc, SplatElementsAttr::get(type, dense.getSplatValue<Attribute>()));
   } else if (isa<vector::StepOp>(def)) {
+    // The index of each register along the vector: its row, or its column
+    // in a column vector.
+    const bool alongRows = !isColumnVector(layout);
     SmallVector<Value> elements;
     for (int64_t r = 0; r < layout.getNumRegisters(); ++r)
-      elements.push_back(coord(b, loc, layout, r, /*row=*/true));
+      elements.push_back(coord(b, loc, layout, r, alongRows));
     out = fromElements(b, loc, element, elements);
   } else if (auto sc = dyn_cast<vector::ShapeCastOp>(def)) {
     auto source = cast<VectorType>(sc.getSource().getType());
@@ -175,16 +183,6 @@ FailureOr<Value> Distributor::build(Value v, LayoutAttr l) {
     auto source = dyn_cast<VectorType>(bc.getSourceType());
     if (!source) {
       out = vector::BroadcastOp::create(b, loc, type, bc.getSource());
-    } else if (source.getRank() == 2 && source.getDimSize(1) == 1) {
-      LayoutAttr slice = rowSliceOf(l);
-      FailureOr<Value> inner = build(bc.getSource(), slice);
-      if (failed(inner))
-        return failure();
-      b.setInsertionPointAfter(def);
-      FailureOr<Value> spread = broadcastRows(b, loc, *inner, slice, l, def);
-      if (failed(spread))
-        return failure();
-      out = *spread;
     } else if (source.getRank() == 1 && source.getDimSize(0) == cols &&
                bc.getSource().getDefiningOp<vector::StepOp>()) {
       // The column indices of a tile.
@@ -192,10 +190,22 @@ FailureOr<Value> Distributor::build(Value v, LayoutAttr l) {
       for (int64_t r = 0; r < layout.getNumRegisters(); ++r)
         elements.push_back(coord(b, loc, layout, r, /*row=*/false));
       out = fromElements(b, loc, element, elements);
+    } else if ((source.getRank() == 2 && source.getDimSize(1) == 1) ||
+               (source.getRank() == 1 && source.getDimSize(0) == cols)) {
+      // Rows x 1 over the columns, or a vector down the rows.
+      LayoutAttr slice = source.getRank() == 2 ? rowSliceOf(l) : colSliceOf(l);
+      FailureOr<Value> inner = build(bc.getSource(), slice);
+      if (failed(inner))
+        return failure();
+      b.setInsertionPointAfter(def);
+      FailureOr<Value> spread = broadcastLine(b, loc, *inner, slice, l, def);
+      if (failed(spread))
+        return failure();
+      out = *spread;
     } else {
       return fail(def, "a broadcast of ")
-                 << source << " (rows x 1, columns of a step or scalars "
-                 << "are distributed)",
+                 << source << " (rows x 1, a vector of the columns, columns "
+                 << "of a step or scalars are distributed)",
              failure();
     }
   } else {
@@ -335,14 +345,19 @@ LogicalResult Distributor::throughWorkgroupMemory(ToLayoutOp op, Value regs,
 LogicalResult Distributor::broadcast(vector::BroadcastOp op) {
   LayoutAttr l = layouts.lookup(op.getResult());
   auto source = dyn_cast<VectorType>(op.getSourceType());
-  if (!l || !source || source.getRank() != 2 || source.getDimSize(1) != 1)
-    return fail(op, "a broadcast other than of rows over a tile's columns");
-  LayoutAttr slice = rowSliceOf(l);
-  FailureOr<Value> rows = registersIn(op.getSource(), slice, op);
-  if (failed(rows))
+  const bool ofRows =
+      source && source.getRank() == 2 && source.getDimSize(1) == 1;
+  const bool ofColumns = l && source && source.getRank() == 1 &&
+                         source.getDimSize(0) == l.getCols();
+  if (!l || !(ofRows || ofColumns))
+    return fail(op, "a broadcast other than of rows over a tile's columns or "
+                    "of columns down its rows");
+  LayoutAttr slice = ofRows ? rowSliceOf(l) : colSliceOf(l);
+  FailureOr<Value> line = registersIn(op.getSource(), slice, op);
+  if (failed(line))
     return failure();
   OpBuilder b(op);
-  FailureOr<Value> spread = broadcastRows(b, op.getLoc(), *rows, slice, l, op);
+  FailureOr<Value> spread = broadcastLine(b, op.getLoc(), *line, slice, l, op);
   if (failed(spread))
     return failure();
   registers[op.getResult()] = *spread;

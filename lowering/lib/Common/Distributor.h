@@ -87,9 +87,9 @@ struct Distributor {
 
   FailureOr<Value> registersOf(Value v, Operation *user);
 
-  /// Each register of `tile` takes the register of `rows` (in the row
-  /// slice `slice`) that holds its row.
-  FailureOr<Value> broadcastRows(OpBuilder &b, Location loc, Value rows,
+  /// Each register of `tile` takes the register of `line` (in `slice`, its
+  /// row slice or column slice) that holds its row or column.
+  FailureOr<Value> broadcastLine(OpBuilder &b, Location loc, Value line,
                                  LayoutAttr slice, LayoutAttr tile,
                                  Operation *at);
 

@@ -29,29 +29,57 @@ std::pair<int64_t, int64_t> mlir::fmha::tileShape(VectorType type) {
   return {type.getDimSize(0), type.getRank() == 2 ? type.getDimSize(1) : 1};
 }
 
-SmallVector<int64_t> mlir::fmha::rowRegisters(const LinearLayout &tile,
-                                              const LinearLayout &slice) {
-  if (slice.getCols() != 1 || slice.getRows() != tile.getRows())
+bool mlir::fmha::fitsLayout(VectorType type, const LinearLayout &l) {
+  auto [rows, cols] = tileShape(type);
+  if (l.getRows() == rows && l.getCols() == cols)
+    return true;
+  return type.getRank() == 1 && l.getRows() == 1 && l.getCols() == rows;
+}
+
+bool mlir::fmha::isColumnVector(const LinearLayout &l) {
+  return l.getRows() == 1 && l.getCols() > 1;
+}
+
+/// Which register of `slice` (the slice of `tile` along rows, or along
+/// columns) holds the line of each register of `tile`; empty where the
+/// lanes and warps of the two disagree on lines.
+static SmallVector<int64_t> lineRegisters(const LinearLayout &tile,
+                                          const LinearLayout &slice,
+                                          bool alongRows) {
+  auto line = [&](TileCoord c) { return alongRows ? c.row : c.col; };
+  auto across = [&](TileCoord c) { return alongRows ? c.col : c.row; };
+  if (alongRows ? (slice.getCols() != 1 || slice.getRows() != tile.getRows())
+                : (slice.getRows() != 1 || slice.getCols() != tile.getCols()))
     return {};
   for (LayoutInput in : {LayoutInput::Lane, LayoutInput::Warp}) {
     const auto &t = tile.getBases(in), &s = slice.getBases(in);
     if (t.size() != s.size())
       return {};
     for (auto [tb, sb] : llvm::zip(t, s))
-      if (tb.row != sb.row || sb.col != 0)
+      if (line(tb) != line(sb) || across(sb) != 0)
         return {};
   }
   SmallVector<int64_t> out;
   for (int64_t r = 0; r < tile.getNumRegisters(); ++r) {
-    int64_t row = tile.apply(r, 0, 0).row, found = -1;
+    int64_t want = line(tile.apply(r, 0, 0)), found = -1;
     for (int64_t s = 0; s < slice.getNumRegisters() && found < 0; ++s)
-      if (slice.apply(s, 0, 0).row == row)
+      if (line(slice.apply(s, 0, 0)) == want)
         found = s;
     if (found < 0)
       return {};
     out.push_back(found);
   }
   return out;
+}
+
+SmallVector<int64_t> mlir::fmha::rowRegisters(const LinearLayout &tile,
+                                              const LinearLayout &slice) {
+  return lineRegisters(tile, slice, /*alongRows=*/true);
+}
+
+SmallVector<int64_t> mlir::fmha::colRegisters(const LinearLayout &tile,
+                                              const LinearLayout &slice) {
+  return lineRegisters(tile, slice, /*alongRows=*/false);
 }
 
 FailureOr<Tiling> mlir::fmha::asTiling(const LinearLayout &layout,
@@ -112,6 +140,10 @@ bool mlir::fmha::feedsProductsAs(vector::TransferReadOp read,
 
 LayoutAttr mlir::fmha::rowSliceOf(LayoutAttr l) {
   return LayoutAttr::get(l.getContext(), ::fmha::rowSlice(l.getLayout()));
+}
+
+LayoutAttr mlir::fmha::colSliceOf(LayoutAttr l) {
+  return LayoutAttr::get(l.getContext(), ::fmha::colSlice(l.getLayout()));
 }
 
 /// Made from constants and index steps alone: built where it is used.
@@ -186,6 +218,11 @@ LogicalResult TileLayoutAnalysis::propagate(Operation *op, bool &changed) {
     auto source = dyn_cast<VectorType>(bc.getSourceType());
     if (l && source && source.getRank() == 2 && source.getDimSize(1) == 1)
       return give(bc.getSource(), rowSliceOf(l), changed);
+    // A vector down the rows of a tile (its columns'; a step of column
+    // indices is built where it is used).
+    if (l && source && source.getRank() == 1 &&
+        !bc.getSource().getDefiningOp<vector::StepOp>())
+      return give(bc.getSource(), colSliceOf(l), changed);
     return success();
   }
   if (auto red = dyn_cast<vector::MultiDimReductionOp>(op)) {

@@ -27,19 +27,36 @@
 
 namespace mlir::fmha {
 
-/// A static vector of rank 1 or 2: a tile (rank 1: a row vector).
+/// A static vector of rank 1 or 2: a tile (rank 1: a row or column vector).
 bool isTileVector(Type type);
 
-/// A rank-1 vector of R elements takes the layouts of R x 1 tiles.
+/// A rank-1 vector of R elements takes the layouts of R x 1 tiles (a row
+/// vector: one value per row of a tile).
 std::pair<int64_t, int64_t> tileShape(VectorType type);
+
+/// `type` can be held in `l`: a tile of the layout's shape, or a rank-1
+/// vector as a row vector (R x 1) or a column vector (1 x R).
+bool fitsLayout(VectorType type, const ::fmha::LinearLayout &l);
+
+/// A rank-1 vector's layout runs along columns (1 x C, C > 1: the column
+/// slice of a tile), not rows.
+bool isColumnVector(const ::fmha::LinearLayout &l);
 
 /// The layout of the rows of a tile in layout `l` (fmha::rowSlice).
 LayoutAttr rowSliceOf(LayoutAttr l);
+
+/// The layout of the columns of a tile in layout `l` (fmha::colSlice).
+LayoutAttr colSliceOf(LayoutAttr l);
 
 /// Which register of `slice` (a rows x 1 layout) holds the row of each
 /// register of `tile`, when the lanes and warps of the two agree on rows;
 /// empty otherwise.
 SmallVector<int64_t> rowRegisters(const ::fmha::LinearLayout &tile,
+                                  const ::fmha::LinearLayout &slice);
+
+/// rowRegisters' twin for a column slice (a 1 x cols layout): the register
+/// of `slice` that holds the column of each register of `tile`.
+SmallVector<int64_t> colRegisters(const ::fmha::LinearLayout &tile,
                                   const ::fmha::LinearLayout &slice);
 
 /// A tile layout as a tiling of an instruction's fragment: each register's

@@ -164,15 +164,16 @@ gpu.module @kernels {
 
 #c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
 
-// Columns from a vector other than a step are not built per register.
+// A vector broadcast down the rows takes the column slice of the tile; a
+// constant one other than a splat is not built per register.
 gpu.module @kernels {
   gpu.func @column_broadcast(%m: memref<16x16xf32>) kernel {
     %c0 = arith.constant 0 : index
     %pad = arith.constant 0.0 : f32
     %t = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
     %a = fmha.to_layout %t to layout(#c) : vector<16x16xf32>
+    // expected-error @+1 {{'arith.constant' op fmha-distribute-tiles: a constant tile that is not a splat}}
     %k = arith.constant dense<[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0]> : vector<16xf32>
-    // expected-error @+1 {{'vector.broadcast' op fmha-distribute-tiles: a broadcast of 'vector<16xf32>' (rows x 1, columns of a step or scalars are distributed)}}
     %kr = vector.broadcast %k : vector<16xf32> to vector<16x16xf32>
     %d = arith.addf %a, %kr : vector<16x16xf32>
     vector.transfer_write %d, %m[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
@@ -202,6 +203,28 @@ gpu.module @kernels {
     %c0 = arith.constant 0 : index
     // expected-error @+1 {{'fmha.copy_async' op fmha-distribute-tiles: the source's 12 columns are not a whole number of the copies' 8-element runs}}
     fmha.copy_async %k[%row, %c0] to %kb[%c0, %c0] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = [[0, 0]]>) : memref<?x12xf16> to memref<16x16xf16, 3>
+    gpu.return
+  }
+}
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#col8 = #fmha.layout<1x16, register = [[0, 1], [0, 8]], lane = [[0, 2], [0, 0], [0, 4], [0, 0], [0, 0]], warp = []>
+
+// A column vector whose lanes do not hold the columns the tile's do.
+gpu.module @kernels {
+  gpu.func @column_mismatch(%m: memref<16x16xf32>, %v: memref<16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %t = vector.transfer_read %m[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %a = fmha.to_layout %t to layout(#c) : vector<16x16xf32>
+    %r = vector.transfer_read %v[%c0], %pad {in_bounds = [true]} : memref<16xf32>, vector<16xf32>
+    // expected-error @+1 {{'fmha.to_layout' op fmha-distribute-tiles: a value would be in two layouts}}
+    %rc = fmha.to_layout %r to layout(#col8) : vector<16xf32>
+    %kr = vector.broadcast %rc : vector<16xf32> to vector<16x16xf32>
+    %d = arith.addf %a, %kr : vector<16x16xf32>
+    vector.transfer_write %d, %m[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
     gpu.return
   }
 }

@@ -104,6 +104,38 @@ gpu.module @kernels {
 // -----
 
 #c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#col = #fmha.layout<1x16, register = [[0, 1], [0, 8]], lane = [[0, 2], [0, 4], [0, 0], [0, 0], [0, 0]], warp = []>
+
+// A column vector (the backward's lse along the columns of S^T): read at
+// the lane's columns 2 (lane % 4) and + 8, two adjacent registers a read;
+// broadcast down the rows, each of the tile's 8 registers takes the slice
+// register of its column (bits 0 and 2 of the register index; bit 1 is a
+// row).
+// CHECK-LABEL: gpu.func @column_broadcast
+// CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK-COUNT-2: vector.transfer_read %{{.+}} {in_bounds = [true]} : memref<16xf32>, vector<2xf32>
+// CHECK-NOT: vector.transfer_read %{{.+}} : memref<16xf32>
+// CHECK: %[[L:.+]] = vector.insert_strided_slice %{{.+}}, %{{.+}} {offsets = [2], strides = [1]} : vector<2xf32> into vector<4xf32>
+// CHECK: %[[B:.+]] = vector.shuffle %[[L]], %[[L]] [0, 1, 0, 1, 2, 3, 2, 3] : vector<4xf32>, vector<4xf32>
+// CHECK: arith.subf %{{.+}}, %[[B]] : vector<8xf32>
+gpu.module @kernels {
+  gpu.func @column_broadcast(%s: memref<16x16xf32>, %lse: memref<16xf32>, %out: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f32
+    %st = vector.transfer_read %s[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %sc = fmha.to_layout %st to layout(#c) : vector<16x16xf32>
+    %lt = vector.transfer_read %lse[%c0], %pad {in_bounds = [true]} : memref<16xf32>, vector<16xf32>
+    %lc = fmha.to_layout %lt to layout(#col) : vector<16xf32>
+    %lb = vector.broadcast %lc : vector<16xf32> to vector<16x16xf32>
+    %d = arith.subf %sc, %lb : vector<16x16xf32>
+    vector.transfer_write %d, %out[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
 
 // The mask's indices are built in the layout of their use: a step of rows
 // is the rows of the row slice (lane / 4 and lane / 4 + 8), broadcast over

@@ -120,6 +120,13 @@ LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
 /// the same lane and warp.
 LinearLayout rowSlice(const LinearLayout &tile);
 
+/// The layout of a tile's column vector (1 x cols: the lse or Dsum of the
+/// queries along the columns of a transposed score tile), rowSlice's twin:
+/// register bases that move along rows alone dropped, the row part of the
+/// others cleared, lanes and warps that differ only in rows replicas. Each
+/// register of `tile` finds its column's value in the same lane and warp.
+LinearLayout colSlice(const LinearLayout &tile);
+
 /// A layout for copying a rows x cols tile of `elementBits`-bit elements
 /// (powers of two) with `lanes` x `warps` threads: each thread holds runs of
 /// 16 bytes along a row (the whole row where it is narrower), consecutive
