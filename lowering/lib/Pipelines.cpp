@@ -208,10 +208,13 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
   const int64_t warpSize = configured ? gpuTarget->getWarpSize() : 32;
   if (options.vectorTiles) {
     // The grid runs the q tiles in loop order: longest first under causal
-    // masks, as the builder's kernels (the light tiles fill the tail).
+    // masks, as the builder's kernels (the light tiles fill the tail). The
+    // backward too on NVVM (its three loops become the Dsum, dK/dV and dQ
+    // kernels, block-m = block-n); the ROCDL backward is the builder's
+    // until the staged one is checked there.
     addForwardTiling(pm, options.blockM, options.blockN,
                      /*staticTiles=*/true, /*vectorTiles=*/true,
-                     /*backwardOnValues=*/false,
+                     /*backwardOnValues=*/target == "nvvm",
                      configured ? stagedInstruction(gpuTarget->getMma()) : "",
                      warps, /*longestFirst=*/true, options.deferPV);
   }

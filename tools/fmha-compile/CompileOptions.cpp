@@ -166,7 +166,11 @@ cl::opt<bool> vectorTiles(
              "in workgroup memory above D = 64); with --mma=wgmma "
              "(sm_90a) warpgroup products over K, V and Q in the 128-byte "
              "swizzle, warps of 16 rows (128 x 128 tiles, 128 x 64 at D = "
-             "64). Implies --from-tensors"),
+             "64). With --bwd (cpu, cuda): the backward from the staged "
+             "passes, on cuda three kernels (Dsum; dK/dV with S^T = K Q^T, "
+             "Q and dO through workgroup memory; dQ), mma.sync, 64 x 64 "
+             "tiles by default, block-m = block-n, deterministic. Implies "
+             "--from-tensors"),
     cl::init(false), cl::cat(category));
 cl::opt<bool> deferPV(
     "defer-pv",
@@ -321,7 +325,11 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     if (deterministic && !bwd)
       return error("--deterministic needs --bwd");
     meta.kind = bwd ? rt::KernelKind::Backward : rt::KernelKind::Forward;
-    meta.deterministic = deterministic;
+    // The staged GPU backward (three kernels, each gradient tile summed in
+    // one workgroup's registers, no atomics) is deterministic whatever
+    // --deterministic says.
+    meta.deterministic = deterministic || (bwd && vectorTiles &&
+                                           meta.target == rt::Target::Cuda);
     if (hq <= 0 || hk <= 0 || headDim <= 0)
       return error("--hq, --hk and -d are required and must be positive");
     if (hq % hk != 0)
@@ -507,11 +515,24 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                  "or --accumulate");
   if (vectorTiles && meta.kind != rt::KernelKind::Forward &&
       !(meta.kind == rt::KernelKind::Backward &&
-        meta.target == rt::Target::Cpu))
+        meta.target != rt::Target::Hip))
     return error("--vector-tiles tiles the forward, and the backward on "
-                 "--target=cpu (the staged GPU backward is not built yet): "
-                 "give no --merge or --accumulate, and no --bwd on a GPU "
-                 "target");
+                 "--target=cpu and cuda (the staged ROCDL backward is not "
+                 "built yet): give no --merge or --accumulate, and no --bwd "
+                 "on --target=hip");
+  if (vectorTiles && bwd && meta.target == rt::Target::Cuda) {
+    if (!mma.empty())
+      return error("--bwd --vector-tiles builds mma.sync products (the "
+                   "staged warpgroup backward is not built yet): leave out "
+                   "--mma=" +
+                   mma.getValue());
+    if (blockM != blockN)
+      return error("--bwd --vector-tiles on cuda takes block-m = block-n "
+                   "(the dK/dV kernel's tiles have block-n rows, the dQ "
+                   "kernel's block-m, over the same warps), got " +
+                   llvm::Twine(blockM.getValue()) + " and " +
+                   llvm::Twine(blockN.getValue()));
+  }
   if (vectorTiles) // The staged passes tile the op on tensors.
     fromTensors = true;
   if (deferPV && !vectorTiles)

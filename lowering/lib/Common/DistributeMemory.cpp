@@ -29,8 +29,6 @@ using ::fmha::TileCoord;
 
 #include "llvm/Support/MathExtras.h"
 
-/// The registers of `l` in runs adjacent along the last dim: each run's
-/// first register and length (2^k, at most 16 bytes).
 /// How many registers from each multiple of it are adjacent along the
 /// last dim in `l` (2^k, at most 16 bytes).
 int64_t Distributor::runLength(const LinearLayout &l, Type element) {
@@ -46,8 +44,9 @@ int64_t Distributor::runLength(const LinearLayout &l, Type element) {
 /// The registers of `l` in runs adjacent along the last dim: each run's
 /// first register and length.
 SmallVector<std::pair<int64_t, int64_t>>
-Distributor::runs(const LinearLayout &l, Type element) {
-  const int64_t len = runLength(l, element);
+Distributor::runs(const LinearLayout &l, Type element, int64_t len) {
+  if (!len)
+    len = runLength(l, element);
   SmallVector<std::pair<int64_t, int64_t>> out;
   for (int64_t r = 0; r < l.getNumRegisters(); r += len)
     out.push_back({r, len});
@@ -97,7 +96,7 @@ Value Distributor::readRegisters(OpBuilder &b, vector::TransferReadOp read,
   Type element = type.getElementType();
   bool rank1 = type.getRank() == 1;
   const LinearLayout layout = l.getLayout();
-  const int64_t len = runLength(layout, element);
+  const int64_t len = memoryRunLength(layout, element, rank1);
   Value out = arith::ConstantOp::create(
       b, loc, b.getZeroAttr(VectorType::get({count}, element)));
   for (int64_t r = first; r < first + count;) {
@@ -337,7 +336,8 @@ LogicalResult Distributor::transferWrite(vector::TransferWriteOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   onlyFirstReplica(b, loc, layout);
-  for (auto [first, len] : runs(layout, element)) {
+  for (auto [first, len] :
+       runs(layout, element, memoryRunLength(layout, element, rank1))) {
     SmallVector<Value> indices = runIndices(
         b, loc, op.getIndices(), op.getPermutationMap(), layout, first, rank1);
     Value run = vector::ExtractStridedSliceOp::create(

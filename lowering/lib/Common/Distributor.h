@@ -162,6 +162,14 @@ struct Distributor {
   /// How many registers from each multiple of it are adjacent along the
   /// last dim in `l` (2^k, at most 16 bytes).
   static int64_t runLength(const ::fmha::LinearLayout &l, Type element);
+  /// runLength for a transfer of memory: 1 for a rank-1 tile (a per-row
+  /// or per-column vector such as the lse or Dsum, whose rows in memory
+  /// start at any multiple of a sequence length, so that a wider access
+  /// would make the kernel demand even sequence lengths).
+  static int64_t memoryRunLength(const ::fmha::LinearLayout &l, Type element,
+                                 bool rank1) {
+    return rank1 ? 1 : runLength(l, element);
+  }
   /// The k steps of `k` elements that `op`'s reduction of `kTile` elements
   /// takes: up to its kReductionExtentAttrName where it has one (the steps
   /// past it multiply zeros).
@@ -169,9 +177,9 @@ struct Distributor {
                                 int64_t k);
 
   /// The registers of `l` in runs adjacent along the last dim: each run's
-  /// first register and length.
+  /// first register and length (`len` registers, or runLength's).
   static SmallVector<std::pair<int64_t, int64_t>>
-  runs(const ::fmha::LinearLayout &l, Type element);
+  runs(const ::fmha::LinearLayout &l, Type element, int64_t len = 0);
 
   /// The indices of one run: the transfer's indices moved by the run's
   /// (row, col) along the dims its map reads.

@@ -57,6 +57,18 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
     choice.staged = true;
     return choice;
   }
+  if (r.staged && r.backward) {
+    // The staged backward, first cut (mma.sync): 64 x 64 tiles, one warp
+    // each 16 rows of both loops' tiles (the dK/dV loop's rows are keys,
+    // the dQ loop's queries: block-m = block-n). Another instruction asked
+    // for stays, for the caller to refuse.
+    if (!r.blockM)
+      c.blockM = r.blockN ? *r.blockN : 64;
+    if (!r.blockN)
+      c.blockN = c.blockM;
+    c.mma = mma == "mma.sync" ? "" : mma;
+    return c;
+  }
   if (r.staged && mma == "wgmma") {
     // Warpgroup products: two warpgroups of 64 rows, Q in workgroup memory
     // (read by descriptor, as K and V), the builder's wgmma kv tiles.

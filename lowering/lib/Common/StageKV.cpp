@@ -7,9 +7,10 @@
 // --fmha-stage-kv: in each gpu.func of vector tiles (before
 // --fmha-distribute-tiles), the tiles a loop iteration reads from global
 // memory only to feed its products as B operands (the k and v tiles of the
-// kv loop, which every warp multiplies by) are copied once into workgroup
-// memory by all the threads, asynchronously, and the products read them
-// from there:
+// kv loop, which every warp multiplies by; the backward's q and dO in its
+// dK/dV loop, each B of two products in two layouts) are copied once into
+// workgroup memory by all the threads, asynchronously, and the products read
+// them from there:
 //
 //   %k = vector.transfer_read %global[%r, %c]    (gone)
 //   ... the other tiles of the block ...
@@ -52,9 +53,10 @@ using namespace mlir::fmha;
 namespace {
 
 /// A tile copyable into workgroup memory (isCopyableTile) read only to be
-/// the B operand of products of the same iteration.
+/// the B operand of products of the same iteration, in one layout or in
+/// several (each layout its own read of the buffer).
 bool isStageable(vector::TransferReadOp read) {
-  return isCopyableTile(read) && feedsProductsAsB(read);
+  return isCopyableTile(read) && feedsProductsAsB(read, /*oneLayout=*/false);
 }
 
 } // namespace
@@ -198,14 +200,21 @@ LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target,
     CopyWaitOp::create(b, loc, 0);
     gpu::BarrierOp::create(b, loc);
     for (auto [read, copy] : llvm::zip(reads, copies)) {
-      Value staged = vector::TransferReadOp::create(
-          b, loc, read.getVectorType(), copy.second, ValueRange{zero, zero},
-          read.getPadding(), ArrayRef<bool>{true, true});
-      // The anchors the products take move below the staged read.
-      for (Operation *user :
-           llvm::make_early_inc_range(read.getResult().getUsers()))
-        user->moveAfter(staged.getDefiningOp());
-      read.getResult().replaceAllUsesWith(staged);
+      // One read of the buffer for each layout the anchors take (each
+      // folds into its products: ldmatrix with and without .trans of one
+      // buffer); the anchors move below their read.
+      llvm::MapVector<Attribute, SmallVector<Operation *>> byLayout;
+      for (Operation *user : read.getResult().getUsers())
+        byLayout[cast<ToLayoutOp>(user).getLayout()].push_back(user);
+      for (auto &[layout, anchors] : byLayout) {
+        Value staged = vector::TransferReadOp::create(
+            b, loc, read.getVectorType(), copy.second, ValueRange{zero, zero},
+            read.getPadding(), ArrayRef<bool>{true, true});
+        for (Operation *anchor : anchors) {
+          anchor->moveAfter(staged.getDefiningOp());
+          anchor->replaceUsesOfWith(read.getResult(), staged);
+        }
+      }
       read.erase();
     }
   }

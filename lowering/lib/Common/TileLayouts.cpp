@@ -110,8 +110,8 @@ FailureOr<Tiling> mlir::fmha::asTiling(const LinearLayout &layout,
   return t;
 }
 
-bool mlir::fmha::feedsProductsAs(vector::TransferReadOp read,
-                                 unsigned operand) {
+bool mlir::fmha::feedsProductsAs(vector::TransferReadOp read, unsigned operand,
+                                 bool oneLayout) {
   // In a loop, products of the same loop; outside any loop, in a branch
   // (the product after a loop, fmha-defer-pv's last one), products of the
   // read's block. A read at the kernel's top level is read once, in
@@ -124,7 +124,7 @@ bool mlir::fmha::feedsProductsAs(vector::TransferReadOp read,
   for (Operation *user : read->getUsers()) {
     auto anchor = dyn_cast<ToLayoutOp>(user);
     if (!anchor || anchor->use_empty() ||
-        (layout && anchor.getLayout() != layout))
+        (oneLayout && layout && anchor.getLayout() != layout))
       return false;
     layout = anchor.getLayout();
     for (OpOperand &use : anchor->getUses()) {

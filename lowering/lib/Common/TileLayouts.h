@@ -72,12 +72,16 @@ FailureOr<Tiling> asTiling(const ::fmha::LinearLayout &layout,
                            const ::fmha::LinearLayout &frag);
 
 /// A tile read only to be operand `operand` (0: A, 1: B) of products
-/// (through anchors that all take one layout) in the same iteration of the
+/// (through anchors that all take one layout, or with `oneLayout` false
+/// anchors of any layouts: the backward's q read as B transposed for
+/// S^T = K Q^T and as B for dK += dS^T Q) in the same iteration of the
 /// same loop (outside loops: in the read's block): it may be read where the
 /// products use it, or staged once per iteration.
-bool feedsProductsAs(vector::TransferReadOp read, unsigned operand);
-inline bool feedsProductsAsB(vector::TransferReadOp read) {
-  return feedsProductsAs(read, 1);
+bool feedsProductsAs(vector::TransferReadOp read, unsigned operand,
+                     bool oneLayout = true);
+inline bool feedsProductsAsB(vector::TransferReadOp read,
+                             bool oneLayout = true) {
+  return feedsProductsAs(read, 1, oneLayout);
 }
 
 /// The warps of `func`'s workgroup, from its 1-D known_block_size of whole

@@ -107,15 +107,16 @@ gpu.module @kernels {
 #col = #fmha.layout<1x16, register = [[0, 1], [0, 8]], lane = [[0, 2], [0, 4], [0, 0], [0, 0], [0, 0]], warp = []>
 
 // A column vector (the backward's lse along the columns of S^T): read at
-// the lane's columns 2 (lane % 4) and + 8, two adjacent registers a read;
-// broadcast down the rows, each of the tile's 8 registers takes the slice
-// register of its column (bits 0 and 2 of the register index; bit 1 is a
-// row).
+// the lane's columns 2 (lane % 4), + 1, + 8 and + 9, one element a read (a
+// rank-1 tile's rows in memory start at any multiple of a sequence length:
+// no wider access, so the kernel takes any Sq); broadcast down the rows,
+// each of the tile's 8 registers takes the slice register of its column
+// (bits 0 and 2 of the register index; bit 1 is a row).
 // CHECK-LABEL: gpu.func @column_broadcast
 // CHECK: %[[TID:.+]] = gpu.thread_id x
-// CHECK-COUNT-2: vector.transfer_read %{{.+}} {in_bounds = [true]} : memref<16xf32>, vector<2xf32>
+// CHECK-COUNT-4: vector.transfer_read %{{.+}} {in_bounds = [true]} : memref<16xf32>, vector<1xf32>
 // CHECK-NOT: vector.transfer_read %{{.+}} : memref<16xf32>
-// CHECK: %[[L:.+]] = vector.insert_strided_slice %{{.+}}, %{{.+}} {offsets = [2], strides = [1]} : vector<2xf32> into vector<4xf32>
+// CHECK: %[[L:.+]] = vector.insert_strided_slice %{{.+}}, %{{.+}} {offsets = [3], strides = [1]} : vector<1xf32> into vector<4xf32>
 // CHECK: %[[B:.+]] = vector.shuffle %[[L]], %[[L]] [0, 1, 0, 1, 2, 3, 2, 3] : vector<4xf32>, vector<4xf32>
 // CHECK: arith.subf %{{.+}}, %[[B]] : vector<8xf32>
 gpu.module @kernels {

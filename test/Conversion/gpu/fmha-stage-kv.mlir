@@ -58,6 +58,55 @@ gpu.module @kernels {
 
 // -----
 
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#b = #fmha.layout<16x16, register = [[1, 0], [8, 0], [0, 8]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+
+// The backward's dK/dV loop reads a q tile as the B operand of two
+// products in two layouts (transposed for S^T = K Q^T, as it is for
+// dK += dS^T Q): one copy into one buffer, then one read of the buffer for
+// each layout, each followed by its anchor (the distribution folds each
+// into its products: ldmatrix without and with .trans).
+// CHECK-LABEL: gpu.func @two_layouts
+// CHECK-SAME: workgroup(%[[QB:[^ ]+]] : memref<16x24xf16, 3>)
+// CHECK: scf.for
+// CHECK: fmha.copy_async %{{.+}} to %[[QB]]
+// CHECK-NOT: fmha.copy_async
+// CHECK: fmha.copy_wait pending(0)
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[Q1:.+]] = vector.transfer_read %[[QB]]
+// CHECK-NEXT: fmha.to_layout %[[Q1]] to layout(#[[BT:[a-z0-9]+]])
+// CHECK-NEXT: %[[Q2:.+]] = vector.transfer_read %[[QB]]
+// CHECK-NEXT: fmha.to_layout %[[Q2]] to layout(#[[B:[a-z0-9]+]])
+// CHECK-NOT: vector.transfer_read %[[QB]]
+// CHECK: scf.yield
+gpu.module @kernels {
+  gpu.func @two_layouts(%k: memref<16x16xf16>, %q: memref<?x16xf16>, %o: memref<16x16xf32>, %n: index) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<16x16xf32>
+    %init = fmha.to_layout %zero to layout(#c) : vector<16x16xf32>
+    %kt = vector.transfer_read %k[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+    %ka = fmha.to_layout %kt to layout(#c) : vector<16x16xf16>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (vector<16x16xf32>) {
+      %qt = vector.transfer_read %q[%i, %c0], %pad {in_bounds = [false, true]} : memref<?x16xf16>, vector<16x16xf16>
+      %qbt = fmha.to_layout %qt to layout(#bt) : vector<16x16xf16>
+      %qb = fmha.to_layout %qt to layout(#b) : vector<16x16xf16>
+      %st = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %ka, %qbt, %zero : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+      %sc = fmha.to_layout %st to layout(#c) : vector<16x16xf32>
+      %ds = arith.truncf %sc : vector<16x16xf32> to vector<16x16xf16>
+      %dk = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %ds, %qb, %acc : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+      %dc = fmha.to_layout %dk to layout(#c) : vector<16x16xf32>
+      scf.yield %dc : vector<16x16xf32>
+    }
+    vector.transfer_write %r, %o[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
 #bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
 #c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
 
