@@ -23,7 +23,9 @@ if [ "${1:-}" = "--make" ]; then
   mk f16_d64_sink_window_qs --chip=sm_90a --dtype=f16 --mask=b:100,0,4 --softcap=20 --hq=6 --hk=3 -d 64 --block-m 64 --block-n 32 --q-in-shared &
   wait
   # The staged backward (--bwd --vector-tiles: Dsum, dK/dV with the
-  # transposed products, dQ; mma.sync, block-m = block-n).
+  # transposed products, dQ; block-m = block-n): sm_90a's default
+  # (warpgroup products, the A operands in workgroup memory; mma.sync at
+  # D 32), and mma.sync with and without --q-in-shared.
   mkdir -p "$dir/vtb"
   mb() { name=$1; shift; "$bin/fmha-compile" --target=cuda --chip=sm_90a --bwd --vector-tiles "$@" -o "$dir/vtb/$name.fmha" || echo "FAIL make $name"; }
   mb bf16_d64_gqa4_t --dtype=bf16 --mask=t --hq=8 --hk=2 -d 64 &
@@ -34,6 +36,12 @@ if [ "${1:-}" = "--make" ]; then
   wait
   mb bf16_d32_mqa_b --dtype=bf16 --mask=b --hq=4 --hk=1 -d 32 &
   mb f16_d80_gqa2_t --dtype=f16 --mask=t --hq=4 --hk=2 -d 80 &
+  wait
+  mb mma_bf16_d64_gqa4_t --dtype=bf16 --mask=t --hq=8 --hk=2 -d 64 --mma=mma.sync &
+  mb mma_f16_d64_sink_window_softcap --dtype=f16 --mask=b:40,0,4 --softcap=30 --hq=4 --hk=2 -d 64 --mma=mma.sync &
+  wait
+  mb mmaqs_bf16_d128_gqa4_b --dtype=bf16 --mask=b --hq=8 --hk=2 -d 128 --mma=mma.sync --q-in-shared &
+  mb mma_f16_d80_gqa2_t --dtype=f16 --mask=t --hq=4 --hk=2 -d 80 --mma=mma.sync &
   wait
   exit 0
 fi

@@ -168,9 +168,10 @@ cl::opt<bool> vectorTiles(
              "swizzle, warps of 16 rows (128 x 128 tiles, 128 x 64 at D = "
              "64). With --bwd (cpu, cuda): the backward from the staged "
              "passes, on cuda three kernels (Dsum; dK/dV with S^T = K Q^T, "
-             "Q and dO through workgroup memory; dQ), mma.sync, 64 x 64 "
-             "tiles by default, block-m = block-n, deterministic. Implies "
-             "--from-tensors"),
+             "Q and dO through workgroup memory; dQ), 64 x 64 tiles by "
+             "default, block-m = block-n, deterministic; on sm_90a "
+             "warpgroup products with K, V (dQ: Q, dO) in workgroup memory "
+             "too, mma.sync at D 32 and elsewhere. Implies --from-tensors"),
     cl::init(false), cl::cat(category));
 cl::opt<bool> deferPV(
     "defer-pv",
@@ -250,7 +251,11 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     if (!gpuForward)
       return gpuForwardOnly("--rescale");
   }
-  if (qInShared.getNumOccurrences() && !gpuForward)
+  // The staged GPU backward takes it too: the tiles its loops read before
+  // the loops as A operands (k and v in the dK/dV kernel, q and dO in the
+  // dQ kernel) go through workgroup memory (fmha-stage-q).
+  if (qInShared.getNumOccurrences() && !gpuForward &&
+      !(bwd && vectorTiles && meta.target == rt::Target::Cuda))
     return gpuForwardOnly("--q-in-shared");
   if (sinks && (merge || accumulate))
     return error("--sinks applies to attention kernels (not --merge or "
@@ -444,7 +449,11 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                          : dim != 32 && dim != 64 && dim != 128))
           return error(
               t + " supports head dims " +
-              (bwd ? "32, 64 and 128 in the backward"
+              (bwd ? (vectorTiles ? "multiples of 16 up to 128 in the "
+                                    "staged backward"
+                                  : "32, 64 and 128 in the backward (the "
+                                    "staged one, --vector-tiles: multiples "
+                                    "of 16 up to 128)")
                    : "multiples of 16 up to 128 in the forward (32, 64 and "
                      "128 with the options given; sm_90a's default kernel "
                      "up to 256)") +
@@ -521,11 +530,14 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                  "built yet): give no --merge or --accumulate, and no --bwd "
                  "on --target=hip");
   if (vectorTiles && bwd && meta.target == rt::Target::Cuda) {
-    if (!mma.empty())
-      return error("--bwd --vector-tiles builds mma.sync products (the "
-                   "staged warpgroup backward is not built yet): leave out "
-                   "--mma=" +
-                   mma.getValue());
+    if (std::max(meta.d, meta.dv) > 128)
+      return error("--bwd --vector-tiles takes head dims up to 128, got d=" +
+                   llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
+    if (mma == "wgmma" && (blockM != 64 || blockN != 64))
+      return error("--bwd --vector-tiles --mma=wgmma takes 64 x 64 tiles "
+                   "(one warpgroup of 64 rows in each kernel), got " +
+                   llvm::Twine(blockM.getValue()) + " x " +
+                   llvm::Twine(blockN.getValue()));
     if (blockM != blockN)
       return error("--bwd --vector-tiles on cuda takes block-m = block-n "
                    "(the dK/dV kernel's tiles have block-n rows, the dQ "

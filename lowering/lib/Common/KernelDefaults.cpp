@@ -58,15 +58,25 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
     return choice;
   }
   if (r.staged && r.backward) {
-    // The staged backward, first cut (mma.sync): 64 x 64 tiles, one warp
-    // each 16 rows of both loops' tiles (the dK/dV loop's rows are keys,
-    // the dQ loop's queries: block-m = block-n). Another instruction asked
-    // for stays, for the caller to refuse.
+    // The staged backward: 64 x 64 tiles, one warp each 16 rows of both
+    // loops' tiles (the dK/dV loop's rows are keys, the dQ loop's queries:
+    // block-m = block-n). On sm_90a warpgroup products with the A operands
+    // read before the loops (k and v of the dK/dV kernel, q and dO of the
+    // dQ kernel) in workgroup memory: 0.88-0.94x the builder's warpgroup
+    // backward, 1.22-1.37x its mma.sync one, where the staged mma.sync
+    // backward is 0.46-0.65x (H100, docs/PERFORMANCE.md, session 29). With
+    // mma.sync, those A operands in workgroup memory above D = 64 (3-8%
+    // faster at D 128, 4% slower at D 64).
     if (!r.blockM)
       c.blockM = r.blockN ? *r.blockN : 64;
     if (!r.blockN)
       c.blockN = c.blockM;
-    c.mma = mma == "mma.sync" ? "" : mma;
+    const bool wgmma = r.mma ? mma == "wgmma"
+                             : wgmmaFits && c.blockM == 64 && c.blockN == 64 &&
+                                   std::max(r.d, r.dv) <= 128;
+    c.mma = wgmma ? "wgmma" : (mma == "mma.sync" ? "" : mma);
+    if (!r.qInShared)
+      c.qInShared = wgmma || std::max(r.d, r.dv) > 64;
     return c;
   }
   if (r.staged && mma == "wgmma") {
