@@ -43,6 +43,9 @@ if [ "${1:-}" = "--make" ]; then
   mb mmaqs_bf16_d128_gqa4_b --dtype=bf16 --mask=b --hq=8 --hk=2 -d 128 --mma=mma.sync --q-in-shared &
   mb mma_f16_d80_gqa2_t --dtype=f16 --mask=t --hq=4 --hk=2 -d 80 --mma=mma.sync &
   wait
+  # A head dim the builder's backward does not take: fmha-compile --bwd
+  # builds the staged one by itself.
+  "$bin/fmha-compile" --target=cuda --chip=sm_90a --bwd --dtype=bf16 --mask=b:40,0,4 --hq=8 --hk=2 -d 96 -o "$dir/vtb/default_bf16_d96_sink_window.fmha" || echo "FAIL make default_bf16_d96"
   exit 0
 fi
 here=$(cd "${1:?usage: vector_tiles.sh DIR | --make DIR [BIN]}" && pwd)

@@ -360,9 +360,10 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     meta.scale = static_cast<float>(scale);
     meta.softcap = static_cast<float>(softcap);
     meta.sinks = sinks;
-    if (sinks && bwd && fromTensors)
+    if (sinks && bwd && (fromTensors || vectorTiles))
       return error("--sinks with --bwd takes memrefs (fmha.attention_bwd "
-                   "beside fmha.sinks_grad): drop --from-tensors");
+                   "beside fmha.sinks_grad): drop --from-tensors and "
+                   "--vector-tiles");
     if (blockM <= 0 || blockN <= 0)
       return error("--block-m and --block-n must be positive");
     meta.blockM = blockM;
@@ -399,8 +400,12 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       // (the warpgroup kernel above D = 64 on sm_90a) or the op needs it
       // (only the staged forward takes learned sink logits), unless an
       // option naming another kernel is given.
-      request.stagedAllowed = !bwd && meta.kind == rt::KernelKind::Forward &&
-                              !rescale.getNumOccurrences();
+      // The backward too on cuda, for the head dims only the staged one
+      // takes (not with learned sinks: their backward takes memrefs).
+      request.stagedAllowed =
+          ((!bwd && meta.kind == rt::KernelKind::Forward) ||
+           (bwd && !sinks && meta.target == rt::Target::Cuda)) &&
+          !rescale.getNumOccurrences();
       request.stagedRequired = sinks;
       request.plainCausal = meta.mask.kind != ::fmha::MaskKind::None &&
                             meta.mask.right == 0 && !meta.mask.hasLeft() &&
@@ -428,6 +433,9 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       mma = choice.mma;
       if (choice.staged)
         vectorTiles = true, fromTensors = true;
+      // The staged backward sums every gradient tile in one workgroup.
+      if (choice.staged && bwd)
+        meta.deterministic = true;
       if (sinks && !bwd && !vectorTiles)
         return error("--sinks on --target=" + target.getValue() +
                      " needs the staged forward, which the options given "
@@ -451,9 +459,11 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
               t + " supports head dims " +
               (bwd ? (vectorTiles ? "multiples of 16 up to 128 in the "
                                     "staged backward"
-                                  : "32, 64 and 128 in the backward (the "
-                                    "staged one, --vector-tiles: multiples "
-                                    "of 16 up to 128)")
+                      : meta.target == rt::Target::Cuda && !sinks
+                          ? "32, 64 and 128 in the backward (the "
+                            "staged one, --vector-tiles: "
+                            "multiples of 16 up to 128)"
+                          : "32, 64 and 128 in the backward")
                    : "multiples of 16 up to 128 in the forward (32, 64 and "
                      "128 with the options given; sm_90a's default kernel "
                      "up to 256)") +

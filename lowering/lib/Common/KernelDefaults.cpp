@@ -57,6 +57,16 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
     choice.staged = true;
     return choice;
   }
+  // The backward of a head dim the builder does not take (multiples of 16
+  // up to 128 other than 32, 64 and 128) comes from the staged passes.
+  if (r.stagedAllowed && !r.staged && r.backward && !r.rocdl &&
+      stagedRequired) {
+    GpuKernelRequest staged = r;
+    staged.staged = true;
+    GpuKernelChoice choice = chooseGpuKernel(staged);
+    choice.staged = true;
+    return choice;
+  }
   if (r.staged && r.backward) {
     // The staged backward: 64 x 64 tiles, one warp each 16 rows of both
     // loops' tiles (the dK/dV loop's rows are keys, the dQ loop's queries:
