@@ -330,11 +330,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     if (deterministic && !bwd)
       return error("--deterministic needs --bwd");
     meta.kind = bwd ? rt::KernelKind::Backward : rt::KernelKind::Forward;
-    // The staged GPU backward (three kernels, each gradient tile summed in
-    // one workgroup's registers, no atomics) is deterministic whatever
-    // --deterministic says.
-    meta.deterministic = deterministic || (bwd && vectorTiles &&
-                                           meta.target == rt::Target::Cuda);
+    meta.deterministic = deterministic;
     if (hq <= 0 || hk <= 0 || headDim <= 0)
       return error("--hq, --hk and -d are required and must be positive");
     if (hq % hk != 0)
@@ -433,8 +429,10 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       mma = choice.mma;
       if (choice.staged)
         vectorTiles = true, fromTensors = true;
-      // The staged backward sums every gradient tile in one workgroup.
-      if (choice.staged && bwd)
+      // The staged backward (three kernels, each gradient tile summed in
+      // one workgroup's registers, no atomics) is deterministic whatever
+      // --deterministic says.
+      if (vectorTiles && bwd)
         meta.deterministic = true;
       if (sinks && !bwd && !vectorTiles)
         return error("--sinks on --target=" + target.getValue() +
