@@ -67,7 +67,8 @@ bool isTileScratch(Value alloc) {
 void addForwardTiling(OpPassManager &pm, int64_t blockM, int64_t blockN,
                       bool staticTiles, bool vectorTiles, bool backwardOnValues,
                       StringRef mma = "", int64_t warps = 1,
-                      bool longestFirst = false, bool deferPV = false) {
+                      bool longestFirst = false, bool deferPV = false,
+                      int64_t warpRows = 0) {
   mlir::fmha::FmhaTileAttentionPassOptions tile;
   tile.blockM = blockM;
   tile.blockN = blockN;
@@ -79,6 +80,7 @@ void addForwardTiling(OpPassManager &pm, int64_t blockM, int64_t blockN,
     mlir::fmha::FmhaAssignLayoutsPassOptions layouts;
     layouts.mma = mma.str();
     layouts.warps = warps;
+    layouts.warpRows = warpRows;
     pm.addPass(mlir::fmha::createFmhaAssignLayoutsPass(layouts));
   }
   if (vectorTiles)
@@ -210,13 +212,16 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
     // The grid runs the q tiles in loop order: longest first under causal
     // masks, as the builder's kernels (the light tiles fill the tail). The
     // backward too on NVVM (its three loops become the Dsum, dK/dV and dQ
-    // kernels, block-m = block-n); the ROCDL backward is the builder's
-    // until the staged one is checked there.
+    // kernels); the ROCDL backward is the builder's until the staged one is
+    // checked there. With warpgroup products each of the backward's loops
+    // gets a warp each 16 of its rows (the dK/dV kernel block-n / 16, the
+    // others block-m / 16) and its kernel the workgroup of those warps.
     addForwardTiling(pm, options.blockM, options.blockN,
                      /*staticTiles=*/true, /*vectorTiles=*/true,
                      /*backwardOnValues=*/target == "nvvm",
                      configured ? stagedInstruction(gpuTarget->getMma()) : "",
-                     warps, /*longestFirst=*/true, options.deferPV);
+                     warps, /*longestFirst=*/true, options.deferPV,
+                     /*warpRows=*/warpgroup ? 16 : 0);
   }
   addBufferization(pm);
   // The q-tile loop of the staged forward: a workgroup per q tile whose
@@ -231,6 +236,7 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
     map.rowThreads = 1;
     map.threadElements = 1;
     map.workgroup = true;
+    map.warpSize = warpgroup ? warpSize : 0;
     pm.addPass(mlir::fmha::createFmhaMapParallelToGpuPass(map));
   }
   // The elementwise ops (merge, accumulate): their loops, mapped to a grid.

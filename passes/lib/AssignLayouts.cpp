@@ -137,11 +137,29 @@ bool hasLayout(Type type) {
 
 struct LayoutAssigner {
   MmaInstruction instr;
-  int64_t warps;
+  int64_t defaultWarps, warpRows;
   llvm::DenseMap<std::pair<Value, Type>, Value> conversions;
 
-  LayoutAssigner(MmaInstruction instr, int64_t warps)
-      : instr(std::move(instr)), warps(warps) {}
+  LayoutAssigner(MmaInstruction instr, int64_t warps, int64_t warpRows)
+      : instr(std::move(instr)), defaultWarps(warps), warpRows(warpRows) {}
+
+  /// The warps holding the tiles of `op`: with warp-rows, those of the rows
+  /// of the loop of tiles around it that says them (`kTileRowsAttr`); a
+  /// diagnostic where warp-rows does not divide them.
+  FailureOr<int64_t> warpsOf(Operation *op) const {
+    if (warpRows > 0)
+      for (Operation *p = op; p; p = p->getParentOp())
+        if (auto rows = p->getAttrOfType<IntegerAttr>(kTileRowsAttr)) {
+          if (rows.getInt() < warpRows || rows.getInt() % warpRows != 0) {
+            op->emitOpError() << "is in a loop of tiles of " << rows.getInt()
+                              << " rows, which warp-rows=" << warpRows
+                              << " does not divide into warps";
+            return failure();
+          }
+          return rows.getInt() / warpRows;
+        }
+    return defaultWarps;
+  }
 
   /// `type` (without its encoding) in the layout of `role`; a diagnostic on
   /// `op` when the instruction does not tile it.
@@ -156,6 +174,10 @@ struct LayoutAssigner {
     }
     const int64_t rows = type.getDimSize(0);
     const int64_t cols = type.getRank() == 2 ? type.getDimSize(1) : 1;
+    FailureOr<int64_t> warpsOr = warpsOf(op);
+    if (failed(warpsOr))
+      return failure();
+    const int64_t warps = *warpsOr;
     std::string error;
     LinearLayout layout;
     switch (role) {
@@ -325,13 +347,15 @@ struct FmhaAssignLayoutsPass
              "wmma-rdna4)";
       return signalPassFailure();
     }
-    if (warps < 1) {
+    if (warps < 1 || warpRows < 0) {
       emitError(UnknownLoc::get(&getContext()))
-          << "fmha-assign-layouts: warps must be positive, got "
-          << static_cast<int64_t>(warps);
+          << "fmha-assign-layouts: warps must be positive and warp-rows "
+             "non-negative, got warps="
+          << static_cast<int64_t>(warps)
+          << " warp-rows=" << static_cast<int64_t>(warpRows);
       return signalPassFailure();
     }
-    LayoutAssigner assigner(*instr, warps);
+    LayoutAssigner assigner(*instr, warps, warpRows);
     if (failed(assigner.run(getOperation())))
       signalPassFailure();
   }

@@ -128,14 +128,17 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
     return tensor::createPadHighOp(RankedTensorType::get({bm}, f32), slice,
                                    padValue, /*nofold=*/false, loc, b);
   };
-  /// One scf.forall over (b, heads, tiles) with `outs` shared: `body` builds
-  /// the iteration and returns, for each out, the tile to insert, its
-  /// offsets and its sizes.
+  /// One scf.forall over (b, heads, tiles) of `rows` rows each with `outs`
+  /// shared: `body` builds the iteration and returns, for each out, the tile
+  /// to insert, its offsets and its sizes. The loop says its tiles' rows
+  /// (`fmha.loop_rows`): the dK/dV loop's are keys (block-n), the others'
+  /// queries (block-m), and fmha-assign-layouts{warp-rows} gives each loop
+  /// the warps of its rows.
   struct Insert {
     Value tile;
     SmallVector<OpFoldResult> offsets, sizes;
   };
-  auto forallOver = [&](Value heads, Value tiles, ValueRange outs,
+  auto forallOver = [&](Value heads, Value tiles, int64_t rows, ValueRange outs,
                         function_ref<SmallVector<Insert>(
                             OpBuilder &, Value, Value, Value, ValueRange)>
                             body) {
@@ -143,6 +146,7 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
         rewriter, loc, getAsOpFoldResult(ValueRange{pb.batch, heads, tiles}),
         outs,
         /*mapping=*/std::nullopt);
+    forall->setAttr(kTileRowsAttr, rewriter.getI64IntegerAttr(rows));
     OpBuilder::InsertionGuard inner(rewriter);
     rewriter.setInsertionPointToStart(forall.getBody());
     SmallVector<Insert> inserts =
@@ -243,7 +247,7 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
                             f32),
       ValueRange{pb.batch, pb.sq});
   Value dsum = forallOver(
-      im.c(hq), pb.numQTiles, dsumInit,
+      im.c(hq), pb.numQTiles, bm, dsumInit,
       [&](OpBuilder &b, Value bi, Value h, Value qt, ValueRange) {
         IndexMath m{b, loc};
         Value r0 = m.mul(qt, m.c(bm));
@@ -263,7 +267,7 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
 
   // --- 2. dK and dV per (b, hk, kv tile), over the q heads of its group. ---
   SmallVector<Value> dkdv = forallOver(
-      im.c(hk), pb.numKvTiles, ValueRange{op.getDk(), op.getDv()},
+      im.c(hk), pb.numKvTiles, bn, ValueRange{op.getDk(), op.getDv()},
       [&](OpBuilder &b, Value bi, Value kvh, Value kt, ValueRange outs) {
         IndexMath m{b, loc};
         KvTile kv = kvTileAt(b, bi, kvh, kt);
@@ -303,7 +307,7 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
 
   // --- 3. dQ per (b, hq, q tile), over its visible kv tiles in order. ---
   Value dq = forallOver(
-      im.c(hq), pb.numQTiles, op.getDq(),
+      im.c(hq), pb.numQTiles, bm, op.getDq(),
       [&](OpBuilder &b, Value bi, Value h, Value qt, ValueRange outs) {
         IndexMath m{b, loc};
         Value kvHead = group == 1 ? h : m.div(h, m.c(group));

@@ -1,6 +1,8 @@
 // RUN: fmha-opt %s --fmha-tile-attention="block-m=64 block-n=64 static-tiles=1" --fmha-assign-layouts="mma=mma.sync warps=4" -cse | FileCheck %s
 // RUN: fmha-opt %s --fmha-tile-attention="block-m=64 block-n=64 static-tiles=1" --fmha-assign-layouts="mma=mfma16 warps=4" -cse | FileCheck %s --check-prefix=MFMA
 // RUN: fmha-opt %s --fmha-tile-attention="block-m=64 block-n=64 static-tiles=1" --fmha-assign-layouts="mma=mma.sync warps=4" --fmha-vectorize-tiles -cse | FileCheck %s --check-prefix=VEC
+// RUN: fmha-opt %s --fmha-tile-attention="block-m=32 block-n=64 static-tiles=1" --fmha-assign-layouts="mma=mma.sync warps=8 warp-rows=16" -cse | FileCheck %s --check-prefix=ROWS
+// RUN: not fmha-opt %s --fmha-tile-attention="block-m=32 block-n=64 static-tiles=1" --fmha-assign-layouts="mma=mma.sync warp-rows=48" 2>&1 | FileCheck %s --check-prefix=ROWSERR
 
 // The backward's static tiles in mma.sync fragments over 4 warps (64 x 64
 // tiles, D 64, Dv 32, causal). The dK/dV loop's tiles have the keys as rows
@@ -51,6 +53,19 @@
 // VEC-DAG: #[[VCOL:layout[0-9]*]] = #fmha.layout<1x64, {{.+}}>
 // VEC: %[[L:.+]] = fmha.to_layout %{{.+}} to layout(#[[VCOL]]) : vector<64xf32>
 // VEC: vector.broadcast %[[L]] : vector<64xf32> to vector<64x64xf32>
+// warp-rows: each loop of tiles takes a warp each 16 of its rows (the
+// tiling says them, `fmha.loop_rows`), whatever `warps` says: the Dsum and
+// dQ loops' 32 query rows two warps, the dK/dV loop's 64 key rows four.
+// ROWS-DAG: #[[C2:layout[0-9]*]] = #fmha.layout<32x32, {{.+}}warp = {{\[\[16, 0\]\]}}>
+// ROWS-DAG: #[[C4:layout[0-9]*]] = #fmha.layout<64x32, {{.+}}warp = {{\[\[16, 0\], \[32, 0\]\]}}>
+// ROWS-DAG: #[[COL4:layout[0-9]*]] = #fmha.layout<1x32, {{.+}}warp = {{\[\[0, 0\], \[0, 0\]\]}}>
+// ROWS: fmha.tile_row_dot {{.+}} : tensor<32x32xbf16, #[[C2]]>
+// ROWS: } {fmha.loop_rows = 32 : i64}
+// ROWS: fmha.tile_bwd_probs {{.+}} transposed : tensor<64x32xf32, #[[C4]]>, tensor<32xf32, #[[COL4]]>
+// ROWS: } {fmha.loop_rows = 64 : i64}
+// ROWS: fmha.tile_matmul {{.+}} : tensor<32x64xf32, #{{.+}}>, tensor<64x64xbf16, #{{.+}}>, tensor<32x64xf32, #{{.+}}>
+// ROWS: } {fmha.loop_rows = 32 : i64}
+// ROWSERR: error: 'fmha.tile_row_dot' op is in a loop of tiles of 32 rows, which warp-rows=48 does not divide into warps
 func.func @bwd(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x32xbf16>, %o: tensor<?x4x?x32xbf16>, %lse: tensor<?x4x?xf32>, %do: tensor<?x4x?x32xbf16>, %dq: tensor<?x4x?x64xbf16>, %dk: tensor<?x2x?x64xbf16>, %dv: tensor<?x2x?x32xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>) {
   %r:3 = fmha.attention_bwd ins(%q, %k, %v, %o, %lse, %do : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x4x?x32xbf16>, tensor<?x4x?xf32>, tensor<?x4x?x32xbf16>) outs(%dq, %dk, %dv : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>) {mask = #fmha.mask<"t">} -> tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>
   return %r#0, %r#1, %r#2 : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>

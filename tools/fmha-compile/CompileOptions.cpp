@@ -169,9 +169,11 @@ cl::opt<bool> vectorTiles(
              "64). With --bwd (cpu, cuda): the backward from the staged "
              "passes, on cuda three kernels (Dsum; dK/dV with S^T = K Q^T, "
              "Q and dO through workgroup memory; dQ), 64 x 64 tiles by "
-             "default, block-m = block-n, deterministic; on sm_90a "
+             "default, deterministic; on sm_90a "
              "warpgroup products with K, V (dQ: Q, dO) in workgroup memory "
-             "too, mma.sync at D 32 and elsewhere. Implies --from-tensors"),
+             "too (block-m and block-n 64 or 128, each kernel a warp each 16 "
+             "of its rows), mma.sync at D 32 and elsewhere (block-m = "
+             "block-n). Implies --from-tensors"),
     cl::init(false), cl::cat(category));
 cl::opt<bool> deferPV(
     "defer-pv",
@@ -541,15 +543,19 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     if (std::max(meta.d, meta.dv) > 128)
       return error("--bwd --vector-tiles takes head dims up to 128, got d=" +
                    llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
-    if (mma == "wgmma" && (blockM != 64 || blockN != 64))
-      return error("--bwd --vector-tiles --mma=wgmma takes 64 x 64 tiles "
-                   "(one warpgroup of 64 rows in each kernel), got " +
+    auto warpgroupRows = [](int64_t rows) { return rows == 64 || rows == 128; };
+    if (mma == "wgmma" && (!warpgroupRows(blockM) || !warpgroupRows(blockN)))
+      return error("--bwd --vector-tiles --mma=wgmma takes block-m and "
+                   "block-n of 64 or 128 (a warpgroup each 64 rows of a "
+                   "kernel's tiles: the dK/dV kernel's block-n, the dQ "
+                   "kernel's block-m), got " +
                    llvm::Twine(blockM.getValue()) + " x " +
                    llvm::Twine(blockN.getValue()));
-    if (blockM != blockN)
-      return error("--bwd --vector-tiles on cuda takes block-m = block-n "
-                   "(the dK/dV kernel's tiles have block-n rows, the dQ "
-                   "kernel's block-m, over the same warps), got " +
+    if (mma != "wgmma" && blockM != blockN)
+      return error("--bwd --vector-tiles with mma.sync takes block-m = "
+                   "block-n (the dK/dV kernel's tiles have block-n rows, the "
+                   "dQ kernel's block-m, over the same warps; --mma=wgmma "
+                   "gives each kernel the warps of its rows), got " +
                    llvm::Twine(blockM.getValue()) + " and " +
                    llvm::Twine(blockN.getValue()));
   }

@@ -25,6 +25,8 @@
 
 #include "GpuKernelUtils.h"
 #include "fmha/Conversion/Passes.h"
+#include "fmha/Dialect/FmhaAttrs.h"
+#include "fmha/Dialect/FmhaOps.h"
 #include "fmha/Transforms/MaskUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -81,12 +83,26 @@ bool mayWrite(Operation *op) {
 class Mapper {
 public:
   Mapper(ModuleOp module, StringRef kernelName, int64_t blockThreads,
-         int64_t rowThreads, int64_t threadElements, bool workgroup)
-      : module_(module), kernelName_(kernelName), threads_(blockThreads),
-        rowThreads_(rowThreads), elements_(threadElements),
-        workgroup_(workgroup) {}
+         int64_t rowThreads, int64_t threadElements, bool workgroup,
+         int64_t warpSize)
+      : module_(module), kernelName_(kernelName), blockThreads_(blockThreads),
+        threads_(blockThreads), rowThreads_(rowThreads),
+        elements_(threadElements), workgroup_(workgroup), warpSize_(warpSize) {}
 
   LogicalResult map(scf::ParallelOp loop) {
+    threads_ = blockThreads_;
+    if (workgroup_ && warpSize_ > 0) {
+      int64_t warps = 0;
+      loop.walk([&](ToLayoutOp anchor) {
+        warps = std::max(warps, anchor.getLayout().getLayout().getNumWarps());
+      });
+      if (warps > 0)
+        threads_ = warps * warpSize_;
+      if (threads_ > 1024)
+        return loop.emitOpError()
+               << "has tiles in layouts of " << warps << " warps of "
+               << warpSize_ << " threads: more than 1024 threads a workgroup";
+    }
     if (loop.getNumResults() != 0)
       return loop.emitOpError()
              << "with reductions is not mapped to the GPU (the loops of "
@@ -302,8 +318,9 @@ private:
 
   ModuleOp module_;
   StringRef kernelName_;
-  int64_t threads_, rowThreads_, elements_;
+  int64_t blockThreads_, threads_, rowThreads_, elements_;
   bool workgroup_;
+  int64_t warpSize_;
 };
 
 struct FmhaMapParallelToGpuPass
@@ -329,8 +346,14 @@ struct FmhaMapParallelToGpuPass
         loops.push_back(loop);
         return WalkResult::skip();
       });
+    if (warpSize < 0) {
+      module.emitError() << "fmha-map-parallel-to-gpu needs warp-size >= 0, "
+                            "got "
+                         << static_cast<int64_t>(warpSize);
+      return signalPassFailure();
+    }
     Mapper mapper(module, kernelName, blockThreads, rowThreads, threadElements,
-                  workgroup);
+                  workgroup, warpSize);
     for (scf::ParallelOp loop : loops)
       if (failed(mapper.map(loop)))
         return signalPassFailure();

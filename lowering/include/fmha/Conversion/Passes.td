@@ -167,7 +167,11 @@ def FmhaMapParallelToGpuPass
     * Workgroup (`workgroup=1`): each iteration of the flattened loop is a
       workgroup of `block-threads` threads, every one of which runs the
       whole body; the body's vector tiles are then spread over the threads
-      by `--fmha-distribute-tiles` (the staged attention forward).
+      by `--fmha-distribute-tiles` (the staged attention forward). With
+      `warp-size` set, a loop whose vector tiles are anchored in register
+      layouts (`fmha.to_layout`) gets the most warps those layouts name
+      times `warp-size` threads instead (each kernel of the staged
+      backward the warps of its own rows).
 
     A loop it cannot map gets a diagnostic naming what is supported.
   }];
@@ -187,7 +191,10 @@ def FmhaMapParallelToGpuPass
     Option<"workgroup", "workgroup", "bool", "false",
            "Workgroup form: each iteration a workgroup whose threads all run "
            "its body (vector tiles that --fmha-distribute-tiles then spreads "
-           "over them)">
+           "over them)">,
+    Option<"warpSize", "warp-size", "int64_t", "0",
+           "Workgroup form: when nonzero, a loop's workgroup is the warps "
+           "of its tiles' register layouts, of this many threads each">
   ];
 }
 

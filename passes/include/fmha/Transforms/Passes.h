@@ -24,6 +24,12 @@ namespace fmha {
 #define GEN_PASS_REGISTRATION
 #include "fmha/Transforms/Passes.h.inc"
 
+/// The rows of each tile of an `scf.forall` the backward's tiling on values
+/// makes (an integer attribute on the loop): block-n for the dK/dV loop,
+/// whose rows are keys, block-m for the Dsum and dQ loops.
+/// fmha-assign-layouts{warp-rows} gives such a loop rows / warp-rows warps.
+inline constexpr llvm::StringLiteral kTileRowsAttr = "fmha.loop_rows";
+
 /// Tile sizes of the flash-attention loop nest.
 struct TileAttentionOptions {
   int64_t blockM = 64;

@@ -93,7 +93,13 @@ def FmhaAssignLayoutsPass : Pass<"fmha-assign-layouts"> {
            "(AMD 16x16x16), mfma32 (AMD 32x32x8), wmma-rdna3 or wmma-rdna4 "
            "(AMD 16x16x16)">,
     Option<"warps", "warps", "int64_t", "4",
-           "Warps (waves) of a workgroup, each a band of the q tile's rows">
+           "Warps (waves) of a workgroup, each a band of the q tile's rows">,
+    Option<"warpRows", "warp-rows", "int64_t", "0",
+           "When nonzero, the tiles of a loop marked fmha.loop_rows (the "
+           "backward's Dsum, dK/dV and dQ loops) are held by loop_rows / "
+           "warp-rows warps instead of `warps`: each kernel of the backward "
+           "gets the warps of its own rows (block-n in the dK/dV loop, "
+           "block-m in the others)">
   ];
 }
 
