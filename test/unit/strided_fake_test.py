@@ -69,8 +69,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         sigs = [("fwd", ["--chip=sm_90a", "--dtype=bf16", "--hq=8", "--hk=2", "-d", "64", "--mask=b:20,0,2"]),
                 ("bwd", ["--chip=sm_80", "--dtype=f16", "--hq=4", "--hk=2", "-d", "32", "--mask=t", "--bwd"]),
+                # The builder's deterministic kernels (the fake module knows
+                # their names; sm_90a's default deterministic backward is the
+                # staged one).
                 ("det", ["--chip=sm_90a", "--dtype=bf16", "--hq=4", "--hk=4", "-d", "64", "--bwd",
-                         "--deterministic"])]
+                         "--deterministic", "--mma=wgmma"])]
         for name, args in sigs:
             real = os.path.join(tmp, name + ".fmha")
             subprocess.run([compiler, "--target=cuda"] + args + ["-o", real], check=True)

@@ -60,7 +60,10 @@ cl::opt<bool> sinks(
 cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("With --bwd: bit-identical gradients run to run (dQ recomputed "
-             "per query tile instead of accumulated atomically)"),
+             "per query tile instead of accumulated atomically); on sm_90a "
+             "with head dims from 48 to 128 and no tile option, the staged "
+             "backward (as --vector-tiles), which is deterministic by "
+             "construction"),
     cl::init(false), cl::cat(category));
 cl::opt<bool> merge(
     "merge",
@@ -408,6 +411,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       request.plainCausal = meta.mask.kind != ::fmha::MaskKind::None &&
                             meta.mask.right == 0 && !meta.mask.hasLeft() &&
                             meta.mask.sink == 0;
+      request.deterministic = deterministic;
       request.f32 = meta.dtype == rt::DType::F32;
       request.d = meta.d;
       request.dv = meta.dv;

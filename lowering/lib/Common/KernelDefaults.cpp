@@ -58,9 +58,15 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
     return choice;
   }
   // The backward of a head dim the builder does not take (multiples of 16
-  // up to 128 other than 32, 64 and 128) comes from the staged passes.
+  // up to 128 other than 32, 64 and 128) comes from the staged passes; so
+  // does sm_90a's deterministic backward, where the staged one (no atomics
+  // by construction) is 1.09-1.45x the builder's (H200, docs/
+  // PERFORMANCE.md, session 30).
+  const bool stagedDeterministic = r.deterministic && wgmmaFits &&
+                                   std::max(r.d, r.dv) <= 128 && !tileGiven &&
+                                   !r.mma;
   if (r.stagedAllowed && !r.staged && r.backward && !r.rocdl &&
-      stagedRequired) {
+      (stagedRequired || stagedDeterministic)) {
     GpuKernelRequest staged = r;
     staged.staged = true;
     GpuKernelChoice choice = chooseGpuKernel(staged);

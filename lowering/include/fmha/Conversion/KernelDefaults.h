@@ -39,6 +39,10 @@ struct GpuKernelRequest {
   /// Only the staged forward takes the op (learned sink logits): where it
   /// is allowed, the choice is staged whatever its speed.
   bool stagedRequired = false;
+  /// The backward with no atomics (dQ summed in a fixed order): on sm_90a
+  /// the staged backward, deterministic by construction and 1.09-1.45x the
+  /// builder's deterministic one (H200, docs/PERFORMANCE.md, session 30).
+  bool deterministic = false;
   bool f32 = false; ///< f32 inputs (no matrix kernel takes them)
   int64_t d = 0, dv = 0;
   /// The mask is causal (either anchor) with no window to the left and no
@@ -78,6 +82,10 @@ struct GpuKernelChoice {
 ///     Q tile in workgroup memory at D or Dv over 64 (16-key tiles where
 ///     --block-n alone is given without q-in-shared).
 ///   - nvvm backward: 128 x 128 tiles above D = 64, 64 x 64 up to it.
+///   - nvvm sm_90a deterministic backward, f16/bf16, D and Dv multiples of
+///     16 from 48 to 128, no tile option given, where the caller allows it:
+///     the staged backward (its warpgroup products, 64 x 64 tiles), as for
+///     the head dims the builder does not take.
 ///   - the staged forward (nvvm): 128 x 64 tiles (32 rows a warp), the Q
 ///     tile in workgroup memory (fmha-stage-q) where D or Dv is over 64
 ///     and block-m is not given; with mma "wgmma" (warpgroup products),
