@@ -144,12 +144,12 @@ struct LayoutAssigner {
       : instr(std::move(instr)), defaultWarps(warps), warpRows(warpRows) {}
 
   /// The warps holding the tiles of `op`: with warp-rows, those of the rows
-  /// of the loop of tiles around it that says them (`kTileRowsAttr`); a
+  /// of the loop of tiles around it that says them (`kLoopRowsAttr`); a
   /// diagnostic where warp-rows does not divide them.
   FailureOr<int64_t> warpsOf(Operation *op) const {
     if (warpRows > 0)
       for (Operation *p = op; p; p = p->getParentOp())
-        if (auto rows = p->getAttrOfType<IntegerAttr>(kTileRowsAttr)) {
+        if (auto rows = p->getAttrOfType<IntegerAttr>(kLoopRowsAttr)) {
           if (rows.getInt() < warpRows || rows.getInt() % warpRows != 0) {
             op->emitOpError() << "is in a loop of tiles of " << rows.getInt()
                               << " rows, which warp-rows=" << warpRows

@@ -146,7 +146,7 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
         rewriter, loc, getAsOpFoldResult(ValueRange{pb.batch, heads, tiles}),
         outs,
         /*mapping=*/std::nullopt);
-    forall->setAttr(kTileRowsAttr, rewriter.getI64IntegerAttr(rows));
+    forall->setAttr(kLoopRowsAttr, rewriter.getI64IntegerAttr(rows));
     OpBuilder::InsertionGuard inner(rewriter);
     rewriter.setInsertionPointToStart(forall.getBody());
     SmallVector<Insert> inserts =

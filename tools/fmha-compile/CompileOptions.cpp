@@ -547,8 +547,8 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     if (std::max(meta.d, meta.dv) > 128)
       return error("--bwd --vector-tiles takes head dims up to 128, got d=" +
                    llvm::Twine(meta.d) + " dv=" + llvm::Twine(meta.dv));
-    auto warpgroupRows = [](int64_t rows) { return rows == 64 || rows == 128; };
-    if (mma == "wgmma" && (!warpgroupRows(blockM) || !warpgroupRows(blockN)))
+    if (mma == "wgmma" && (!mlir::fmha::stagedWarpgroupRows(blockM) ||
+                           !mlir::fmha::stagedWarpgroupRows(blockN)))
       return error("--bwd --vector-tiles --mma=wgmma takes block-m and "
                    "block-n of 64 or 128 (a warpgroup each 64 rows of a "
                    "kernel's tiles: the dK/dV kernel's block-n, the dQ "

@@ -87,12 +87,9 @@ GpuKernelChoice mlir::fmha::chooseGpuKernel(const GpuKernelRequest &r) {
       c.blockM = r.blockN ? *r.blockN : 64;
     if (!r.blockN)
       c.blockN = c.blockM;
-    // Warpgroup products take tiles of 64 or 128 rows in each kernel (a
-    // warpgroup each 64).
-    auto warpgroupRows = [](int64_t rows) { return rows == 64 || rows == 128; };
     const bool wgmma = r.mma ? mma == "wgmma"
-                             : wgmmaFits && warpgroupRows(c.blockM) &&
-                                   warpgroupRows(c.blockN) &&
+                             : wgmmaFits && stagedWarpgroupRows(c.blockM) &&
+                                   stagedWarpgroupRows(c.blockN) &&
                                    std::max(r.d, r.dv) <= 128;
     c.mma = wgmma ? "wgmma" : (mma == "mma.sync" ? "" : mma);
     if (!r.qInShared)

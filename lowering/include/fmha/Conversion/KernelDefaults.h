@@ -99,6 +99,12 @@ struct GpuKernelChoice {
 ///   - otherwise 64, 64, 16 rows a warp, Q in registers.
 GpuKernelChoice chooseGpuKernel(const GpuKernelRequest &request);
 
+/// Whether the staged backward's warpgroup products take a kernel's tiles
+/// of `rows` rows (a warpgroup each 64: 64 or 128).
+inline bool stagedWarpgroupRows(int64_t rows) {
+  return rows == 64 || rows == 128;
+}
+
 } // namespace fmha
 } // namespace mlir
 

@@ -28,7 +28,7 @@ namespace fmha {
 /// makes (an integer attribute on the loop): block-n for the dK/dV loop,
 /// whose rows are keys, block-m for the Dsum and dQ loops.
 /// fmha-assign-layouts{warp-rows} gives such a loop rows / warp-rows warps.
-inline constexpr llvm::StringLiteral kTileRowsAttr = "fmha.loop_rows";
+inline constexpr llvm::StringLiteral kLoopRowsAttr = "fmha.loop_rows";
 
 /// Tile sizes of the flash-attention loop nest.
 struct TileAttentionOptions {
