@@ -242,6 +242,38 @@ LogicalResult verifySinks(Operation *op, Value sinks, Value q) {
                                       dimOf(q, 1), "q")));
 }
 
+/// Verifies the optional variable-length offsets `cuQ`, `cuK` (i32 [N + 1],
+/// both or neither) of an attention op: its tensors then hold batch 1
+/// (DESIGN.md section 1, variable-length batches).
+LogicalResult verifyVarlen(Operation *op, Value cuQ, Value cuK,
+                           ArrayRef<std::pair<StringRef, Value>> batched) {
+  if (!cuQ && !cuK)
+    return success();
+  if (!cuQ || !cuK)
+    return op->emitOpError()
+           << "takes cu_seqlens_q and cu_seqlens_k together, got only "
+           << (cuQ ? "cu_seqlens_q" : "cu_seqlens_k");
+  OperandChecker c(op);
+  SmallVector<std::pair<StringRef, Value>> named = {
+      batched.front(), {"cu_seqlens_q", cuQ}, {"cu_seqlens_k", cuK}};
+  if (failed(c.checkUniformKind(named)) ||
+      failed(c.checkRank("cu_seqlens_q", cuQ, 1, "[N + 1]")) ||
+      failed(c.checkRank("cu_seqlens_k", cuK, 1, "[N + 1]")) ||
+      failed(c.checkSameShape("cu_seqlens_k", cuK, "cu_seqlens_q", cuQ)))
+    return failure();
+  if (int64_t n = dimOf(cuQ, 0); n == 0)
+    return op->emitOpError()
+           << "'cu_seqlens_q' needs N + 1 >= 1 offsets, got none";
+  for (auto [name, value] : batched)
+    if (dimOf(value, 0) != 1)
+      return op->emitOpError()
+             << "'" << name
+             << "' of a variable-length batch (cu_seqlens) has batch 1, its "
+                "sequence axis holding every sequence; got batch "
+             << dimStr(dimOf(value, 0));
+  return success();
+}
+
 ::fmha::MaskSpec maskSpecOf(std::optional<MaskAttr> mask) {
   return mask && *mask ? mask->getSpec() : ::fmha::MaskSpec{};
 }
@@ -371,7 +403,17 @@ LogicalResult AttentionOp::verify() {
   return success(succeeded(verifyAttentionSignature(
                      *this, getQ(), getK(), getV(), getO(), getLse(),
                      getScaleAttr(), getSoftcapAttr())) &&
-                 succeeded(verifySinks(*this, getSinks(), getQ())));
+                 succeeded(verifySinks(*this, getSinks(), getQ())) &&
+                 succeeded(verifyVarlen(*this, getCuSeqlensQ(), getCuSeqlensK(),
+                                        batchedOperands())));
+}
+
+SmallVector<std::pair<StringRef, Value>> AttentionOp::batchedOperands() {
+  SmallVector<std::pair<StringRef, Value>> named = {
+      {"q", getQ()}, {"k", getK()}, {"v", getV()}, {"o", getO()}};
+  if (getLse())
+    named.push_back({"lse", getLse()});
+  return named;
 }
 
 ::fmha::MaskSpec AttentionOp::getMaskSpec() { return maskSpecOf(getMask()); }
@@ -389,6 +431,10 @@ double AttentionOp::getScaleOrDefault() {
 
 LogicalResult AttentionOp::canonicalize(AttentionOp op,
                                         PatternRewriter &rewriter) {
+  // A variable-length batch's Sq and Sk are each sequence's, not the
+  // tensors'.
+  if (op.isVarlen())
+    return failure();
   return simplifyMaskAttr(op, op.getMaskAttr(), op.getQ(), op.getK(), rewriter);
 }
 
@@ -460,6 +506,10 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
            << "cannot tile the query sequence under mask '"
            << getMaskSpec().str()
            << "': the mask needs absolute row indices; tile B and Hq only";
+  if (isVarlen() &&
+      !(isConstantIntValue(offsets[2], 0) && isWholeDim(sizes[2], getQ(), 2)))
+    return emitOpError() << "cannot tile the query sequence of a "
+                            "variable-length batch (cu_seqlens): tile Hq only";
 
   OpFoldResult zero = b.getIndexAttr(0);
   auto slice = [&](Value source, ArrayRef<OpFoldResult> offs,
@@ -489,6 +539,8 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
                                  slice(getV(), kvOffsets, kvSizes)};
   if (getSinks()) // The sink logits of the tile's query heads.
     operands.push_back(slice(getSinks(), {offsets[1]}, {sizes[1]}));
+  if (isVarlen()) // Every sequence's offsets (B is 1, Sq whole).
+    operands.append({getCuSeqlensQ(), getCuSeqlensK()});
   const size_t inputs = operands.size();
   operands.push_back(slice(getO(), qOffsets, qSizes));
   if (getLse())
@@ -499,7 +551,8 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
   Operation *tiled = mlir::clone(b, getOperation(), resultTypes, operands);
   SmallVector<Operation *> slices;
   for (Value operand : operands)
-    slices.push_back(operand.getDefiningOp());
+    if (auto slice = operand.getDefiningOp<tensor::ExtractSliceOp>())
+      slices.push_back(slice);
   return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()), slices};
 }
 

@@ -180,6 +180,48 @@ Value paddedInputTile(OpBuilder &b, Location loc, Value source,
                                  b);
 }
 
+Value readOffset(OpBuilder &b, Location loc, Value offsets, Value index) {
+  Value offset =
+      isa<RankedTensorType>(offsets.getType())
+          ? Value(tensor::ExtractOp::create(b, loc, offsets, ValueRange{index}))
+          : Value(memref::LoadOp::create(b, loc, offsets, ValueRange{index}));
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), offset);
+}
+
+VarlenTile emitVarlenTile(OpBuilder &b, Location loc, Value offsets,
+                          Value count, Value tile, int64_t blockM) {
+  IndexMath im{b, loc};
+  Value zero = im.c(0), one = im.c(1), bm = im.c(blockM);
+  // Over the sequences n: the tiles before n (`before`), the offset
+  // cu[n] (`start`), and once found the sequence, its first tile and its
+  // first row (count, 0, 0 until then).
+  auto loop = scf::ForOp::create(
+      b, loc, zero, count, one,
+      ValueRange{zero, readOffset(b, loc, offsets, zero), count, zero, zero},
+      [&](OpBuilder &lb, Location, Value n, ValueRange it) {
+        IndexMath li{lb, loc};
+        Value before = it[0], start = it[1];
+        Value end = readOffset(lb, loc, offsets, li.add(n, li.c(1)));
+        Value after = li.add(before, li.ceilDiv(li.sub(end, start), bm));
+        Value hit = li.andOpt(li.cmp(arith::CmpIPredicate::eq, it[2], count),
+                              li.lt(tile, after));
+        scf::YieldOp::create(lb, loc,
+                             ValueRange{after, end, li.select(hit, n, it[2]),
+                                        li.select(hit, before, it[3]),
+                                        li.select(hit, start, it[4])});
+      });
+  VarlenTile t;
+  t.active = im.lt(loop.getResult(2), count);
+  t.seq = im.select(t.active, loop.getResult(2), zero);
+  t.qt = im.select(t.active, im.sub(tile, loop.getResult(3)), zero);
+  t.qBase = loop.getResult(4);
+  // Within the offsets when there is no sequence (count = 0).
+  t.next = im.min(im.add(t.seq, one), count);
+  Value end = readOffset(b, loc, offsets, t.next);
+  t.sq = im.select(t.active, im.sub(end, t.qBase), zero);
+  return t;
+}
+
 } // namespace mlir::fmha::tiling
 
 using namespace mlir::fmha::tiling;
@@ -219,7 +261,20 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   Value zero = im.c(0), one = im.c(1);
   Value batch = im.dim(q, 0), sq = im.dim(q, 2), sk = im.dim(k, 2);
   Value numQTiles = im.ceilDiv(sq, im.c(bm));
-  ScoreConfig scores{mask, maskAttr, scaleAttr, softcapAttr, sq, sk};
+  // A variable-length batch: N sequences back to back along the sequence
+  // axis of batch 1. The q tiles of all of them are one axis, the tiles of
+  // sequence 0, then of 1, ...: at most ceil(Sq / BM) + N of them (each
+  // sequence's last tile may be partial), a size of the operands, so that
+  // a GPU grid needs no read of the offsets on the host; each iteration
+  // finds its sequence by a scan of the offsets (VarlenTile).
+  const bool varlen = op.isVarlen();
+  Value cuQ = op.getCuSeqlensQ(), cuK = op.getCuSeqlensK();
+  Value numSeqs;
+  if (varlen) {
+    numSeqs = im.sub(im.dim(cuQ, 0), one);
+    batch = one;
+    numQTiles = im.add(numQTiles, numSeqs);
+  }
 
   // The outs of the whole op: the shared outs of the scf.forall on tensors.
   SmallVector<Value> outs = {op.getO()};
@@ -253,18 +308,40 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     lse = op.getLse();
   }
 
+  // The tile's sequence n of a variable-length batch: its rows and keys
+  // start at qBase and kBase of batch 0, its own Sq and Sk the mask's; a
+  // tile past the last sequence's is inactive (no rows, no kv tiles).
+  Value qBase = zero, kBase = zero, active;
+  if (varlen) {
+    VarlenTile tile = emitVarlenTile(rewriter, loc, cuQ, numSeqs, qt, bm);
+    active = tile.active;
+    qt = tile.qt;
+    qBase = tile.qBase;
+    sq = tile.sq;
+    kBase = readOffset(rewriter, loc, cuK, tile.seq);
+    sk = im.sub(readOffset(rewriter, loc, cuK, tile.next), kBase);
+    numQTiles = im.ceilDiv(sq, im.c(bm));
+  }
+  ScoreConfig scores{mask, maskAttr, scaleAttr, softcapAttr, sq, sk};
   // Longest first: under a right bound, later q tiles see more keys.
   if (options.longestFirst && mask.hasRight())
     qt = im.sub(im.sub(numQTiles, one), qt);
+  if (active) // an inactive tile reads no row at row 0
+    qt = im.select(active, qt, zero);
   Value kvHead = hq == hk ? h : im.div(h, im.c(hq / hk));
   Value r0 = im.mul(qt, im.c(bm));
   Value rows = im.min(im.c(bm), im.sub(sq, r0));
+  if (active)
+    rows = im.select(active, rows, zero);
   Value r1 = im.add(r0, rows);
+  // The tile's first row in the tensors.
+  Value row0 = im.add(qBase, r0);
 
   OpFoldResult i0 = rewriter.getIndexAttr(0), i1 = rewriter.getIndexAttr(1);
-  SmallVector<OpFoldResult> oOffsets = {b, h, r0, i0};
+  SmallVector<OpFoldResult> oOffsets = {b, h, row0, i0};
   SmallVector<OpFoldResult> oSizes = {i1, i1, rows, rewriter.getIndexAttr(dv)};
-  SmallVector<OpFoldResult> lseOffsets = {b, h, r0}, lseSizes = {i1, i1, rows};
+  SmallVector<OpFoldResult> lseOffsets = {b, h, row0},
+                            lseSizes = {i1, i1, rows};
   // With static tiles, the slices in range padded with zeros to `tileRows`
   // and to the tile's head dim: the next power of two (the register
   // layouts' shapes; the matrix instructions' K and N where D is 80, 96 or
@@ -280,7 +357,7 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     return tileView(builder, loc, source, offsets,
                     {i1, i1, extent, builder.getIndexAttr(cols)}, 2);
   };
-  Value qTile = inputTile(rewriter, q, {b, h, r0, i0}, rows, bm, d);
+  Value qTile = inputTile(rewriter, q, {b, h, row0, i0}, rows, bm, d);
 
   // Scratch of a static tile shape, viewed at the tile's extent: on tensors
   // an alloc_tensor each (distinct buffers, never merged by CSE; the CPU
@@ -329,6 +406,11 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   // --- Mask-derived kv tile bounds for this q tile (MaskUtils.h). ---
   KvLoopBounds bounds =
       emitKvLoopBounds(rewriter, loc, mask, r0, r1, sq, sk, bn);
+  if (active) {
+    bounds.end = im.select(active, bounds.end, bounds.begin);
+    if (bounds.sinkEnd)
+      bounds.sinkEnd = im.select(active, bounds.sinkEnd, zero);
+  }
 
   // One kv tile: scores (element mask only on tiles that cross a mask
   // edge), online softmax, accumulate. Returns the updated state.
@@ -336,8 +418,9 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     IndexMath bi{builder, loc};
     Value c0 = bi.mul(kt, bi.c(bn));
     Value cols = bi.min(bi.c(bn), bi.sub(sk, c0));
-    Value kTile = inputTile(builder, k, {b, kvHead, c0, i0}, cols, bn, d);
-    Value vTile = inputTile(builder, v, {b, kvHead, c0, i0}, cols, bn, dv);
+    Value key0 = bi.add(kBase, c0);
+    Value kTile = inputTile(builder, k, {b, kvHead, key0, i0}, cols, bn, d);
+    Value vTile = inputTile(builder, v, {b, kvHead, key0, i0}, cols, bn, dv);
     Value sTile = padded
                       ? tensor::EmptyOp::create(builder, loc, {bm, bn}, f32)
                       : tileView(builder, loc, sBuf, {i0, i0}, {rows, cols}, 2);

@@ -73,6 +73,24 @@ Value paddedInputTile(OpBuilder &b, Location loc, Value source,
                       ArrayRef<OpFoldResult> offsets, Value extent,
                       int64_t tileRows, int64_t cols, TypedAttr pad = {});
 
+/// Offset `index` of a variable-length batch's `offsets` (i32 [N + 1], a
+/// tensor or a memref) as an index.
+Value readOffset(OpBuilder &b, Location loc, Value offsets, Value index);
+
+/// Where flattened q tile `tile` of a variable-length batch lies: the tiles
+/// of `blockM` rows of sequence 0, then of 1, ... of the `count` sequences
+/// whose `offsets` (i32 [count + 1]) bound them (a loop over the offsets).
+struct VarlenTile {
+  Value active; ///< i1: the tile is one of a sequence's
+  Value seq;    ///< its sequence (0 when inactive)
+  Value next;   ///< seq + 1, at most count (an index into the offsets)
+  Value qt;     ///< its tile within the sequence (0 when inactive)
+  Value qBase;  ///< the sequence's first row
+  Value sq;     ///< the sequence's rows (0 when inactive)
+};
+VarlenTile emitVarlenTile(OpBuilder &b, Location loc, Value offsets,
+                          Value count, Value tile, int64_t blockM);
+
 } // namespace mlir::fmha::tiling
 
 #endif // FMHA_PASSES_LIB_TILEATTENTIONUTILS_H

@@ -37,6 +37,7 @@ constexpr const char *kKeys[] = {"target",
                                  "scale",
                                  "softcap",
                                  "sinks",
+                                 "varlen",
                                  "block_m",
                                  "block_n",
                                  "block_threads",
@@ -53,9 +54,10 @@ bool isGpuOnlyKey(std::string_view key) {
 }
 
 /// Keys every bundle may leave out (absent: deterministic=0, index_bits=64,
-/// sinks=0).
+/// sinks=0, varlen=0).
 bool isOptionalKey(std::string_view key) {
-  return key == "deterministic" || key == "index_bits" || key == "sinks";
+  return key == "deterministic" || key == "index_bits" || key == "sinks" ||
+         key == "varlen";
 }
 
 std::string formatFloat(float f) {
@@ -300,6 +302,13 @@ std::string BundleMeta::validate() const {
   if (sinks && formatVersion == 1)
     return "sinks=1 needs a version-2 bundle (a manifest naming the sinks "
            "operand)";
+  if (varlen && kind != KernelKind::Forward)
+    return "varlen=1 is only valid for a forward kernel (kind=fwd), got "
+           "kind=" +
+           std::string(toString(kind));
+  if (varlen && formatVersion == 1)
+    return "varlen=1 needs a version-2 bundle (a manifest naming the "
+           "cu_seqlens operands)";
   if (indexBits != 64 && indexBits != 32)
     return "index_bits must be 32 or 64, got " + std::to_string(indexBits);
   if (indexBits == 32 && target == Target::Cpu)
@@ -379,6 +388,8 @@ bool serializeBundle(const BundleMeta &meta, std::string_view binary,
   put("softcap", formatFloat(m.softcap));
   if (m.sinks)
     put("sinks", "1");
+  if (m.varlen)
+    put("varlen", "1");
   put("block_m", std::to_string(m.blockM));
   put("block_n", std::to_string(m.blockN));
   if (version == 1) {
@@ -586,6 +597,12 @@ bool parseBundle(std::string_view bytes, const std::string &name,
       m.sinks = true;
     else if (it->second != "0")
       return bad("sinks", "expected 0 or 1");
+  }
+  if (auto it = values.find("varlen"); it != values.end()) {
+    if (it->second == "1")
+      m.varlen = true;
+    else if (it->second != "0")
+      return bad("varlen", "expected 0 or 1");
   }
   m.formatVersion = version;
   if (version == 1 && m.abi == kAbiManifest)

@@ -224,13 +224,13 @@ bool parseNpy(std::string_view bytes, const std::string &name, NpyArray *out,
   if (*fortran)
     return fail("fortran_order True is not supported (save a C-order array)");
   size_t itemSize;
-  if (*descr == "<f4")
+  if (*descr == "<f4" || *descr == "<i4")
     itemSize = 4;
   else if (*descr == "<f2")
     itemSize = 2;
   else
     return fail("unsupported dtype " + detail::quote(*descr) +
-                " (expected '<f4' float32 or '<f2' float16)");
+                " (expected '<f4' float32, '<f2' float16 or '<i4' int32)");
 
   int64_t count = 1;
   for (int64_t dim : *shape)
@@ -252,8 +252,15 @@ bool parseNpy(std::string_view bytes, const std::string &name, NpyArray *out,
   NpyArray a;
   a.shape = *shape;
   a.descr = *descr;
-  a.data.resize(static_cast<size_t>(count));
   const char *src = bytes.data() + dataStart;
+  if (*descr == "<i4") {
+    a.ints.resize(static_cast<size_t>(count));
+    if (count)
+      std::memcpy(a.ints.data(), src, static_cast<size_t>(needed));
+    *out = std::move(a);
+    return true;
+  }
+  a.data.resize(static_cast<size_t>(count));
   if (itemSize == 4) {
     if (count)
       std::memcpy(a.data.data(), src, static_cast<size_t>(needed));
@@ -287,9 +294,14 @@ bool checkNpyShape(const NpyArray &array, const std::string &name,
   return false;
 }
 
-std::string serializeNpy(const std::vector<int64_t> &shape, const float *data) {
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " +
-                     formatShape(shape) + ", }";
+namespace {
+
+/// The .npy bytes of `shape` elements of 4 bytes at `data` of type `descr`.
+std::string serializeNpy4(const char *descr, const std::vector<int64_t> &shape,
+                          const void *data) {
+  std::string dict =
+      std::string("{'descr': '") + descr +
+      "', 'fortran_order': False, 'shape': " + formatShape(shape) + ", }";
   // Pad with spaces so that the data starts at a multiple of 64 bytes; the
   // header ends with '\n'.
   size_t prefix = 10;
@@ -314,12 +326,13 @@ std::string serializeNpy(const std::vector<int64_t> &shape, const float *data) {
   for (int64_t dim : shape)
     count *= static_cast<size_t>(dim);
   if (count)
-    out.append(reinterpret_cast<const char *>(data), count * sizeof(float));
+    out.append(static_cast<const char *>(data), count * 4);
   return out;
 }
 
-bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
-              const float *data, std::string *err) {
+/// A shape with no negative dimension; else false and *err.
+bool checkWritableShape(const std::string &path,
+                        const std::vector<int64_t> &shape, std::string *err) {
   for (int64_t dim : shape) {
     if (dim < 0) {
       *err = "npy '" + path + "': negative dimension in shape " +
@@ -327,7 +340,11 @@ bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
       return false;
     }
   }
-  std::string bytes = serializeNpy(shape, data);
+  return true;
+}
+
+bool writeNpyBytes(const std::string &path, const std::string &bytes,
+                   std::string *err) {
   std::FILE *f = std::fopen(path.c_str(), "wb");
   if (!f) {
     *err = "npy '" + path + "': cannot create file: " + std::strerror(errno);
@@ -342,6 +359,29 @@ bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
     return false;
   }
   return true;
+}
+
+} // namespace
+
+std::string serializeNpy(const std::vector<int64_t> &shape, const float *data) {
+  return serializeNpy4("<f4", shape, data);
+}
+
+std::string serializeNpy(const std::vector<int64_t> &shape,
+                         const int32_t *data) {
+  return serializeNpy4("<i4", shape, data);
+}
+
+bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
+              const float *data, std::string *err) {
+  return checkWritableShape(path, shape, err) &&
+         writeNpyBytes(path, serializeNpy(shape, data), err);
+}
+
+bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
+              const int32_t *data, std::string *err) {
+  return checkWritableShape(path, shape, err) &&
+         writeNpyBytes(path, serializeNpy(shape, data), err);
 }
 
 } // namespace fmha::rt

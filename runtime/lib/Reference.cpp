@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace fmha::rt {
 
@@ -149,6 +150,77 @@ bool referenceForward(const ReferenceConfig &c, const std::vector<double> &q,
             oi[e] += r.p[j] * vj[e];
         }
       }
+    }
+  }
+  return true;
+}
+
+bool referenceForwardVarlen(const ReferenceConfig &c,
+                            const std::vector<int64_t> &cuQ,
+                            const std::vector<int64_t> &cuK,
+                            const std::vector<double> &q,
+                            const std::vector<double> &k,
+                            const std::vector<double> &v, ReferenceForward *out,
+                            std::string *err) {
+  ReferenceConfig whole = c;
+  whole.b = 1;
+  if (!checkInputs(whole, q, k, v, err))
+    return false;
+  for (auto [name, cu, total] : {std::tuple{"cu_seqlens_q", &cuQ, c.sq},
+                                 std::tuple{"cu_seqlens_k", &cuK, c.sk}}) {
+    bool ok = static_cast<int64_t>(cu->size()) == c.b + 1 && cu->front() == 0 &&
+              cu->back() <= total;
+    for (size_t n = 1; ok && n < cu->size(); ++n)
+      ok = (*cu)[n] >= (*cu)[n - 1];
+    if (!ok) {
+      *err = std::string("reference: ") + name +
+             " must be B + 1 = " + std::to_string(c.b + 1) +
+             " offsets nondecreasing from 0 to at most " +
+             std::to_string(total);
+      return false;
+    }
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  out->o.assign(c.hq * c.sq * c.dv, nan);
+  out->lse.assign(c.hq * c.sq, nan);
+  for (int64_t n = 0; n < c.b; ++n) {
+    const int64_t q0 = cuQ[n], sq = cuQ[n + 1] - q0;
+    const int64_t k0 = cuK[n], sk = cuK[n + 1] - k0;
+    if (sq == 0)
+      continue;
+    // One sequence: a problem of its own, with one key more than it has
+    // when it has none (hidden below), since the reference needs Sk > 0.
+    ReferenceConfig one = c;
+    one.b = 1;
+    one.sq = sq;
+    one.sk = std::max<int64_t>(sk, 1);
+    auto rows = [](const std::vector<double> &t, int64_t heads, int64_t total,
+                   int64_t first, int64_t count, int64_t width) {
+      std::vector<double> part(heads * count * width, 0.0);
+      for (int64_t h = 0; h < heads; ++h)
+        std::copy_n(&t[(h * total + first) * width],
+                    std::min(count, total - first) * width,
+                    &part[h * count * width]);
+      return part;
+    };
+    std::vector<double> kn = rows(k, c.hk, c.sk, k0, one.sk, c.d);
+    std::vector<double> vn = rows(v, c.hk, c.sk, k0, one.sk, c.dv);
+    ReferenceForward part;
+    if (sk == 0) {
+      // No key: every row has o = 0 and lse = the sink logit (or -inf).
+      part.o.assign(c.hq * sq * c.dv, 0.0);
+      part.lse.assign(c.hq * sq, kNegInf);
+      if (!c.sinks.empty())
+        for (int64_t h = 0; h < c.hq; ++h)
+          std::fill_n(&part.lse[h * sq], sq, c.sinks[h]);
+    } else if (!referenceForward(one, rows(q, c.hq, c.sq, q0, sq, c.d), kn, vn,
+                                 &part, err)) {
+      return false;
+    }
+    for (int64_t h = 0; h < c.hq; ++h) {
+      std::copy_n(&part.o[h * sq * c.dv], sq * c.dv,
+                  &out->o[(h * c.sq + q0) * c.dv]);
+      std::copy_n(&part.lse[h * sq], sq, &out->lse[h * c.sq + q0]);
     }
   }
   return true;

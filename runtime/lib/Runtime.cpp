@@ -52,11 +52,12 @@ Status Problem::validate() const {
                          "problem Hq=" + std::to_string(hq) +
                              " is not a multiple of Hk=" + std::to_string(hk));
   // Every element count, in bytes at 4 bytes an element, must fit int64.
-  const int64_t counts[][4] = {{b, hq, sq, d},
-                               {b, hk, sk, d},
-                               {b, hk, sk, dv},
-                               {b, hq, sq, dv},
-                               {b, hq, sq, 4}};
+  const int64_t n = batch();
+  const int64_t counts[][4] = {{n, hq, sq, d},
+                               {n, hk, sk, d},
+                               {n, hk, sk, dv},
+                               {n, hq, sq, dv},
+                               {n, hq, sq, 4}};
   for (const auto &factors : counts) {
     int64_t n = 4;
     for (int64_t f : factors)
@@ -65,6 +66,28 @@ Status Problem::validate() const {
                              "problem is too large: an element count "
                              "overflows 64 bits");
   }
+  return Status::success();
+}
+
+Status checkSeqlens(const char *name, const int32_t *cu, int64_t b,
+                    int64_t total) {
+  auto bad = [&](const std::string &what) {
+    return Status::error(ErrorCode::InvalidArgument,
+                         std::string(name) + ": " + what);
+  };
+  if (cu[0] != 0)
+    return bad("the offsets start at 0, got " + std::string(name) +
+               "[0]=" + std::to_string(cu[0]));
+  for (int64_t i = 1; i <= b; ++i)
+    if (cu[i] < cu[i - 1])
+      return bad(std::string(name) + "[" + std::to_string(i) +
+                 "]=" + std::to_string(cu[i]) + " is less than " + name + "[" +
+                 std::to_string(i - 1) + "]=" + std::to_string(cu[i - 1]) +
+                 ": the offsets must be nondecreasing");
+  if (cu[b] > total)
+    return bad(std::string(name) + "[" + std::to_string(b) +
+               "]=" + std::to_string(cu[b]) + " is past the tensors' " +
+               std::to_string(total) + " rows");
   return Status::success();
 }
 
@@ -116,6 +139,16 @@ double forwardFlops(const Problem &p, const MaskSpec &mask) {
   return 2.0 * static_cast<double>(p.d + p.dv) *
          static_cast<double>(countVisiblePairs(mask, p.sq, p.sk)) *
          static_cast<double>(p.b) * static_cast<double>(p.hq);
+}
+
+double forwardFlops(const Problem &p, const MaskSpec &mask, const int32_t *cuQ,
+                    const int32_t *cuK) {
+  double visible = 0;
+  for (int64_t n = 0; n < p.b; ++n)
+    visible += static_cast<double>(
+        countVisiblePairs(mask, cuQ[n + 1] - cuQ[n], cuK[n + 1] - cuK[n]));
+  return 2.0 * static_cast<double>(p.d + p.dv) * visible *
+         static_cast<double>(p.hq);
 }
 
 double backwardFlops(const Problem &p, const MaskSpec &mask) {
@@ -281,6 +314,14 @@ Status Kernel::checkProblem(const Problem &p) const {
                                std::to_string(f.problem) +
                                " does not match bundle " + f.name + "=" +
                                std::to_string(f.bundle));
+  if (p.varlen != meta_.varlen)
+    return Status::error(ErrorCode::ProblemMismatch,
+                         p.varlen ? "a variable-length problem needs a "
+                                    "varlen=1 bundle (fmha-compile --varlen)"
+                                  : "bundle '" + name_ +
+                                        "' takes variable-length batches "
+                                        "(varlen=1): set Problem::varlen and "
+                                        "give cu_seqlens_q and cu_seqlens_k");
   // The operands' spans (index_bits=32) as the launch would bind them.
   Expected<size_t> bound = workspaceBytes(sizesOf(p));
   return bound.ok() ? Status::success() : bound.status();
@@ -329,15 +370,39 @@ LaunchArgs withTensors(LaunchArgs args, const Named (&tensors)[N]) {
   return args;
 }
 
-/// Forward: q, k, v, o; lse may be null (scratch).
-Status forwardArgs(const ForwardArgs &a, const LaunchArgs &sizes,
-                   LaunchArgs *out) {
+/// Forward: q, k, v, o; lse may be null (scratch); the cu_seqlens of a
+/// variable-length batch (checked when `hostOffsets`: they are in host
+/// memory).
+Status forwardArgs(const ForwardArgs &a, const Problem &p,
+                   const LaunchArgs &sizes, bool hostOffsets, LaunchArgs *out) {
   const Named required[] = {{"q", a.q}, {"k", a.k}, {"v", a.v}, {"o", a.o}};
   Status s = checkPointers(required);
   if (!s.ok())
     return s;
-  const Named all[] = {{"q", a.q}, {"k", a.k},     {"v", a.v},
-                       {"o", a.o}, {"lse", a.lse}, {"sinks", a.sinks}};
+  const bool given = a.cuSeqlensQ || a.cuSeqlensK;
+  if (p.varlen) {
+    const Named offsets[] = {{"cu_seqlens_q", a.cuSeqlensQ},
+                             {"cu_seqlens_k", a.cuSeqlensK}};
+    s = checkPointers(offsets);
+    if (s.ok() && hostOffsets)
+      s = checkSeqlens("cu_seqlens_q", a.cuSeqlensQ, p.b, p.sq);
+    if (s.ok() && hostOffsets)
+      s = checkSeqlens("cu_seqlens_k", a.cuSeqlensK, p.b, p.sk);
+    if (!s.ok())
+      return s;
+  } else if (given) {
+    return Status::error(ErrorCode::InvalidArgument,
+                         "cu_seqlens given to a kernel of fixed-length "
+                         "batches (its bundle has no varlen=1)");
+  }
+  const Named all[] = {{"q", a.q},
+                       {"k", a.k},
+                       {"v", a.v},
+                       {"o", a.o},
+                       {"lse", a.lse},
+                       {"sinks", a.sinks},
+                       {"cu_seqlens_q", a.cuSeqlensQ},
+                       {"cu_seqlens_k", a.cuSeqlensK}};
   *out = withTensors(sizes, all);
   return Status::success();
 }
@@ -402,7 +467,8 @@ Status Kernel::run(const Problem &p, const ForwardArgs &args,
   Status check = checkRun(KernelKind::Forward, p);
   LaunchArgs named;
   if (check.ok())
-    check = forwardArgs(args, sizesOf(p), &named);
+    check = forwardArgs(args, p, sizesOf(p),
+                        /*hostOffsets=*/meta_.target == Target::Cpu, &named);
   return check.ok() ? launch(named, stream) : check;
 }
 
@@ -411,7 +477,7 @@ Status Kernel::runHost(const Problem &p, const ForwardArgs &hostArgs,
   Status check = checkRun(KernelKind::Forward, p);
   LaunchArgs named;
   if (check.ok())
-    check = forwardArgs(hostArgs, sizesOf(p), &named);
+    check = forwardArgs(hostArgs, p, sizesOf(p), /*hostOffsets=*/true, &named);
   return check.ok() ? launchHost(named, stream) : check;
 }
 

@@ -119,3 +119,14 @@ func.func @to_layout_folds(%s: vector<16x8xf32>) -> (vector<16x8xf32>, vector<16
   %a = fmha.to_layout %c to layout(#fmha.layout<16x8, register = [[1, 0], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>) : vector<16x8xf32>
   return %same, %a : vector<16x8xf32>, vector<16x8xf32>
 }
+
+// -----
+
+// A variable-length batch keeps its mask: Sq and Sk are each sequence's,
+// not the tensors' (here equal, which would make "b" top-left).
+// CHECK-LABEL: func @varlen_keeps_mask
+// CHECK: mask = #fmha.mask<"b">
+func.func @varlen_keeps_mask(%q: memref<1x4x100x32xf32>, %c: memref<3xi32>) {
+  fmha.attention ins(%q, %q, %q : memref<1x4x100x32xf32>, memref<1x4x100x32xf32>, memref<1x4x100x32xf32>) cu_seqlens(%c, %c : memref<3xi32>, memref<3xi32>) outs(%q : memref<1x4x100x32xf32>) {mask = #fmha.mask<"b:-1,0">}
+  return
+}

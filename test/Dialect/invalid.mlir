@@ -781,3 +781,67 @@ func.func @f(%o: memref<1x4x?x64xf32>, %l: memref<1x4x?xf32>, %s: memref<4xf32>,
   %r = fmha.sinks_grad ins(%o, %l, %o, %s : memref<1x4x?x64xf32>, memref<1x4x?xf32>, memref<1x4x?x64xf32>, memref<4xf32>) outs(%t : tensor<4xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @f(%q: memref<2x4x?x32xf32>, %c: memref<3xi32>) {
+  // expected-error @+1 {{'q' of a variable-length batch (cu_seqlens) has batch 1, its sequence axis holding every sequence; got batch 2}}
+  fmha.attention ins(%q, %q, %q : memref<2x4x?x32xf32>, memref<2x4x?x32xf32>, memref<2x4x?x32xf32>) cu_seqlens(%c, %c : memref<3xi32>, memref<3xi32>) outs(%q : memref<2x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<?x4x?x32xf32>, %c: memref<3xi32>) {
+  // expected-error @+1 {{'q' of a variable-length batch (cu_seqlens) has batch 1, its sequence axis holding every sequence; got batch ?}}
+  fmha.attention ins(%q, %q, %q : memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>) cu_seqlens(%c, %c : memref<3xi32>, memref<3xi32>) outs(%q : memref<?x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x?x32xf32>, %c: memref<3xi32>, %d: memref<4xi32>) {
+  // expected-error @+1 {{'cu_seqlens_k' shape [4] must match 'cu_seqlens_q' shape [3]}}
+  fmha.attention ins(%q, %q, %q : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) cu_seqlens(%c, %d : memref<3xi32>, memref<4xi32>) outs(%q : memref<1x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x?x32xf32>, %c: memref<3x1xi32>) {
+  // expected-error @+1 {{'cu_seqlens_q' must have rank 1 [N + 1], got rank 2}}
+  fmha.attention ins(%q, %q, %q : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) cu_seqlens(%c, %c : memref<3x1xi32>, memref<3x1xi32>) outs(%q : memref<1x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x?x32xf32>, %c: memref<0xi32>) {
+  // expected-error @+1 {{'cu_seqlens_q' needs N + 1 >= 1 offsets, got none}}
+  fmha.attention ins(%q, %q, %q : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) cu_seqlens(%c, %c : memref<0xi32>, memref<0xi32>) outs(%q : memref<1x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x?x32xf32>, %c: tensor<3xi32>) {
+  // expected-error @+1 {{operands must be all tensors or all memrefs, but 'cu_seqlens_q' is a tensor while 'q' is a memref}}
+  fmha.attention ins(%q, %q, %q : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) cu_seqlens(%c, %c : tensor<3xi32>, tensor<3xi32>) outs(%q : memref<1x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x?x32xf32>, %c: memref<3xi64>) {
+  // expected-error @+1 {{operand #3 must be ranked tensor or memref of i32, but got 'memref<3xi64>'}}
+  fmha.attention ins(%q, %q, %q : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) cu_seqlens(%c, %c : memref<3xi64>, memref<3xi64>) outs(%q : memref<1x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x?x32xf32>, %c: memref<3xi32>) {
+  // expected-error @+1 {{takes cu_seqlens_q and cu_seqlens_k together, got only cu_seqlens_q}}
+  "fmha.attention"(%q, %q, %q, %c, %q) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 1, 0>}> : (memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<3xi32>, memref<1x4x?x32xf32>) -> ()
+  return
+}

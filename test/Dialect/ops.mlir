@@ -263,3 +263,17 @@ func.func @attention_sinks(%q: tensor<2x8x?x64xbf16>, %k: tensor<2x2x?x64xbf16>,
   fmha.attention ins(%mq, %mq, %mq : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) sinks(%ms : memref<4xf32>) outs(%mq : memref<1x4x?x32xf32>)
   return %0#0, %0#1 : tensor<2x8x?x64xbf16>, tensor<2x8x?xf32>
 }
+
+// A variable-length batch: cu_seqlens_q and cu_seqlens_k (i32 [N + 1]) after
+// the sinks; the tensors have batch 1.
+// CHECK-LABEL: func @attention_varlen
+// CHECK: fmha.attention ins(%{{.+}}, %{{.+}}, %{{.+}} : tensor<1x8x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16>) sinks(%{{.+}} : tensor<8xf32>) cu_seqlens(%{{.+}}, %{{.+}} : tensor<?xi32>, tensor<?xi32>) outs(%{{.+}} : tensor<1x8x?x64xbf16>, %{{.+}} : tensor<1x8x?xf32>) {mask = #fmha.mask<"b">}
+// CHECK: fmha.attention ins({{.+}}) cu_seqlens(%{{.+}}, %{{.+}} : memref<4xi32>, memref<4xi32>) outs(%{{.+}} : memref<1x4x?x32xf32>){{$}}
+func.func @attention_varlen(%q: tensor<1x8x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %s: tensor<8xf32>, %cq: tensor<?xi32>, %ck: tensor<?xi32>,
+    %o: tensor<1x8x?x64xbf16>, %l: tensor<1x8x?xf32>, %mq: memref<1x4x?x32xf32>, %mc: memref<4xi32>) -> (tensor<1x8x?x64xbf16>, tensor<1x8x?xf32>) {
+  %0:2 = fmha.attention ins(%q, %k, %k : tensor<1x8x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16>) sinks(%s : tensor<8xf32>)
+      cu_seqlens(%cq, %ck : tensor<?xi32>, tensor<?xi32>)
+      outs(%o : tensor<1x8x?x64xbf16>, %l : tensor<1x8x?xf32>) {mask = #fmha.mask<"b:-1,0">} -> tensor<1x8x?x64xbf16>, tensor<1x8x?xf32>
+  fmha.attention ins(%mq, %mq, %mq : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) cu_seqlens(%mc, %mc : memref<4xi32>, memref<4xi32>) outs(%mq : memref<1x4x?x32xf32>)
+  return %0#0, %0#1 : tensor<1x8x?x64xbf16>, tensor<1x8x?xf32>
+}

@@ -114,3 +114,40 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// A variable-length batch tiles its query heads; every tile keeps all the
+// offsets (the sequences share the sequence axis).
+// CHECK-LABEL: func @varlen_heads
+// CHECK: scf.for %[[H:.+]] = %c0 to %c4 step %c2
+// CHECK:   %[[Q:.+]] = tensor.extract_slice %arg0[0, %[[H]], 0, 0] [1, 2, %{{.+}}, 32]
+// CHECK:   fmha.attention ins(%[[Q]], %{{.+}}, %{{.+}} : tensor<1x2x?x32xf32>, tensor<1x1x?x32xf32>, tensor<1x1x?x32xf32>) cu_seqlens(%arg2, %arg3 : tensor<3xi32>, tensor<3xi32>) outs(
+func.func @varlen_heads(%q: tensor<1x4x?x32xf32>, %k: tensor<1x2x?x32xf32>, %c: tensor<3xi32>, %d: tensor<3xi32>, %o: tensor<1x4x?x32xf32>) -> tensor<1x4x?x32xf32> {
+  %r = fmha.attention ins(%q, %k, %k : tensor<1x4x?x32xf32>, tensor<1x2x?x32xf32>, tensor<1x2x?x32xf32>) cu_seqlens(%c, %d : tensor<3xi32>, tensor<3xi32>) outs(%o : tensor<1x4x?x32xf32>) -> tensor<1x4x?x32xf32>
+  return %r : tensor<1x4x?x32xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["fmha.attention"]} in %root : (!transform.any_op) -> !transform.any_op
+    %t, %l0 = transform.structured.tile_using_for %op tile_sizes [0, 2, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+
+// -----
+
+func.func @varlen_rows(%q: tensor<1x2x?x32xf32>, %c: tensor<3xi32>, %o: tensor<1x2x?x32xf32>) -> tensor<1x2x?x32xf32> {
+  // expected-error @+3 {{cannot tile the query sequence of a variable-length batch (cu_seqlens): tile Hq only}}
+  // expected-error @+2 {{failed to generate tiling loops}}
+  // expected-error @+1 {{faild to tile operation}}
+  %r = fmha.attention ins(%q, %q, %q : tensor<1x2x?x32xf32>, tensor<1x2x?x32xf32>, tensor<1x2x?x32xf32>) cu_seqlens(%c, %c : tensor<3xi32>, tensor<3xi32>) outs(%o : tensor<1x2x?x32xf32>) -> tensor<1x2x?x32xf32>
+  return %r : tensor<1x2x?x32xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["fmha.attention"]} in %root : (!transform.any_op) -> !transform.any_op
+    %t, %l0 = transform.structured.tile_using_for %op tile_sizes [0, 0, 16] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}

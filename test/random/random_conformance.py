@@ -11,7 +11,9 @@ their neighbours), bounded in work so that each run stays fast. On the cpu
 and cuda targets about a third of the signatures are backward kernels
 (--bwd, half of them --deterministic), a fifth take learned sink logits
 (--sinks; the backward's dsinks checked too), and on the cpu a sixth take
-head dims 80, 96, 192/128 or 256; backward kernels are checked for dq, dk,
+head dims 80, 96, 192/128 or 256; on the cpu and cuda a fifth of the
+forward ones are variable-length batches (--varlen: the problem's Sq and Sk split into B
+random lengths, some 0, some rows past the last offset); backward kernels are checked for dq, dk,
 dv and, on small
 problems, by finite differences (fmha-run --grad-check). One forward
 problem in five (by its data seed) runs on `fmha-run --inputs stress`.
@@ -237,6 +239,40 @@ def add_model_features(seed, index, sig):
     return sig
 
 
+def add_serving(seed, index, sig):
+    """Variable-length batches (fmha-compile --varlen) on a fifth of the cpu
+    and cuda forward signatures, from their own stream like add_backward. A
+    cuda one is the staged kernel, which tile options would leave out: it
+    takes fmha-compile's tiles."""
+    if sig["target"] not in ("cpu", "cuda") or sig.get("bwd"):
+        return sig
+    rng = random.Random(f"fmha-random-serving:{seed}:{index}")
+    if rng.random() < 0.2:
+        sig = dict(sig, varlen=True)
+        if sig["target"] == "cuda":
+            for key in ("warp_rows", "block_m", "block_n", "q_in_shared",
+                        "mma"):
+                sig.pop(key, None)
+    return sig
+
+
+def varlen_lengths(shape, data_seed):
+    """B lengths of queries and of keys for a variable-length problem of
+    totals Sq and Sk: random cuts (empty sequences included), and one time
+    in five a few rows past the last offset, which must stay untouched."""
+    b, sq, sk = shape
+    rng = random.Random(f"fmha-random-varlen:{data_seed}")
+
+    def split(total):
+        used = total - (rng.randint(1, max(1, total // 4))
+                        if total > 1 and rng.random() < 0.2 else 0)
+        cuts = sorted(rng.randint(0, used) for _ in range(b - 1))
+        bounds = [0] + cuts + [used]
+        return [bounds[i + 1] - bounds[i] for i in range(b)]
+
+    return split(sq), split(sk)
+
+
 def signature_key(sig):
     return json.dumps(sig, sort_keys=True)
 
@@ -267,6 +303,8 @@ def compile_args(sig):
         args.append("--deterministic")
     if sig.get("sinks"):
         args.append("--sinks")
+    if sig.get("varlen"):
+        args.append("--varlen")
     if "scale" in sig:
         args.append(f"--scale={sig['scale']!r}")
     if "softcap" in sig:
@@ -287,6 +325,7 @@ def make_problems(seed, count, target, work, signatures):
     pool = [add_wgmma(seed, j, sig) for j, sig in enumerate(pool)]
     pool = [add_index_bits(seed, j, sig) for j, sig in enumerate(pool)]
     pool = [add_model_features(seed, j, sig) for j, sig in enumerate(pool)]
+    pool = [add_serving(seed, j, sig) for j, sig in enumerate(pool)]
     problems = []
     for i in range(count):
         rng = random.Random(f"fmha-random-problem:{seed}:{i}")
@@ -344,6 +383,10 @@ def run_args(bundle, shape, data_seed, sig=None):
     b, sq, sk = shape
     args = [bundle, "-b", str(b), "--sq", str(sq), "--sk", str(sk),
             "--seed", str(data_seed), "--validate"]
+    if sig and sig.get("varlen"):
+        lq, lk = varlen_lengths(shape, data_seed)
+        args[1:3] = ["--seqlens-q", ",".join(map(str, lq)), "--seqlens-k",
+                     ",".join(map(str, lk))]
     # One forward problem in five draws stress inputs (row maxima that rise,
     # fall or jump along the keys: the online softmax's rescaling), chosen
     # by the data seed so that the problems of a seed stay the same.
@@ -373,6 +416,8 @@ def describe(sig, shape):
                            else "")
     if sig.get("sinks"):
         extra += " sinks"
+    if sig.get("varlen"):
+        extra += " varlen"
     return (f"{sig['dtype']} Hq={sig['hq']} Hk={sig['hk']} D={sig['d']} "
             f"Dv={sig['dv']} mask={sig['mask']}{extra} B={b} Sq={sq} Sk={sk}")
 

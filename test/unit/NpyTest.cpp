@@ -84,9 +84,26 @@ TEST(Npy, ScalarAndOneDimensional) {
   ASSERT_TRUE(parseNpy(bytes, "v.npy", &a, &err)) << err;
   EXPECT_EQ(a.shape, (std::vector<int64_t>{5}));
   EXPECT_EQ(a.data, five);
-  ASSERT_TRUE(parseNpy(serializeNpy({0, 3}, nullptr), "e.npy", &a, &err))
+  ASSERT_TRUE(
+      parseNpy(serializeNpy({0, 3}, static_cast<const float *>(nullptr)),
+               "e.npy", &a, &err))
       << err;
   EXPECT_EQ(a.shape, (std::vector<int64_t>{0, 3}));
+  EXPECT_TRUE(a.data.empty());
+}
+
+TEST(Npy, Int32RoundTrip) {
+  // The offsets of a variable-length batch (cu_seqlens_q.npy): '<i4'.
+  std::vector<int32_t> cu = {0, 37, 37, 42, 1 << 30};
+  std::string bytes = serializeNpy({5}, cu.data());
+  EXPECT_NE(bytes.find("'descr': '<i4'"), std::string::npos);
+  EXPECT_EQ(bytes.size() % 64, 5 * 4 % 64);
+  NpyArray a;
+  std::string err;
+  ASSERT_TRUE(parseNpy(bytes, "cu.npy", &a, &err)) << err;
+  EXPECT_EQ(a.descr, "<i4");
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{5}));
+  EXPECT_EQ(a.ints, cu);
   EXPECT_TRUE(a.data.empty());
 }
 
@@ -140,13 +157,13 @@ TEST(Npy, Errors) {
   EXPECT_EQ(parseError(npyBytes("{'descr': '<f8', 'fortran_order': False, "
                                 "'shape': (1,), }",
                                 std::string(8, '\0'))),
-            "npy 'x.npy': unsupported dtype '<f8' (expected '<f4' float32 or "
-            "'<f2' float16)");
+            "npy 'x.npy': unsupported dtype '<f8' (expected '<f4' float32, "
+            "'<f2' float16 or '<i4' int32)");
   EXPECT_EQ(parseError(npyBytes("{'descr': '>f4', 'fortran_order': False, "
                                 "'shape': (1,), }",
                                 std::string(4, '\0'))),
-            "npy 'x.npy': unsupported dtype '>f4' (expected '<f4' float32 or "
-            "'<f2' float16)");
+            "npy 'x.npy': unsupported dtype '>f4' (expected '<f4' float32, "
+            "'<f2' float16 or '<i4' int32)");
   EXPECT_EQ(parseError(npyBytes("{'descr': '<f4', 'shape': (1,), }",
                                 std::string(4, '\0'))),
             "npy 'x.npy': malformed header: missing key 'fortran_order'");

@@ -199,6 +199,68 @@ TEST(Reference, MergeWithEmptyPartials) {
   EXPECT_NEAR(m.lse[3], 2.0 + std::log(2.0), 1e-15);
 }
 
+// A variable-length batch against the softmax written out here over each
+// sequence's own keys, the mask's coordinates local to the sequence: an
+// empty sequence, one with no keys (o = 0, lse = the sink logit), a
+// bottom-right mask whose offset is each sequence's Sk - Sq, and rows past
+// the last offset (NaN: untouched).
+TEST(Reference, VarlenIsEachSequenceOnItsOwn) {
+  const int64_t hq = 4, hk = 2, d = 3, dv = 2, sqTotal = 12, skTotal = 15;
+  const std::vector<int64_t> cuQ = {0, 4, 4, 6, 10}, cuK = {0, 7, 9, 9, 14};
+  ReferenceConfig c =
+      config(4, hq, hk, sqTotal, skTotal, d, dv, "b:2,0", 0.5, 0);
+  c.sinks = {0.3, -1.0, 2.0, 0.0};
+  std::vector<double> q = randomNormal(hq * sqTotal * d, 21),
+                      k = randomNormal(hk * skTotal * d, 22),
+                      v = randomNormal(hk * skTotal * dv, 23);
+  ReferenceForward ref;
+  std::string err;
+  ASSERT_TRUE(referenceForwardVarlen(c, cuQ, cuK, q, k, v, &ref, &err)) << err;
+  for (int64_t h = 0; h < hq; ++h) {
+    const int64_t g = h / (hq / hk);
+    for (int64_t i = 0; i < sqTotal; ++i) {
+      const int64_t row = h * sqTotal + i;
+      int64_t n = 0;
+      while (n < 4 && !(cuQ[n] <= i && i < cuQ[n + 1]))
+        ++n;
+      if (n == 4) { // past cu_q[B]
+        EXPECT_TRUE(std::isnan(ref.lse[row])) << "row " << i;
+        EXPECT_TRUE(std::isnan(ref.o[row * dv])) << "row " << i;
+        continue;
+      }
+      const int64_t li = i - cuQ[n], lq = cuQ[n + 1] - cuQ[n];
+      const int64_t lk = cuK[n + 1] - cuK[n];
+      // b:2,0 local: key lj visible iff li + (lk - lq) - 2 <= lj <= li +
+      // (lk - lq).
+      double denom = std::exp(c.sinks[h]);
+      std::vector<double> o(dv, 0.0);
+      for (int64_t lj = 0; lj < lk; ++lj) {
+        const int64_t diag = li + lk - lq;
+        if (lj < diag - 2 || lj > diag)
+          continue;
+        const int64_t j = cuK[n] + lj;
+        double s = 0;
+        for (int64_t e = 0; e < d; ++e)
+          s += q[row * d + e] * k[(g * skTotal + j) * d + e];
+        const double p = std::exp(0.5 * s);
+        denom += p;
+        for (int64_t e = 0; e < dv; ++e)
+          o[e] += p * v[(g * skTotal + j) * dv + e];
+      }
+      EXPECT_NEAR(ref.lse[row], std::log(denom), 1e-12) << "row " << i;
+      for (int64_t e = 0; e < dv; ++e)
+        EXPECT_NEAR(ref.o[row * dv + e], o[e] / denom, 1e-12) << "row " << i;
+    }
+  }
+  // Offsets that fall, run past the tensors or miss an entry.
+  for (const std::vector<int64_t> &bad : std::vector<std::vector<int64_t>>{
+           {0, 4, 3, 6, 10}, {0, 4, 4, 6, 13}, {1, 4, 4, 6, 10}, {0, 4, 6}}) {
+    EXPECT_FALSE(referenceForwardVarlen(c, bad, cuK, q, k, v, &ref, &err));
+    EXPECT_EQ(err, "reference: cu_seqlens_q must be B + 1 = 5 offsets "
+                   "nondecreasing from 0 to at most 12");
+  }
+}
+
 TEST(Reference, LearnedSinksFoldAfterTheSoftmax) {
   // DESIGN.md's fold of a sink logit after the fact: lse' = logaddexp(lse,
   // sink), o' = o e^{lse - lse'}; a row with no visible key (b, Sq > Sk)

@@ -172,6 +172,64 @@ TEST(Kernel, ProblemMustMatchBundle) {
   EXPECT_EQ(s.code(), ErrorCode::ProblemMismatch);
 }
 
+TEST(Varlen, OffsetsAreChecked) {
+  const int32_t good[] = {0, 3, 3, 10};
+  EXPECT_TRUE(checkSeqlens("cu_seqlens_q", good, 3, 10).ok());
+  EXPECT_TRUE(checkSeqlens("cu_seqlens_q", good, 3, 12).ok());
+  Status s = checkSeqlens("cu_seqlens_q", good, 3, 9);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "cu_seqlens_q: cu_seqlens_q[3]=10 is past the "
+                         "tensors' 9 rows");
+  const int32_t down[] = {0, 4, 2};
+  EXPECT_EQ(checkSeqlens("cu_seqlens_k", down, 2, 10).message(),
+            "cu_seqlens_k: cu_seqlens_k[2]=2 is less than cu_seqlens_k[1]=4: "
+            "the offsets must be nondecreasing");
+  const int32_t late[] = {1, 4};
+  EXPECT_EQ(checkSeqlens("cu_seqlens_q", late, 1, 10).message(),
+            "cu_seqlens_q: the offsets start at 0, got cu_seqlens_q[0]=1");
+  // B = 0: one offset, 0.
+  const int32_t none[] = {0};
+  EXPECT_TRUE(checkSeqlens("cu_seqlens_q", none, 0, 1).ok());
+}
+
+TEST(Varlen, ProblemAndBundleAgree) {
+  // A variable-length problem's tensors have batch 1.
+  Problem p = problem(5, 4, 2, 100, 300, 32, 16);
+  p.varlen = true;
+  EXPECT_EQ(p.batch(), 1);
+  EXPECT_EQ(p.qElements(), 4 * 100 * 32);
+  EXPECT_EQ(p.kElements(), 2 * 300 * 32);
+  EXPECT_EQ(p.lseElements(), 4 * 100);
+  std::unique_ptr<Kernel> kernel =
+      loadTestKernel(testMeta("naive_f32", DType::F32, 4, 2, 32, 16));
+  ASSERT_TRUE(kernel);
+  Status s = kernel->checkProblem(p);
+  EXPECT_EQ(s.code(), ErrorCode::ProblemMismatch);
+  EXPECT_EQ(s.message(), "a variable-length problem needs a varlen=1 bundle "
+                         "(fmha-compile --varlen)");
+  // Offsets given to a kernel of fixed-length batches.
+  float x = 0;
+  int32_t cu[] = {0, 1};
+  ForwardArgs args;
+  args.q = args.k = args.v = &x;
+  args.o = &x;
+  args.cuSeqlensQ = args.cuSeqlensK = cu;
+  s = kernel->run(problem(1, 4, 2, 1, 1, 32, 16), args);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "cu_seqlens given to a kernel of fixed-length "
+                         "batches (its bundle has no varlen=1)");
+  // varlen=1 is a forward's, in a version-2 bundle.
+  BundleMeta m = testMeta("naive_f32", DType::F32, 4, 2, 32, 16);
+  m.varlen = true;
+  m.kind = KernelKind::Backward;
+  EXPECT_EQ(m.validate(), "varlen=1 is only valid for a forward kernel "
+                          "(kind=fwd), got kind=bwd");
+  m.kind = KernelKind::Forward;
+  m.formatVersion = 1;
+  EXPECT_EQ(m.validate(), "varlen=1 needs a version-2 bundle (a manifest "
+                          "naming the cu_seqlens operands)");
+}
+
 TEST(Kernel, HalfPrecisionKernels) {
   const int64_t b = 1, hq = 2, hk = 1, sq = 6, sk = 9, d = 16, dv = 8;
   for (DType t : {DType::F16, DType::BF16}) {

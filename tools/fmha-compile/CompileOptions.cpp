@@ -57,6 +57,14 @@ cl::opt<bool> sinks(
              "targets the staged forward. With --bwd the backward also "
              "writes their gradient 'dsinks' (float32 [Hq], fmha.sinks_grad)"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> varlen(
+    "varlen",
+    cl::desc("a variable-length batch (FlashAttention's cu_seqlens): "
+             "operands 'cu_seqlens_q' and 'cu_seqlens_k', int32 [B + 1], and "
+             "q, k, v, o, lse of batch 1 holding the B sequences back to back, "
+             "the mask local to each (DESIGN.md section 1); the forward (on "
+             "GPU targets the staged kernel)"),
+    cl::init(false), cl::cat(category));
 cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("With --bwd: bit-identical gradients run to run (dQ recomputed "
@@ -266,6 +274,10 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     return error("--sinks applies to attention kernels (not --merge or "
                  "--accumulate: a merge takes partials without the sink "
                  "logits, which fold in once after the last merge)");
+  if (varlen && (merge || accumulate || bwd))
+    return error("--varlen builds the forward of a variable-length batch (not "
+                 "--bwd, --merge or --accumulate: their variable-length "
+                 "kernels are not built yet)");
   // 32-bit indices on cuda by default: measured on the H200
   // (docs/PERFORMANCE.md, v13).
   meta.indexBits = meta.target == rt::Target::Cuda ? 32 : 64;
@@ -361,6 +373,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     meta.scale = static_cast<float>(scale);
     meta.softcap = static_cast<float>(softcap);
     meta.sinks = sinks;
+    meta.varlen = varlen;
     if (sinks && bwd && (fromTensors || vectorTiles))
       return error("--sinks with --bwd takes memrefs (fmha.attention_bwd "
                    "beside fmha.sinks_grad): drop --from-tensors and "
@@ -407,7 +420,9 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
           ((!bwd && meta.kind == rt::KernelKind::Forward) ||
            (bwd && !sinks && meta.target == rt::Target::Cuda)) &&
           !rescale.getNumOccurrences();
-      request.stagedRequired = sinks;
+      // Only the staged forward takes learned sink logits and
+      // variable-length batches.
+      request.stagedRequired = sinks || varlen;
       request.plainCausal = meta.mask.kind != ::fmha::MaskKind::None &&
                             meta.mask.right == 0 && !meta.mask.hasLeft() &&
                             meta.mask.sink == 0;
@@ -440,8 +455,9 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       // --deterministic says.
       if (vectorTiles && bwd)
         meta.deterministic = true;
-      if (sinks && !bwd && !vectorTiles)
-        return error("--sinks on --target=" + target.getValue() +
+      if ((sinks || varlen) && !bwd && !vectorTiles)
+        return error(std::string(sinks ? "--sinks" : "--varlen") +
+                     " on --target=" + target.getValue() +
                      " needs the staged forward, which the options given "
                      "leave out: add --vector-tiles");
     }

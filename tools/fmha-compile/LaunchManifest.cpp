@@ -241,10 +241,14 @@ bool hostManifest(func::FuncOp func, const std::vector<OperandSpec> &specs,
                "names for them";
         return false;
       }
-      const std::string &name = spec.dynamicDims[next++];
+      // A size name, or NAME+1 (cu_seqlens: [b + 1]).
+      llvm::StringRef dim = spec.dynamicDims[next++];
+      const bool plusOne = dim.consume_back("+1");
+      const std::string name = dim.str();
       if (std::find(m.sizes.begin(), m.sizes.end(), name) == m.sizes.end())
         m.sizes.push_back(name);
-      o.shape.push_back(rt::Expr::var(name));
+      o.shape.push_back(plusOne ? rt::Expr::var(name) + rt::Expr(1)
+                                : rt::Expr::var(name));
     }
     m.operands.push_back(std::move(o));
     rt::ManifestParam p;

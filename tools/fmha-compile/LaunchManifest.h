@@ -30,7 +30,7 @@ namespace fmha::compile {
 
 /// One argument of the function fmha-compile builds: the operand's name,
 /// role, whether a caller may leave it out, and the size names of its
-/// dynamic dimensions, in order ("b", "sq").
+/// dynamic dimensions, in order ("b", "sq"; "b+1" for one size more than b).
 struct OperandSpec {
   std::string name;
   rt::ManifestOperand::Role role = rt::ManifestOperand::Role::In;

@@ -95,11 +95,13 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
   b.setInsertionPointToEnd(module->getBody());
   Type elt = elementType(ctx, meta.dtype);
   int64_t dyn = ShapedType::kDynamic;
-  auto qType = MemRefType::get({dyn, meta.hq, dyn, meta.d}, elt);
-  auto kType = MemRefType::get({dyn, meta.hk, dyn, meta.d}, elt);
-  auto vType = MemRefType::get({dyn, meta.hk, dyn, meta.dv}, elt);
-  auto oType = MemRefType::get({dyn, meta.hq, dyn, meta.dv}, elt);
-  auto lseType = MemRefType::get({dyn, meta.hq, dyn}, b.getF32Type());
+  // A variable-length batch: batch 1, the sequences back to back.
+  const int64_t batch = meta.varlen ? 1 : dyn;
+  auto qType = MemRefType::get({batch, meta.hq, dyn, meta.d}, elt);
+  auto kType = MemRefType::get({batch, meta.hk, dyn, meta.d}, elt);
+  auto vType = MemRefType::get({batch, meta.hk, dyn, meta.dv}, elt);
+  auto oType = MemRefType::get({batch, meta.hq, dyn, meta.dv}, elt);
+  auto lseType = MemRefType::get({batch, meta.hq, dyn}, b.getF32Type());
   bool backward = meta.kind == rt::KernelKind::Backward;
   bool merge = meta.kind == rt::KernelKind::Merge;
   bool accumulate = meta.kind == rt::KernelKind::Accumulate;
@@ -119,6 +121,11 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
                     MemRefType::get({meta.hq}, b.getF32Type()));
   if (withSinks && backward)
     argTypes.push_back(MemRefType::get({meta.hq}, b.getF32Type()));
+  // cu_seqlens_q, cu_seqlens_k (i32 [B + 1]) after v and the sinks.
+  const int varlenInputs = meta.varlen ? 2 : 0;
+  if (meta.varlen)
+    argTypes.insert(argTypes.begin() + 3 + (withSinks ? 1 : 0), 2,
+                    MemRefType::get({dyn}, b.getI32Type()));
   // --strides=any: each tensor of an attention bundle in any strides but a
   // contiguous head-dim axis (DESIGN.md section 1, strides).
   if (strides == "any" && !merge && !accumulate)
@@ -144,7 +151,7 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
                      : merge    ? 4
                      : backward ? 6
                                 : 3) +
-                    (withSinks ? 1 : 0);
+                    (withSinks ? 1 : 0) + varlenInputs;
   if (fromTensors) {
     for (Type &t : argTypes) {
       auto m = cast<MemRefType>(t);
@@ -195,10 +202,12 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
         args[6], args[7], args[8], maskAttr, scaleAttr, softcapAttr,
         meta.deterministic);
   else
-    op = mlir::fmha::AttentionOp::create(b, loc, results, args[0], args[1],
-                                         args[2], withSinks ? args[3] : Value(),
-                                         args[firstOut], args[firstOut + 1],
-                                         maskAttr, scaleAttr, softcapAttr);
+    op = mlir::fmha::AttentionOp::create(
+        b, loc, results, args[0], args[1], args[2],
+        withSinks ? args[3] : Value(),
+        meta.varlen ? args[firstOut - 2] : Value(),
+        meta.varlen ? args[firstOut - 1] : Value(), args[firstOut],
+        args[firstOut + 1], maskAttr, scaleAttr, softcapAttr);
   if (stridedTensors) {
     for (auto [result, out] :
          llvm::zip(op->getResults(), body->getArguments().drop_front(firstOut)))
@@ -356,13 +365,19 @@ std::vector<OperandSpec> operandSpecs(const rt::BundleMeta &meta) {
   case rt::KernelKind::Backward:
     break;
   }
-  const std::vector<std::string> q = {"b", "sq"}, k = {"b", "sk"};
+  std::vector<std::string> q = {"b", "sq"}, k = {"b", "sk"};
+  if (meta.varlen) // batch 1 (static)
+    q = {"sq"}, k = {"sk"};
   if (meta.kind == rt::KernelKind::Forward) {
     std::vector<OperandSpec> specs = {{"q", Role::In, false, q},
                                       {"k", Role::In, false, k},
                                       {"v", Role::In, false, k},
                                       {"o", Role::Out, false, q},
                                       {"lse", Role::Out, /*optional=*/true, q}};
+    if (meta.varlen) // i32 [B + 1] each
+      specs.insert(specs.begin() + 3,
+                   {{"cu_seqlens_q", Role::In, false, {"b+1"}},
+                    {"cu_seqlens_k", Role::In, false, {"b+1"}}});
     if (meta.sinks) // f32 [Hq]: no dynamic size.
       specs.insert(specs.begin() + 3, {"sinks", Role::In, false, {}});
     return specs;

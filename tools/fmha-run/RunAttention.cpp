@@ -10,6 +10,7 @@
 #include "fmha/Runtime/Random.h"
 #include "fmha/Runtime/Reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -47,11 +48,55 @@ ReferenceConfig referenceConfig(const Problem &p, const Signature &sig,
   return cfg;
 }
 
+/// A variable-length batch's o and lse against `ref` on the rows its
+/// sequences own ([0, rows) of each head); the rows past them must be
+/// untouched (still the NaN every run starts from). Prints the errors and
+/// PASS/FAIL; returns whether it passed.
+bool validateRows(const Problem &p, const Signature &sig, int64_t rows,
+                  const std::vector<float> &o, const std::vector<float> &lse,
+                  const ReferenceForward &ref) {
+  std::vector<float> ownO, ownLse;
+  ReferenceForward own;
+  int64_t written = 0;
+  for (int64_t h = 0; h < p.hq; ++h) {
+    const int64_t first = h * p.sq;
+    ownLse.insert(ownLse.end(), &lse[first], &lse[first] + rows);
+    own.lse.insert(own.lse.end(), &ref.lse[first], &ref.lse[first] + rows);
+    ownO.insert(ownO.end(), &o[first * p.dv], &o[(first + rows) * p.dv]);
+    own.o.insert(own.o.end(), &ref.o[first * p.dv],
+                 &ref.o[(first + rows) * p.dv]);
+    for (int64_t i = rows; i < p.sq; ++i)
+      written += !std::isnan(lse[first + i]) ||
+                 std::any_of(&o[(first + i) * p.dv], &o[(first + i + 1) * p.dv],
+                             [](float x) { return !std::isnan(x); });
+  }
+  std::vector<std::string> reasons;
+  if (rows > 0)
+    judgeOutputs(p.hq, rows, sig.dtype, ownO, ownLse, own, &reasons);
+  std::printf("rows past cu_seqlens_q[B]=%lld: %lld of %lld written\n",
+              static_cast<long long>(rows), static_cast<long long>(written),
+              static_cast<long long>(p.hq * (p.sq - rows)));
+  if (written)
+    reasons.push_back(std::to_string(written) +
+                      " rows past cu_seqlens_q[B] written");
+  return printVerdict(reasons, sig.dtype,
+                      "rel_err <= %g, |lse-ref| <= %g*(1+|ref|)");
+}
+
 /// Prints the errors and PASS/FAIL; returns whether it passed.
 bool validate(const Problem &p, const Signature &sig, const Inputs &in,
               const std::vector<float> &o, const std::vector<float> &lse) {
   ReferenceForward ref;
   std::string err;
+  if (p.varlen) {
+    const std::vector<int64_t> cuQ(in.cuSeqlensQ.begin(), in.cuSeqlensQ.end()),
+        cuK(in.cuSeqlensK.begin(), in.cuSeqlensK.end());
+    if (!referenceForwardVarlen(referenceConfig(p, sig, in), cuQ, cuK,
+                                toDouble(in.q), toDouble(in.k), toDouble(in.v),
+                                &ref, &err))
+      fail(err);
+    return validateRows(p, sig, cuQ.back(), o, lse, ref);
+  }
   if (!referenceForward(referenceConfig(p, sig, in), toDouble(in.q),
                         toDouble(in.k), toDouble(in.v), &ref, &err))
     fail(err);
@@ -219,7 +264,7 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
   InputBytes bytes = inputBytes(p, sig, in);
   const std::vector<unsigned char> &qBytes = bytes.q, &kBytes = bytes.k,
                                    &vBytes = bytes.v;
-  ForwardBuffers bufs(dev, p, sig.dtype, qBytes, kBytes, vBytes, in.sinks);
+  ForwardBuffers bufs(dev, p, sig.dtype, qBytes, kBytes, vBytes, in);
   DeviceBuffer &oBuf = bufs.o, &lseBuf = bufs.lse;
   ForwardArgs args = bufs.args;
 
@@ -231,7 +276,7 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
   double firstMs = timeFirstRun(backend, poison,
                                 [&] { return launchForward(kernel, p, args); });
   std::vector<float> o = L.fromMemory(
-      fromStorage(dev.download(oBuf), sig.dtype), p.b, p.hq, p.sq, p.dv);
+      fromStorage(dev.download(oBuf), sig.dtype), p.batch(), p.hq, p.sq, p.dv);
   std::vector<float> lse(p.lseElements());
   check(backend.copyToHost(lse.data(), lseBuf.get(), lseBuf.size()));
 
@@ -242,13 +287,19 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
     passed = validate(p, sig, in, o, lse);
 
   if (std::optional<std::string> dir = cl.str("save")) {
-    std::vector<SavedTensor> saved = {{"q.npy", {p.b, p.hq, p.sq, p.d}, &in.q},
-                                      {"k.npy", {p.b, p.hk, p.sk, p.d}, &in.k},
-                                      {"v.npy", {p.b, p.hk, p.sk, p.dv}, &in.v},
-                                      {"o.npy", {p.b, p.hq, p.sq, p.dv}, &o},
-                                      {"lse.npy", {p.b, p.hq, p.sq}, &lse}};
+    const int64_t b = p.batch();
+    std::vector<SavedTensor> saved = {{"q.npy", {b, p.hq, p.sq, p.d}, &in.q},
+                                      {"k.npy", {b, p.hk, p.sk, p.d}, &in.k},
+                                      {"v.npy", {b, p.hk, p.sk, p.dv}, &in.v},
+                                      {"o.npy", {b, p.hq, p.sq, p.dv}, &o},
+                                      {"lse.npy", {b, p.hq, p.sq}, &lse}};
     if (sig.sinks)
       saved.push_back({"sinks.npy", {p.hq}, &in.sinks});
+    if (p.varlen)
+      for (auto [file, cu] : {std::pair{"cu_seqlens_q.npy", &in.cuSeqlensQ},
+                              std::pair{"cu_seqlens_k.npy", &in.cuSeqlensK}})
+        saved.push_back(
+            {file, {static_cast<int64_t>(cu->size())}, nullptr, cu});
     saveTensors(*dir, saved);
   }
 
@@ -268,7 +319,10 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
       a.v = extra[extra.size() - 1].get();
       argSets.push_back(a);
     }
-    bench(backend, counts, copies, forwardFlops(p, sig.mask),
+    bench(backend, counts, copies,
+          p.varlen ? forwardFlops(p, sig.mask, in.cuSeqlensQ.data(),
+                                  in.cuSeqlensK.data())
+                   : forwardFlops(p, sig.mask),
           "visible pairs only", poison,
           [&](size_t c) { return launchForward(kernel, p, argSets[c]); });
   }
@@ -318,7 +372,7 @@ void runForwardFor(Kernel &fwd, const Problem &p, const Signature &sig,
   Device dev(backend);
   const MemoryLayout &L = gLayout;
   InputBytes bytes = inputBytes(p, sig, in);
-  ForwardBuffers bufs(dev, p, sig.dtype, bytes.q, bytes.k, bytes.v, in.sinks);
+  ForwardBuffers bufs(dev, p, sig.dtype, bytes.q, bytes.k, bytes.v, in);
   check(launchForward(fwd, p, bufs.args));
   *o = L.fromMemory(fromStorage(dev.download(bufs.o), sig.dtype), p.b, p.hq,
                     p.sq, p.dv);

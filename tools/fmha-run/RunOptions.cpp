@@ -91,6 +91,31 @@ std::optional<int64_t> CommandLine::integer(const std::string &name,
   return v;
 }
 
+std::optional<std::vector<int64_t>>
+CommandLine::lengths(const std::string &name, int64_t max) const {
+  std::optional<std::string> s = str(name);
+  if (!s)
+    return std::nullopt;
+  std::vector<int64_t> values;
+  size_t at = 0;
+  while (true) {
+    const size_t comma = s->find(',', at);
+    const std::string item = s->substr(at, comma - at);
+    errno = 0;
+    char *end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || !std::isdigit(static_cast<unsigned char>(item[0])) ||
+        *end != '\0' || errno == ERANGE || v > max)
+      fail(flagName(name) + ": '" + item + "' is not a length from 0 to " +
+           std::to_string(max) +
+           " (the option takes comma-separated lengths, e.g. 7,0,130)");
+    values.push_back(v);
+    if (comma == std::string::npos)
+      return values;
+    at = comma + 1;
+  }
+}
+
 std::optional<uint64_t>
 CommandLine::unsignedInteger(const std::string &name) const {
   std::optional<std::string> s = str(name);

@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fmha::runopt {
 
@@ -54,6 +55,13 @@ inline constexpr OptionDef kOptions[] = {
      "softmax scale, 0 = 1/sqrt(d) (default: the "
      "bundle's)"},
     {"softcap", true, "X", "score softcap, 0 = none (default: the bundle's)"},
+    {"seqlens-q", true, "L0,L1,...",
+     "a variable-length bundle (varlen=1): each sequence's query count "
+     "(0 allowed); B is their number, Sq their sum unless --sq gives more "
+     "rows (which the kernel must leave untouched)"},
+    {"seqlens-k", true, "L0,L1,...",
+     "a variable-length bundle: each sequence's key count, as many as "
+     "--seqlens-q; Sk their sum unless --sk gives more"},
     {"seed", true, "N", "seed of the random inputs (default 0)"},
     {"inputs", true, "KIND",
      "normal (default): standard normal q, k, v; stress: q and k reshaped "
@@ -136,6 +144,10 @@ public:
 
   /// An integer option >= `min`.
   std::optional<int64_t> integer(const std::string &name, int64_t min) const;
+
+  /// A comma-separated list of non-negative integers, each at most `max`.
+  std::optional<std::vector<int64_t>> lengths(const std::string &name,
+                                              int64_t max) const;
 
   std::optional<uint64_t> unsignedInteger(const std::string &name) const;
 

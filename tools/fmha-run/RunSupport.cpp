@@ -81,11 +81,26 @@ NpyArray loadInput(const std::string &dir, const char *file, size_t rank) {
   std::string err;
   if (!readNpy(joinPath(dir, file), &a, &err))
     fail(err);
+  if (a.descr == "<i4")
+    fail("npy '" + joinPath(dir, file) +
+         "': expected float32 or float16 values, got int32");
   if (a.shape.size() != rank)
     fail("npy '" + joinPath(dir, file) + "': expected a " +
          std::to_string(rank) + "-d " + (rank == 4 ? "BHSD " : "") +
          "array, got shape " + formatShape(a.shape));
   return a;
+}
+
+std::vector<int32_t> loadOffsets(const std::string &dir, const char *file) {
+  NpyArray a;
+  std::string err;
+  if (!readNpy(joinPath(dir, file), &a, &err))
+    fail(err);
+  if (a.descr != "<i4" || a.shape.size() != 1 || a.shape[0] < 1)
+    fail("npy '" + joinPath(dir, file) +
+         "': expected int32 offsets [B + 1], got " + a.descr + " of shape " +
+         formatShape(a.shape));
+  return a.ints;
 }
 
 void check(const Status &s) {
@@ -98,9 +113,10 @@ MemoryLayout gLayout;
 InputBytes inputBytes(const Problem &p, const Signature &sig,
                       const Inputs &in) {
   const MemoryLayout &L = gLayout;
-  return {toStorage(L.toMemory(in.q, p.b, p.hq, p.sq, p.d), sig.dtype),
-          toStorage(L.toMemory(in.k, p.b, p.hk, p.sk, p.d), sig.dtype),
-          toStorage(L.toMemory(in.v, p.b, p.hk, p.sk, p.dv), sig.dtype)};
+  const int64_t b = p.batch();
+  return {toStorage(L.toMemory(in.q, b, p.hq, p.sq, p.d), sig.dtype),
+          toStorage(L.toMemory(in.k, b, p.hk, p.sk, p.d), sig.dtype),
+          toStorage(L.toMemory(in.v, b, p.hk, p.sk, p.dv), sig.dtype)};
 }
 
 /// The forward of `p` on `args` in gLayout's memory order.
@@ -117,6 +133,9 @@ Status launchForward(const Kernel &kernel, const Problem &p,
     la.tensor("lse", args.lse);
   if (args.sinks)
     la.tensor("sinks", args.sinks);
+  if (args.cuSeqlensQ)
+    la.tensor("cu_seqlens_q", args.cuSeqlensQ)
+        .tensor("cu_seqlens_k", args.cuSeqlensK);
   return kernel.launch(la);
 }
 
@@ -227,7 +246,9 @@ void saveTensors(const std::string &dir,
   std::string names;
   for (const SavedTensor &t : tensors) {
     std::string err;
-    if (!writeNpy(joinPath(dir, t.file), t.shape, t.data->data(), &err))
+    if (!(t.ints
+              ? writeNpy(joinPath(dir, t.file), t.shape, t.ints->data(), &err)
+              : writeNpy(joinPath(dir, t.file), t.shape, t.data->data(), &err)))
       fail(err);
     names += (names.empty() ? "" : " ") + std::string(t.file);
   }

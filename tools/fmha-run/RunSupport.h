@@ -41,6 +41,9 @@ std::vector<double> toDouble(const std::vector<float> &v);
 std::string joinPath(const std::string &dir, const char *file);
 /// A 4-d BHSD .npy array of --load's folder.
 NpyArray loadInput(const std::string &dir, const char *file, size_t rank = 4);
+
+/// Reads DIR/FILE: int32 offsets [B + 1] (cu_seqlens_q.npy, cu_seqlens_k.npy).
+std::vector<int32_t> loadOffsets(const std::string &dir, const char *file);
 /// Fails with the status' message unless it is ok.
 void check(const Status &s);
 
@@ -49,6 +52,9 @@ struct Inputs {
   /// sinks: the learned sink logits [Hq] of a bundle that takes them, else
   /// empty.
   const std::vector<float> &q, &k, &v, &dO, &sinks;
+  /// cu_seqlens_q and cu_seqlens_k [B + 1] of a variable-length bundle
+  /// (varlen=1), else empty.
+  const std::vector<int32_t> &cuSeqlensQ, &cuSeqlensK;
 };
 
 /// --warmup and --iters.
@@ -141,8 +147,7 @@ struct ForwardBuffers {
   ForwardBuffers(Device &dev, const Problem &p, DType dtype,
                  const std::vector<unsigned char> &qBytes,
                  const std::vector<unsigned char> &kBytes,
-                 const std::vector<unsigned char> &vBytes,
-                 const std::vector<float> &sinkLogits)
+                 const std::vector<unsigned char> &vBytes, const Inputs &in)
       : q(dev.upload(qBytes)), k(dev.upload(kBytes)), v(dev.upload(vBytes)),
         o(dev.allocate(static_cast<size_t>(p.oElements()) * dtypeSize(dtype))),
         lse(dev.allocate(static_cast<size_t>(p.lseElements()) *
@@ -152,15 +157,23 @@ struct ForwardBuffers {
     args.v = v.get();
     args.o = o.get();
     args.lse = static_cast<float *>(lse.get());
-    if (!sinkLogits.empty()) {
-      const auto *bytes =
-          reinterpret_cast<const unsigned char *>(sinkLogits.data());
-      sinks = dev.upload(std::vector<unsigned char>(
-          bytes, bytes + sinkLogits.size() * sizeof(float)));
+    if (!in.sinks.empty()) {
+      sinks = dev.upload(asBytes(in.sinks));
       args.sinks = static_cast<const float *>(sinks.get());
     }
+    if (!in.cuSeqlensQ.empty()) {
+      cuQ = dev.upload(asBytes(in.cuSeqlensQ));
+      cuK = dev.upload(asBytes(in.cuSeqlensK));
+      args.cuSeqlensQ = static_cast<const int32_t *>(cuQ.get());
+      args.cuSeqlensK = static_cast<const int32_t *>(cuK.get());
+    }
   }
-  DeviceBuffer q, k, v, o, lse, sinks;
+  template <typename T>
+  static std::vector<unsigned char> asBytes(const std::vector<T> &values) {
+    const auto *bytes = reinterpret_cast<const unsigned char *>(values.data());
+    return std::vector<unsigned char>(bytes, bytes + values.size() * sizeof(T));
+  }
+  DeviceBuffer q, k, v, o, lse, sinks, cuQ, cuK;
   ForwardArgs args;
 };
 
@@ -168,6 +181,8 @@ struct SavedTensor {
   const char *file;
   std::vector<int64_t> shape;
   const std::vector<float> *data;
+  /// int32 values instead (the offsets of a variable-length batch).
+  const std::vector<int32_t> *ints = nullptr;
 };
 
 InputBytes inputBytes(const Problem &p, const Signature &sig, const Inputs &in);

@@ -208,14 +208,14 @@ void stressInputs(const Problem &p, std::vector<float> &q,
                   std::vector<float> &k) {
   const int64_t group = p.hq / p.hk;
   const double step = 0.008 / 1.4426950408889634; // per key, per element
-  for (int64_t bi = 0; bi < p.b; ++bi)
+  for (int64_t bi = 0; bi < p.batch(); ++bi)
     for (int64_t h = 0; h < p.hq; ++h) {
       const int64_t kind = (h / group) % 4;
       float *x = &q[((bi * p.hq + h) * p.sq) * p.d];
       for (int64_t i = 0; i < p.sq * p.d; ++i)
         x[i] = kind == 2 ? 3.0f * x[i] : kind < 2 ? 0.3f * x[i] + 1.0f : x[i];
     }
-  for (int64_t bi = 0; bi < p.b; ++bi)
+  for (int64_t bi = 0; bi < p.batch(); ++bi)
     for (int64_t g = 0; g < p.hk; ++g) {
       const int64_t kind = g % 4;
       float *x = &k[((bi * p.hk + g) * p.sk) * p.d];
@@ -367,6 +367,67 @@ int run(int argc, char **argv) {
     check((*loaded)->checkMergeProblem(p));
     return runMergeKernel(cl, **loaded, p, sig, seed, {warmup, iters});
   }
+  // A variable-length batch: B, Sq and Sk from the lengths.
+  const bool varlen = meta->varlen;
+  std::vector<int32_t> cuQ, cuK;
+  for (const char *flag : {"seqlens-q", "seqlens-k"})
+    if (cl.has(flag) && !varlen)
+      fail(flagName(flag) + " applies to variable-length bundles (varlen=1, "
+                            "fmha-compile --varlen)");
+  if (varlen && loadDir) {
+    // cu_seqlens_q.npy and cu_seqlens_k.npy beside q, k, v (batch 1).
+    for (const char *flag : {"b", "seqlens-q", "seqlens-k"})
+      if (cl.has(flag))
+        fail(flagName(flag) + ": --load reads a variable-length batch's "
+                              "lengths from cu_seqlens_q.npy and "
+                              "cu_seqlens_k.npy");
+    cuQ = loadOffsets(*loadDir, "cu_seqlens_q.npy");
+    cuK = loadOffsets(*loadDir, "cu_seqlens_k.npy");
+    if (cuQ.size() != cuK.size())
+      fail("cu_seqlens_q.npy holds " + std::to_string(cuQ.size()) +
+           " offsets, cu_seqlens_k.npy " + std::to_string(cuK.size()) +
+           ": B + 1 each");
+    b = static_cast<int64_t>(cuQ.size()) - 1;
+    check(checkSeqlens("cu_seqlens_q.npy", cuQ.data(), *b, *sq));
+    check(checkSeqlens("cu_seqlens_k.npy", cuK.data(), *b, *sk));
+  } else if (varlen) {
+    if (cl.has("b"))
+      fail("-b: a variable-length bundle's B is the number of --seqlens-q "
+           "lengths");
+    std::optional<std::vector<int64_t>> lq = cl.lengths("seqlens-q",
+                                                        kMaxSequence),
+                                        lk = cl.lengths("seqlens-k",
+                                                        kMaxSequence);
+    if (!lq || !lk)
+      fail("a variable-length bundle (varlen=1) needs --seqlens-q and "
+           "--seqlens-k");
+    if (lq->size() != lk->size())
+      fail("--seqlens-q gives " + std::to_string(lq->size()) +
+           " lengths, --seqlens-k " + std::to_string(lk->size()) +
+           ": one of each per sequence");
+    auto offsets = [](const std::vector<int64_t> &lengths, const char *flag,
+                      std::optional<int64_t> &total) {
+      std::vector<int32_t> cu = {0};
+      int64_t sum = 0;
+      for (int64_t length : lengths) {
+        sum += length;
+        if (sum > kMaxSequence)
+          fail(flagName(flag) + ": the lengths sum past 2^30 tokens");
+        cu.push_back(static_cast<int32_t>(sum));
+      }
+      const char *totalFlag = flag[8] == 'q' ? "sq" : "sk";
+      if (total && *total < sum)
+        fail(flagName(totalFlag) + "=" + std::to_string(*total) +
+             " is less than the " + std::to_string(sum) + " rows of " +
+             flagName(flag));
+      // At least one row, so that every tensor has one.
+      total = total.value_or(std::max<int64_t>(sum, 1));
+      return cu;
+    };
+    cuQ = offsets(*lq, "seqlens-q", sq);
+    cuK = offsets(*lk, "seqlens-k", sk);
+    b = static_cast<int64_t>(lq->size());
+  }
   if (!b)
     fail("-b is required (or --load DIR)");
   if (!sq)
@@ -405,6 +466,7 @@ int run(int argc, char **argv) {
   p.sk = *sk;
   p.d = sig.d;
   p.dv = sig.dv;
+  p.varlen = varlen;
   check(p.validate());
 
   // Inputs, rounded to the dtype. dO (backward only) comes after q, k, v
@@ -412,12 +474,13 @@ int run(int argc, char **argv) {
   std::vector<float> q, k, v, dO, sinks;
   if (loadDir) {
     std::string err;
-    if (!checkNpyShape(qIn, joinPath(*loadDir, "q.npy"), {p.b, p.hq, p.sq, p.d},
-                       &err) ||
-        !checkNpyShape(kIn, joinPath(*loadDir, "k.npy"), {p.b, p.hk, p.sk, p.d},
-                       &err) ||
+    const int64_t batch = p.batch();
+    if (!checkNpyShape(qIn, joinPath(*loadDir, "q.npy"),
+                       {batch, p.hq, p.sq, p.d}, &err) ||
+        !checkNpyShape(kIn, joinPath(*loadDir, "k.npy"),
+                       {batch, p.hk, p.sk, p.d}, &err) ||
         !checkNpyShape(vIn, joinPath(*loadDir, "v.npy"),
-                       {p.b, p.hk, p.sk, p.dv}, &err))
+                       {batch, p.hk, p.sk, p.dv}, &err))
       fail(err);
     q = std::move(qIn.data);
     k = std::move(kIn.data);
@@ -465,7 +528,7 @@ int run(int argc, char **argv) {
       x = roundTo(x, sig.dtype);
 
   check(kernel.checkProblem(p));
-  Inputs in{q, k, v, dO, sinks};
+  Inputs in{q, k, v, dO, sinks, cuQ, cuK};
   BenchCounts counts{warmup, iters};
   return backward ? runBackwardKernel(cl, kernel, fwdKernel.get(), p, sig, in,
                                       counts)

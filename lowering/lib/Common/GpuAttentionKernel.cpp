@@ -1203,6 +1203,11 @@ struct FmhaLowerToGpuPass
              << "learned sink logits (sinks) are built by the staged "
                 "forward: give the pipeline vector-tiles=1 (fmha-compile "
                 "--vector-tiles)";
+    if (op.isVarlen())
+      return op.emitOpError()
+             << "variable-length batches (cu_seqlens) are tiled by "
+                "fmha-tile-attention; the GPU kernel builders do not take "
+                "them";
     std::string error =
         checkSupported(op, gpuTarget, chip, k.blockM, k.blockN, k.warpRows,
                        k.qInShared, k.mma == "wgmma");

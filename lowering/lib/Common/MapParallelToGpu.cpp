@@ -29,6 +29,7 @@
 #include "fmha/Dialect/FmhaOps.h"
 #include "fmha/Transforms/MaskUtils.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
@@ -107,6 +108,25 @@ public:
       return loop.emitOpError()
              << "with reductions is not mapped to the GPU (the loops of "
                 "--fmha-tile-elementwise have none)";
+    // The grid is sized on the host before the launch, from sizes alone: a
+    // bound that reads memory (say a variable-length batch's longest
+    // sequence, from its offsets) would read device buffers on the host.
+    for (Value bound : loop.getUpperBound()) {
+      Operation *def = bound.getDefiningOp();
+      if (!def)
+        continue; // an argument: a size
+      SetVector<Operation *> slice;
+      BackwardSliceOptions options;
+      options.inclusive = true;
+      options.omitBlockArguments = true; // arguments are sizes or buffers
+      (void)getBackwardSlice(def, &slice, options);
+      for (Operation *op : slice)
+        if (!isMemoryEffectFree(op))
+          return loop.emitOpError()
+                 << "has a trip count that reads memory (" << op->getName()
+                 << "): the GPU grid is sized on the host from the kernel's "
+                    "sizes, before the kernel's buffers may be read";
+    }
     scf::ParallelOp inner;
     for (Operation &op : loop.getBody()->without_terminator()) {
       if (workgroup_)

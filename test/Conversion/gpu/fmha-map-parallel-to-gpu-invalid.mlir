@@ -79,3 +79,21 @@ func.func @write_before_inner(%x: memref<?x8xf32>, %y: memref<?xf32>, %n: index)
   }
   return
 }
+
+// -----
+
+// The grid is sized on the host before the launch: a trip count that reads
+// the kernel's buffers is refused.
+func.func @trip_count_from_memory(%x: memref<?xf32>, %n: memref<1xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  %m = memref.load %n[%c0] : memref<1xi32>
+  %count = arith.index_cast %m : i32 to index
+  // expected-error @+1 {{'scf.parallel' op has a trip count that reads memory (memref.load): the GPU grid is sized on the host from the kernel's sizes}}
+  scf.parallel (%i) = (%c0) to (%count) step (%c1) {
+    memref.store %one, %x[%i] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}

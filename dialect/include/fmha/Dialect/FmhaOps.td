@@ -17,6 +17,9 @@ def Fmha_ShapedFloat : AnyTypeOf<[RankedTensorOf<[F16, BF16, F32]>,
                                   MemRefOf<[F16, BF16, F32]>],
                                  "ranked tensor or memref of f16, bf16 or f32">;
 
+def Fmha_ShapedI32 : AnyTypeOf<[RankedTensorOf<[I32]>, MemRefOf<[I32]>],
+                               "ranked tensor or memref of i32">;
+
 class Fmha_DpsOp<string mnemonic, list<Trait> traits = []>
     : Fmha_Op<mnemonic, !listconcat(traits, [
         DestinationStyleOpInterface,
@@ -49,6 +52,15 @@ def Fmha_AttentionOp : Fmha_DpsOp<"attention", [AttrSizedOperandSegments,
     (e^{sinks[h]} + sum_j e^{s_ij})`, lse_i the log of that denominator; a
     row with no visible key gets o = 0 and lse = sinks[h].
 
+    The optional `cu_seqlens_q` and `cu_seqlens_k` (i32 `[N + 1]`, both or
+    neither) make it a variable-length batch (FlashAttention's `cu_seqlens`):
+    q, k, v, o and lse have batch 1 and their sequence axis holds the N
+    sequences back to back; sequence n owns query rows `[cu_q[n],
+    cu_q[n+1])` and keys `[cu_k[n], cu_k[n+1])`, the mask's i, j, Sq and Sk
+    are local to it, an empty sequence is allowed and rows past `cu_q[N]`
+    are left untouched. The offsets are nondecreasing from 0 and end within
+    the tensors (the caller's promise; the runtime checks it on the host).
+
     Example:
     ```mlir
     %o, %lse = fmha.attention ins(%q, %k, %v : tensor<2x8x?x64xf16>,
@@ -61,6 +73,8 @@ def Fmha_AttentionOp : Fmha_DpsOp<"attention", [AttrSizedOperandSegments,
   let arguments = (ins Fmha_ShapedFloat:$q, Fmha_ShapedFloat:$k,
                        Fmha_ShapedFloat:$v,
                        Optional<Fmha_ShapedFloat>:$sinks,
+                       Optional<Fmha_ShapedI32>:$cu_seqlens_q,
+                       Optional<Fmha_ShapedI32>:$cu_seqlens_k,
                        Fmha_ShapedFloat:$o,
                        Optional<Fmha_ShapedFloat>:$lse,
                        OptionalAttr<Fmha_MaskAttr>:$mask,
@@ -69,6 +83,8 @@ def Fmha_AttentionOp : Fmha_DpsOp<"attention", [AttrSizedOperandSegments,
   let assemblyFormat = [{
     `ins` `(` $q `,` $k `,` $v `:` type($q) `,` type($k) `,` type($v) `)`
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:`
+        type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`)?
     `outs` `(` $o `:` type($o) (`,` $lse^ `:` type($lse))? `)`
     attr-dict (`->` type($results)^)?
   }];
@@ -76,10 +92,14 @@ def Fmha_AttentionOp : Fmha_DpsOp<"attention", [AttrSizedOperandSegments,
   let hasCanonicalizeMethod = 1;
   let extraClassDeclaration = [{
     MutableOperandRange getDpsInitsMutable() {
-      const unsigned inputs = getSinks() ? 4 : 3;
+      const unsigned inputs = getOMutable().getOperandNumber();
       return MutableOperandRange(getOperation(), /*start=*/inputs,
                                  /*length=*/getNumOperands() - inputs);
     }
+    /// Whether it is a variable-length batch (cu_seqlens operands).
+    bool isVarlen() { return getCuSeqlensQ() != nullptr; }
+    /// q, k, v, o and lse (when present) with their names.
+    SmallVector<std::pair<StringRef, Value>> batchedOperands();
     /// The mask, `0` when the attribute is absent.
     ::fmha::MaskSpec getMaskSpec();
     /// The scale, 1/sqrt(D) when the attribute is absent.

@@ -178,6 +178,10 @@ struct BundleMeta {
   /// Attention kernels: the kernel takes learned sink logits (an operand
   /// `sinks`, float32 [Hq]; DESIGN.md section 1).
   bool sinks = false;
+  /// Forward kernels: a variable-length batch (operands `cu_seqlens_q`,
+  /// `cu_seqlens_k`, int32 [B + 1]; q, k, v, o and lse of batch 1 holding
+  /// every sequence back to back; DESIGN.md section 1).
+  bool varlen = false;
   int64_t blockM = 0, blockN = 0;
   /// GPU targets: threads per workgroup (1..1024) and bytes of dynamic
   /// shared memory per workgroup (>= 0). 0 and 0 for cpu.

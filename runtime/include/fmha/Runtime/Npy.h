@@ -24,8 +24,10 @@ namespace fmha::rt {
 struct NpyArray {
   std::vector<int64_t> shape;
   std::vector<float> data; ///< Row-major, shape product elements.
-  /// The element type of the file: "<f4" or "<f2".
+  /// The element type of the file: "<f4", "<f2" or "<i4" (int32: the
+  /// values in `ints`, `data` empty).
   std::string descr;
+  std::vector<int32_t> ints;
 };
 
 /// Parses .npy bytes; `name` names the array in messages ("npy 'NAME': ...").
@@ -46,10 +48,16 @@ std::string formatShape(const std::vector<int64_t> &shape);
 
 /// The .npy bytes of a float32 array.
 std::string serializeNpy(const std::vector<int64_t> &shape, const float *data);
+/// The .npy bytes of an int32 array ('<i4').
+std::string serializeNpy(const std::vector<int64_t> &shape,
+                         const int32_t *data);
 
 /// Writes a float32 .npy file; `data` holds the shape product elements.
 bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
               const float *data, std::string *err);
+/// Writes an int32 .npy file.
+bool writeNpy(const std::string &path, const std::vector<int64_t> &shape,
+              const int32_t *data, std::string *err);
 
 } // namespace fmha::rt
 

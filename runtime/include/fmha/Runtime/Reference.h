@@ -82,6 +82,22 @@ bool referenceBackward(const ReferenceConfig &cfg, const std::vector<double> &q,
                        std::string *err,
                        const std::vector<double> *givenO = nullptr);
 
+/// Forward attention over a variable-length batch (DESIGN.md section 1):
+/// cfg.b sequences back to back along the sequence axis of q [1,Hq,Sq,D],
+/// k [1,Hk,Sk,D] and v [1,Hk,Sk,Dv] (cfg.sq, cfg.sk the totals); sequence n
+/// owns rows [cuQ[n], cuQ[n+1]) and keys [cuK[n], cuK[n+1]), the mask local
+/// to it (each sequence run through referenceForward). o [1,Hq,Sq,Dv] and
+/// lse [1,Hq,Sq]; rows past cuQ[b], which a kernel leaves untouched, are
+/// NaN. Returns false (and sets *err) when the offsets are not b + 1 values
+/// nondecreasing from 0 within the totals, or the config does not validate.
+bool referenceForwardVarlen(const ReferenceConfig &cfg,
+                            const std::vector<int64_t> &cuQ,
+                            const std::vector<int64_t> &cuK,
+                            const std::vector<double> &q,
+                            const std::vector<double> &k,
+                            const std::vector<double> &v, ReferenceForward *out,
+                            std::string *err);
+
 /// Merge of two partial results over disjoint key sets, `rows` rows of `dv`
 /// values each: lse = logaddexp(lse1, lse2), o = o1 * exp(lse1 - lse) +
 /// o2 * exp(lse2 - lse). A partial with lse = -inf weighs 0; both empty give

@@ -234,18 +234,30 @@ constexpr int64_t kMaxSequence = int64_t(1) << 30;
 /// One attention problem, DESIGN.md section 1.
 struct Problem {
   int64_t b = 0, hq = 0, hk = 0, sq = 0, sk = 0, d = 0, dv = 0;
+  /// A variable-length batch (a varlen=1 bundle): b sequences back to back
+  /// in tensors of batch 1, sq and sk the totals along their sequence axes
+  /// (at least cu_seqlens_q[b] and cu_seqlens_k[b]).
+  bool varlen = false;
 
-  int64_t qElements() const { return b * hq * sq * d; }
-  int64_t kElements() const { return b * hk * sk * d; }
-  int64_t vElements() const { return b * hk * sk * dv; }
-  int64_t oElements() const { return b * hq * sq * dv; }
-  int64_t lseElements() const { return b * hq * sq; }
+  /// The tensors' batch: b, or 1 for a variable-length batch.
+  int64_t batch() const { return varlen ? 1 : b; }
+  int64_t qElements() const { return batch() * hq * sq * d; }
+  int64_t kElements() const { return batch() * hk * sk * d; }
+  int64_t vElements() const { return batch() * hk * sk * dv; }
+  int64_t oElements() const { return batch() * hq * sq * dv; }
+  int64_t lseElements() const { return batch() * hq * sq; }
 
   /// Section 1 on its own: every size positive, Sq and Sk at most
   /// kMaxSequence, hq % hk == 0, and no element count that overflows int64
   /// (the counts above are then safe to use).
   Status validate() const;
 };
+
+/// The offsets `cu` (int32 [b + 1], host memory) of a variable-length batch
+/// over `total` rows: 0 first, nondecreasing, the last at most `total`;
+/// else InvalidArgument naming `name` and the entry.
+Status checkSeqlens(const char *name, const int32_t *cu, int64_t b,
+                    int64_t total);
 
 /// Forward arguments: pointers the backend can read (host memory for the host
 /// backend, device memory for GPU backends). `lse` may be null: the runtime
@@ -259,6 +271,10 @@ struct ForwardArgs {
   /// The learned sink logits (float32 [Hq]) of a bundle built with them
   /// (sinks=1); null otherwise.
   const float *sinks = nullptr;
+  /// The offsets (int32 [B + 1], nondecreasing from 0, the last at most Sq
+  /// and Sk) of a variable-length batch (varlen=1); null otherwise.
+  const int32_t *cuSeqlensQ = nullptr;
+  const int32_t *cuSeqlensK = nullptr;
 };
 
 /// Backward arguments (host ABI above): inputs q, k, v, o (the forward's
@@ -330,6 +346,11 @@ int64_t countVisiblePairs(const MaskSpec &mask, int64_t sq, int64_t sk);
 
 /// Forward FLOPs counting only visible pairs: 2 * (d + dv) * visible * b * hq.
 double forwardFlops(const Problem &p, const MaskSpec &mask);
+
+/// The same for a variable-length batch: the visible pairs of each of the
+/// p.b sequences of offsets cuQ and cuK (int32 [p.b + 1], host memory).
+double forwardFlops(const Problem &p, const MaskSpec &mask, const int32_t *cuQ,
+                    const int32_t *cuK);
 
 /// Backward FLOPs: 2.5 * forwardFlops (the usual convention: the backward
 /// does five matmuls to the forward's two).
