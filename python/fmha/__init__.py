@@ -65,12 +65,18 @@ from ._bundles import (  # noqa: F401
     compiler_id,
     find_bundle,
 )
-from ._attention import attention, default_deterministic, flash_attn_func  # noqa: F401
+from ._attention import (  # noqa: F401
+    attention,
+    attention_varlen,
+    default_deterministic,
+    flash_attn_func,
+)
 
 __all__ = [
     "FmhaError",
     "Kernel",
     "attention",
+    "attention_varlen",
     "bundle_name",
     "compile_bundle",
     "find_bundle",

@@ -202,3 +202,65 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     return attention(q, k, v, mask=mask, scale=softmax_scale,
                      softcap=softcap if softcap else None, layout="bshd",
                      bundle_dir=bundle_dir, deterministic=bool(deterministic))
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
+                     max_seqlen_k=None, dropout_p=0.0, softmax_scale=None, causal=False,
+                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                     deterministic=False, return_attn_probs=False, mask=None, sinks=None,
+                     bundle_dir=None, block_m=None, block_n=None, out=None, lse=None,
+                     return_lse=False):
+    """Attention over a variable-length batch with FlashAttention's
+    flash_attn_varlen_func conventions (DESIGN.md section 1): q (total_q,
+    Hq, D), k and v (total_k, Hk, D / Dv), any strides with a contiguous
+    head dim; cu_seqlens_q and cu_seqlens_k int32 (B + 1,), nondecreasing
+    from 0, on q's device: sequence b owns rows [cu_q[b], cu_q[b + 1]) and
+    keys [cu_k[b], cu_k[b + 1]), the mask local to it (causal and windows
+    bottom-right aligned, as FlashAttention; or `mask`, a spec string, in
+    their place). max_seqlen_q and max_seqlen_k are taken for
+    FlashAttention's signature and not needed: the kernel's grid covers every
+    sequence's tiles. Returns o (total_q, Hq, Dv), and lse (Hq, total_q) too
+    when return_lse; `out` and `lse` (allocated when not given) may be
+    given, and their rows past cu_seqlens_q[B] are left as they are. `sinks`: learned sink logits (float32 [Hq]). The bundle
+    (fmha-compile --varlen) is found or compiled as fmha.attention's. The
+    forward only: a call whose inputs require grad raises ValueError (the
+    variable-length backward is not built yet), as do dropout_p > 0,
+    alibi_slopes and return_attn_probs."""
+    if dropout_p:
+        raise ValueError("attention_varlen: dropout_p=%r is not supported (0.0 only)"
+                         % (dropout_p,))
+    if alibi_slopes is not None:
+        raise ValueError("attention_varlen: alibi_slopes is not supported")
+    if return_attn_probs:
+        raise ValueError("attention_varlen: return_attn_probs is not supported")
+    if _needs_grad(q, k, v, sinks):
+        raise ValueError("attention_varlen: the backward of variable-length batches is not "
+                         "built yet; call it under torch.no_grad() or on tensors that "
+                         "require no grad")
+    if mask is None:
+        mask = _flash_mask(causal, window_size)
+    elif causal or tuple(window_size) != (-1, -1):
+        raise ValueError("attention_varlen: give mask= or causal/window_size, not both")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if len(tuple(t.shape)) != 3:
+            raise ValueError("%s: expected a 3-d (total, H, D) tensor, got shape %s"
+                             % (name, tuple(t.shape)))
+    # The signature of the BHSD views [1, H, total, D] (heads at dim 1).
+    signature = _signature(_HeadsView(q), _HeadsView(k), _HeadsView(v), mask,
+                           softmax_scale, softcap if softcap else None, block_m, block_n,
+                           sinks=sinks is not None, varlen=True)
+    kernel = _kernel_for(_find(signature, bundle_dir))
+    o, lse = kernel.forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, o=out, lse=lse,
+                                   sinks=sinks)
+    return (o, lse) if return_lse else o
+
+
+class _HeadsView:
+    """What _signature reads of a (total, H, D) tensor, as BHSD [1, H,
+    total, D]."""
+
+    def __init__(self, t):
+        n, h, d = (int(x) for x in t.shape)
+        self.shape = (1, h, n, d)
+        self.dtype = t.dtype
+        self.device = t.device

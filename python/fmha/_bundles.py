@@ -39,7 +39,7 @@ def _check_kind(kind, deterministic):
 
 def bundle_name(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
                 softcap=None, block_m=None, block_n=None, kind="fwd", deterministic=False,
-                sinks=False):
+                sinks=False, varlen=False):
     """The file name of a bundle for a signature, e.g.
     'fwd-cuda-sm_90a-bf16-hq16-hk4-d128-dv128-mask_b.fmha', or for a
     backward 'bwd-...-mask_b.fmha' ('bwd-...-det.fmha' when deterministic).
@@ -58,6 +58,8 @@ def bundle_name(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
         parts.append("softcap" + _number_token(softcap))
     if sinks:
         parts.append("sinks")
+    if varlen:
+        parts.append("varlen")
     if block_m:
         parts.append("bm%d" % block_m)
     if block_n:
@@ -93,7 +95,7 @@ def _compiler():
 
 def compile_args(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
                  softcap=None, block_m=None, block_n=None, kind="fwd", deterministic=False,
-                 sinks=False):
+                 sinks=False, varlen=False):
     """The fmha-compile arguments (without -o) for a signature."""
     dv = d if dv is None else dv
     _check_kind(kind, deterministic)
@@ -108,6 +110,8 @@ def compile_args(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
         args.append("--softcap=%.9g" % softcap)
     if sinks:
         args.append("--sinks")
+    if varlen:
+        args.append("--varlen")
     if block_m:
         args.append("--block-m=%d" % block_m)
     if block_n:

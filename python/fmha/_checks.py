@@ -22,6 +22,19 @@ def _device_name(t):
     return kind if index is None else "%s:%d" % (kind, index)
 
 
+def _shape_of(name, t, rank, layout):
+    """`t`'s shape, which must have `rank` dims (`layout` names them in
+    the message)."""
+    try:
+        shape = tuple(int(x) for x in t.shape)
+    except (AttributeError, TypeError):
+        raise ValueError("%s: expected a tensor, got %s" % (name, type(t).__name__))
+    if len(shape) != rank:
+        raise ValueError("%s: expected a %d-d %s tensor, got shape %s"
+                         % (name, rank, layout, shape))
+    return shape
+
+
 def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None, strided=(),
                        sinks=None):
     """Checks tensors against a kernel's signature (`info`: a dict with
@@ -31,16 +44,6 @@ def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None, strid
     views with a contiguous last dim; the others must be contiguous."""
     want_dtype = _TORCH_DTYPES[info["dtype"]]
     want_device = "cpu" if info["target"] == "cpu" else "cuda"
-
-    def shape_of(name, t, rank, layout):
-        try:
-            shape = tuple(int(x) for x in t.shape)
-        except (AttributeError, TypeError):
-            raise ValueError("%s: expected a tensor, got %s" % (name, type(t).__name__))
-        if len(shape) != rank:
-            raise ValueError("%s: expected a %d-d %s tensor, got shape %s"
-                             % (name, rank, layout, shape))
-        return shape
 
     tensors = [("q", q, 4, "BHSD [B, Hq, Sq, D]"), ("k", k, 4, "BHSD [B, Hk, Sk, D]"),
                ("v", v, 4, "BHSD [B, Hk, Sk, Dv]")]
@@ -52,7 +55,7 @@ def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None, strid
         tensors.append(("sinks", sinks, 1, "[Hq]"))
     shapes = {}
     for name, t, rank, layout in tensors:
-        shapes[name] = shape_of(name, t, rank, layout)
+        shapes[name] = _shape_of(name, t, rank, layout)
         dt = _dtype_name(t)
         f32 = name in ("lse", "sinks")
         expected = "torch.float32" if f32 else want_dtype
@@ -107,6 +110,86 @@ def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None, strid
         if t is not None and _device_name(t) != _device_name(q):
             raise ValueError("%s is on %s, q on %s" % (name, _device_name(t), _device_name(q)))
     return b, sq, sk
+
+
+def check_varlen_args(info, q, k, v, cu_seqlens_q, cu_seqlens_k, o=None, lse=None,
+                      device_index=None, strided=(), sinks=None):
+    """Checks the tensors of a variable-length batch (FlashAttention's
+    layout: q (total_q, Hq, D), k and v (total_k, Hk, D / Dv), o (total_q,
+    Hq, Dv), lse (Hq, total_q) float32, cu_seqlens_q and cu_seqlens_k int32
+    (B + 1,)) against a varlen=1 kernel's signature `info`. Returns (B,
+    total_q, total_k). q, k, v and o must be views the bundle takes (their
+    BHSD views [1, H, total, D] are strided: `strided` names q, k, v, o),
+    lse and the offsets contiguous. Raises ValueError as
+    check_forward_args."""
+    for name, t in (("q", q), ("k", k), ("v", v), ("o", o)):
+        if t is None:
+            continue
+        _shape_of(name, t, 3, "(total, H, D)")
+        if name not in strided:
+            raise ValueError("%s: a variable-length batch's tensors are views [1, H, total, "
+                             "D] of (total, H, D) memory; the bundle must take strided "
+                             "operands (fmha-compile --strides=any, the default)" % name)
+    b = None
+    for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        shape = _shape_of(name, t, 1, "(B + 1,) int32")
+        if _dtype_name(t) != "torch.int32":
+            raise ValueError("%s: expected dtype torch.int32, got %s" % (name, _dtype_name(t)))
+        if shape[0] < 1:
+            raise ValueError("%s: expected B + 1 >= 1 offsets, got none" % name)
+        if b is not None and shape[0] - 1 != b:
+            raise ValueError("cu_seqlens_k: %d offsets, cu_seqlens_q %d: B + 1 each"
+                             % (shape[0], b + 1))
+        b = shape[0] - 1
+        if not t.is_contiguous():
+            raise ValueError("%s: expected a contiguous tensor" % name)
+    if lse is not None:
+        _shape_of("lse", lse, 2, "(Hq, total_q)")
+
+    def bhsd(t):
+        return None if t is None else _BhsdView(t)
+
+    total_q, total_k = int(q.shape[0]), int(k.shape[0])
+    check_forward_args(info, bhsd(q), bhsd(k), bhsd(v), bhsd(o),
+                       None if lse is None else _BhsdView(lse, lse=True), device_index,
+                       strided, sinks)
+    for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if _device_name(t) != _device_name(q):
+            raise ValueError("%s is on %s, q on %s" % (name, _device_name(t), _device_name(q)))
+    return b, total_q, total_k
+
+
+class _BhsdView:
+    """The BHSD view [1, H, total, D] of a (total, H, D) tensor (or [1, H,
+    total] of an lse (H, total)), for the checks and the launch: its shape,
+    strides, dtype, device and address."""
+
+    def __init__(self, t, lse=False):
+        self._t = t
+        if lse:
+            h, n = (int(x) for x in t.shape)
+            sh, sn = (int(x) for x in t.stride())
+            self.shape, self._strides = (1, h, n), (h * sh, sh, sn)
+        else:
+            n, h, d = (int(x) for x in t.shape)
+            sn, sh, sd = (int(x) for x in t.stride())
+            self.shape, self._strides = (1, h, n, d), (n * sn, sh, sn, sd)
+        self.dtype = t.dtype
+        self.device = t.device
+
+    def stride(self):
+        return self._strides
+
+    def is_contiguous(self):
+        n = 1
+        for size, stride in reversed(list(zip(self.shape, self._strides))):
+            if size > 1 and stride != n:
+                return False
+            n *= size
+        return True
+
+    def data_ptr(self):
+        return self._t.data_ptr()
 
 
 def _rows_contiguous(t):

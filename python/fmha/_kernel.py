@@ -17,7 +17,8 @@ from ._capi import (
     _launch_args,
     load_library,
 )
-from ._checks import _check_like, _dtype_name, _rows_contiguous, _strided_arg, check_forward_args
+from ._checks import (_BhsdView, _check_like, _dtype_name, _rows_contiguous, _strided_arg,
+                      check_forward_args, check_varlen_args)
 
 #
 # Kernels
@@ -177,6 +178,56 @@ class Kernel:
             found = self.__dict__["_takes_sinks"] = any(
                 line.split()[:2] == ["operand", "sinks"] for line in self.manifest.splitlines())
         return found
+
+    @property
+    def takes_varlen(self):
+        """Whether the bundle takes variable-length batches (operands
+        cu_seqlens_q and cu_seqlens_k: fmha-compile --varlen)."""
+        return any(line.split()[:2] == ["operand", "cu_seqlens_q"]
+                   for line in self.manifest.splitlines())
+
+    def forward_varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k, o=None, lse=None,
+                       stream=None, sinks=None):
+        """o, lse = kernel.forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k)
+        for a varlen=1 bundle, on FlashAttention's varlen layout: q (total_q,
+        Hq, D), k and v (total_k, Hk, D / Dv), any strides with a contiguous
+        last dim; cu_seqlens_q and cu_seqlens_k int32 (B + 1,), nondecreasing
+        from 0 (sequence b owns rows [cu[b], cu[b + 1]); a cpu bundle checks
+        them, a cuda one reads them as given). o (total_q, Hq, Dv) and lse
+        (Hq, total_q) float32 are allocated when not given; rows past
+        cu_seqlens_q[B] are left as they are. Returns (o, lse)."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        if self.info["kind"] != "fwd" or not self.takes_varlen:
+            raise ValueError("bundle '%s' is not a variable-length forward (fmha-compile "
+                             "--varlen)" % self.path)
+        if self.takes_sinks != (sinks is not None):
+            raise ValueError(
+                "sinks: bundle '%s' %s learned sink logits; %s" % (
+                    self.path, "takes" if self.takes_sinks else "takes no",
+                    "give sinks= (float32 [Hq])" if self.takes_sinks else "drop sinks="))
+        device_index = self.device_index if self.info["target"] == "cuda" else None
+        st = self.strided
+        b, total_q, total_k = check_varlen_args(self.info, q, k, v, cu_seqlens_q, cu_seqlens_k,
+                                                o, lse, device_index, st, sinks)
+        if o is None or lse is None:
+            torch = _torch()
+            if o is None:
+                o = torch.empty((total_q, self.info["hq"], self.info["dv"]), dtype=q.dtype,
+                                device=q.device)
+            if lse is None:
+                lse = torch.empty((self.info["hq"], total_q), dtype=torch.float32,
+                                  device=q.device)
+        if stream is None:
+            stream = _current_stream(q) if self.info["target"] == "cuda" else 0
+        tensors = {name: _strided_arg(_BhsdView(t, lse=name == "lse"), name in st)
+                   for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse))}
+        tensors["cu_seqlens_q"] = _strided_arg(cu_seqlens_q, "cu_seqlens_q" in st)
+        tensors["cu_seqlens_k"] = _strided_arg(cu_seqlens_k, "cu_seqlens_k" in st)
+        if sinks is not None:
+            tensors["sinks"] = _strided_arg(sinks, "sinks" in st)
+        self.launch({"b": b, "sq": total_q, "sk": total_k}, tensors, stream=stream)
+        return o, lse
 
     def forward_ptrs(self, b, sq, sk, q, k, v, o, lse, stream=0, sinks=0):
         """Launches on raw addresses (ints): device pointers for a cuda

@@ -55,9 +55,10 @@ def _views(kernel, named):
             for n, t in named]
 
 
-def _signature(q, k, v, mask, scale, softcap, block_m, block_n, sinks=False):
+def _signature(q, k, v, mask, scale, softcap, block_m, block_n, sinks=False,
+               varlen=False):
     """The forward signature of BHSD q, k, v (bundle_name's arguments);
-    `sinks`: with learned sink logits."""
+    `sinks`: with learned sink logits; `varlen`: a variable-length batch."""
     dtype = _BUNDLE_DTYPES.get(_dtype_name(q))
     if dtype is None:
         raise ValueError("q: dtype %s is not supported (float16, bfloat16, float32)"
@@ -66,4 +67,5 @@ def _signature(q, k, v, mask, scale, softcap, block_m, block_n, sinks=False):
     return dict(target=target, chip=_chip_for(q), dtype=dtype, hq=int(q.shape[1]),
                 hk=int(k.shape[1]), d=int(q.shape[3]), dv=int(v.shape[3]), mask=mask,
                 scale=scale, softcap=softcap, block_m=block_m, block_n=block_n,
-                **({"sinks": True} if sinks else {}))
+                **({"sinks": True} if sinks else {}),
+                **({"varlen": True} if varlen else {}))

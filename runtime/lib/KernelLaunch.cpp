@@ -73,10 +73,37 @@ Expected<LaunchPlan> Kernel::plan(const LaunchArgs &args) const {
   return plan;
 }
 
+/// The offsets of a variable-length batch in host memory (a cpu bundle):
+/// 0 first, nondecreasing, within Sq and Sk (checkSeqlens), before the
+/// kernel reads past them.
+static Status checkHostOffsets(const BundleMeta &meta, const LaunchArgs &args) {
+  if (!meta.varlen || meta.target != Target::Cpu)
+    return Status::success();
+  auto size = [&](const char *name) {
+    auto it = args.sizes.find(name);
+    return it == args.sizes.end() ? int64_t(0) : it->second;
+  };
+  for (auto [name, total] : {std::pair{"cu_seqlens_q", size("sq")},
+                             std::pair{"cu_seqlens_k", size("sk")}}) {
+    auto it = args.tensors.find(name);
+    if (it == args.tensors.end() || !it->second.data)
+      return Status::error(ErrorCode::InvalidArgument,
+                           std::string("null pointer for ") + name +
+                               "; nothing was launched");
+    Status s = checkSeqlens(name, static_cast<const int32_t *>(it->second.data),
+                            size("b"), total);
+    if (!s.ok())
+      return Status::error(s.code(), s.message() + "; nothing was launched");
+  }
+  return Status::success();
+}
+
 Status Kernel::launch(const LaunchArgs &args, void *stream, void *workspace,
                       size_t workspaceBytes) const {
   LaunchBinding binding;
   Status bound = bind(args, /*launching=*/true, &binding);
+  if (bound.ok())
+    bound = checkHostOffsets(meta_, args);
   if (!bound.ok())
     return bound;
   const size_t need = binding.workspaceBytes;

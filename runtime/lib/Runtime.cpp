@@ -467,8 +467,8 @@ Status Kernel::run(const Problem &p, const ForwardArgs &args,
   Status check = checkRun(KernelKind::Forward, p);
   LaunchArgs named;
   if (check.ok())
-    check = forwardArgs(args, p, sizesOf(p),
-                        /*hostOffsets=*/meta_.target == Target::Cpu, &named);
+    // A cpu bundle's launch checks host offsets itself (any caller's).
+    check = forwardArgs(args, p, sizesOf(p), /*hostOffsets=*/false, &named);
   return check.ok() ? launch(named, stream) : check;
 }
 
