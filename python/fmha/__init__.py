@@ -70,6 +70,7 @@ from ._attention import (  # noqa: F401
     attention_varlen,
     default_deterministic,
     flash_attn_func,
+    flash_attn_varlen_func,
 )
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "compile_bundle",
     "find_bundle",
     "flash_attn_func",
+    "flash_attn_varlen_func",
     "get_num_threads",
     "load_library",
     "runtime_version",

@@ -255,6 +255,10 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
     return (o, lse) if return_lse else o
 
 
+# FlashAttention's name, for code written against flash_attn.
+flash_attn_varlen_func = attention_varlen
+
+
 class _HeadsView:
     """What _signature reads of a (total, H, D) tensor, as BHSD [1, H,
     total, D]."""

@@ -228,6 +228,13 @@ class Varlen(unittest.TestCase):
         self.assertTrue(name.endswith("-sinks-varlen.fmha"), name)
         self.assertTrue(os.path.exists(os.path.join(bundles, name)))
         self.assertIn("--varlen", fmha.compile_args("cpu", "", "f32", hq, hk, d, varlen=True))
+        # FlashAttention's name for it, positional arguments as flash_attn's.
+        self.assertIs(fmha.flash_attn_varlen_func, fmha.attention_varlen)
+        o2 = HostTensor((cu_q[-1], hq, d))
+        fmha.flash_attn_varlen_func(q, k, v, cq, ck, max(lq), max(lk), 0.0, None, True,
+                                    sinks=sinks, bundle_dir=bundles, out=o2,
+                                    lse=HostTensor((hq, cu_q[-1])))
+        self.assertEqual(list(o2.base), list(o.base))
         ref_o, _ = reference(q, k, v, cu_q, cu_k, hq, hk, d, d, "b:-1,0",
                              sinks=[0.5, -1.0, 2.0, 0.0])
         for (row, h), want in ref_o.items():
