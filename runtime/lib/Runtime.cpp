@@ -477,7 +477,9 @@ Status Kernel::runHost(const Problem &p, const ForwardArgs &hostArgs,
   Status check = checkRun(KernelKind::Forward, p);
   LaunchArgs named;
   if (check.ok())
-    check = forwardArgs(hostArgs, p, sizesOf(p), /*hostOffsets=*/true, &named);
+    // A cpu bundle's launch checks them itself (as for run()).
+    check = forwardArgs(hostArgs, p, sizesOf(p),
+                        /*hostOffsets=*/meta_.target != Target::Cpu, &named);
   return check.ok() ? launchHost(named, stream) : check;
 }
 

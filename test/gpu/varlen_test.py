@@ -6,13 +6,12 @@ one more logit): causal GQA at D 128 with empty and one-row sequences,
 packed QKV, a window with sinks in f16, decode rows against 0..4000 keys,
 and the refusal of inputs that require grad.
 
-  test/gpu/varlen_test.py --make-bundles DIR [--fmha-compile BIN]   # here (LLVM)
+  test/gpu/varlen_test.py --make-bundles DIR [--bin BIN]   # here (LLVM)
   FMHA_RUNTIME_LIB=... FMHA_CHIP=sm_90a test/gpu/varlen_test.py --bundles DIR   # on the GPU
 
 Exit 1 on any failure.
 """
 
-import argparse
 import math
 import os
 import sys
@@ -21,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
 
 import fmha  # noqa: E402
+from checks import main  # noqa: E402
 
 SIGNATURES = [
     dict(dtype="bf16", hq=16, hk=4, d=128, dv=128, mask="b"),
@@ -29,7 +29,8 @@ SIGNATURES = [
 ]
 
 
-def make_bundles(folder, compiler):
+def make_bundles(folder, bin_dir):
+    compiler = os.path.join(bin_dir, "fmha-compile")
     for sig in SIGNATURES:
         sig = dict(sig, target="cuda", chip="sm_90a", varlen=True)
         path = os.path.join(folder, fmha.bundle_name(**sig))
@@ -71,17 +72,7 @@ def ref(q, k, v, cu_q, cu_k, causal, window, sinks=None):
     return o
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--bundles")
-    p.add_argument("--make-bundles")
-    p.add_argument("--fmha-compile", default="build/bin/fmha-compile")
-    args = p.parse_args()
-    if args.make_bundles:
-        make_bundles(args.make_bundles, args.fmha_compile)
-        return 0
-    if not args.bundles:
-        p.error("give --bundles DIR (on the GPU) or --make-bundles DIR (here)")
+def run(bundles):
     import torch
     torch.manual_seed(0)
     fails = 0
@@ -104,7 +95,7 @@ def main():
         cq = torch.tensor(cu_q, dtype=torch.int32, device="cuda")
         ck = torch.tensor(cu_k, dtype=torch.int32, device="cuda")
         o, lse = fmha.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal,
-                                       window_size=window, sinks=s, bundle_dir=args.bundles,
+                                       window_size=window, sinks=s, bundle_dir=bundles,
                                        return_lse=True)
         torch.cuda.synchronize()
         r = ref(q, k, v, cu_q, cu_k, causal, window, s)
@@ -127,7 +118,7 @@ def main():
     cu = torch.tensor([0, 5], dtype=torch.int32, device="cuda")
     try:
         fmha.attention_varlen(q, q[:, :4], q[:, :4], cu, cu, 5, 5, causal=True,
-                              bundle_dir=args.bundles)
+                              bundle_dir=bundles)
         print("FAIL inputs that require grad were not refused")
         fails += 1
     except ValueError as e:
@@ -137,4 +128,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__, make_bundles, run))
