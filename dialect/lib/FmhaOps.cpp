@@ -6,6 +6,7 @@
 
 #include "fmha/Dialect/FmhaOps.h"
 #include "FmhaOpsHelpers.h"
+#include "FmhaVerify.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -25,254 +26,10 @@ using namespace mlir::fmha;
 using namespace mlir::fmha::detail;
 
 //===----------------------------------------------------------------------===//
-// Verification helpers
+// Canonicalization helpers
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-std::string dimStr(int64_t d) {
-  return ShapedType::isDynamic(d) ? "?" : std::to_string(d);
-}
-
-std::string shapeStr(ShapedType t) {
-  std::string s = "[";
-  llvm::interleave(
-      t.getShape(), [&](int64_t d) { s += dimStr(d); }, [&] { s += ", "; });
-  return s + "]";
-}
-
-/// Checks the operand kinds and ranks of one named operand.
-class OperandChecker {
-public:
-  explicit OperandChecker(Operation *op) : op(op) {}
-
-  /// All shaped operands are tensors, or all are memrefs.
-  LogicalResult checkUniformKind(ArrayRef<std::pair<StringRef, Value>> named) {
-    bool firstIsTensor = isa<RankedTensorType>(named.front().second.getType());
-    for (auto [name, value] : named.drop_front()) {
-      if (isa<RankedTensorType>(value.getType()) != firstIsTensor)
-        return op->emitOpError()
-               << "operands must be all tensors or all memrefs, but '" << name
-               << "' is a " << (firstIsTensor ? "memref" : "tensor")
-               << " while '" << named.front().first << "' is a "
-               << (firstIsTensor ? "tensor" : "memref");
-    }
-    if (!firstIsTensor && op->getNumResults() != 0)
-      return op->emitOpError()
-             << "on memrefs has no results, got " << op->getNumResults();
-    return success();
-  }
-
-  LogicalResult checkRank(StringRef name, Value v, int64_t rank,
-                          StringRef layout) {
-    auto t = cast<ShapedType>(v.getType());
-    if (t.getRank() != rank)
-      return op->emitOpError() << "'" << name << "' must have rank " << rank
-                               << " " << layout << ", got rank " << t.getRank();
-    return success();
-  }
-
-  LogicalResult checkStatic(StringRef name, Value v, unsigned dim,
-                            StringRef what) {
-    auto t = cast<ShapedType>(v.getType());
-    if (t.isDynamicDim(dim))
-      return op->emitOpError() << "'" << name << "' " << what << " (dim " << dim
-                               << ") must be static";
-    if (t.getDimSize(dim) <= 0)
-      return op->emitOpError()
-             << "'" << name << "' " << what << " (dim " << dim
-             << ") must be positive, got " << t.getDimSize(dim);
-    return success();
-  }
-
-  /// When both sizes are static they must agree.
-  LogicalResult checkDim(StringRef name, Value v, unsigned dim, StringRef what,
-                         int64_t expected, StringRef from) {
-    int64_t actual = cast<ShapedType>(v.getType()).getDimSize(dim);
-    if (ShapedType::isDynamic(actual) || ShapedType::isDynamic(expected) ||
-        actual == expected)
-      return success();
-    return op->emitOpError()
-           << "'" << name << "' " << what << " (dim " << dim << ") is "
-           << actual << ", expected " << expected << " as in '" << from << "'";
-  }
-
-  /// Every one of `named` has f32 elements.
-  LogicalResult checkF32(ArrayRef<std::pair<StringRef, Value>> named) {
-    Type f32 = Float32Type::get(op->getContext());
-    for (auto [name, value] : named)
-      if (failed(checkElementType(name, value, f32, "")))
-        return failure();
-    return success();
-  }
-
-  /// An lse-like `name` [B, H, S] has the first three sizes of `ref`
-  /// [B, H, S, Dv] where both are static.
-  LogicalResult checkRowsOf(StringRef name, Value v, StringRef from,
-                            Value ref) {
-    static constexpr StringRef what[] = {"batch B", "head count H",
-                                         "sequence length S"};
-    for (unsigned dim = 0; dim < 3; ++dim)
-      if (failed(checkDim(name, v, dim, what[dim],
-                          cast<ShapedType>(ref.getType()).getDimSize(dim),
-                          from)))
-        return failure();
-    return success();
-  }
-
-  LogicalResult checkElementType(StringRef name, Value v, Type expected,
-                                 StringRef from) {
-    Type actual = cast<ShapedType>(v.getType()).getElementType();
-    if (actual == expected)
-      return success();
-    InFlightDiagnostic diag = op->emitOpError();
-    diag << "'" << name << "' element type " << actual << " must be "
-         << expected;
-    if (!from.empty())
-      diag << " as in '" << from << "'";
-    return diag;
-  }
-
-  /// `name` has exactly the shape of `ref` (dynamic sizes are compatible).
-  LogicalResult checkSameShape(StringRef name, Value v, StringRef refName,
-                               Value ref) {
-    auto t = cast<ShapedType>(v.getType());
-    auto r = cast<ShapedType>(ref.getType());
-    if (t.getRank() == r.getRank() &&
-        succeeded(verifyCompatibleShape(t.getShape(), r.getShape())))
-      return success();
-    return op->emitOpError()
-           << "'" << name << "' shape " << shapeStr(t) << " must match '"
-           << refName << "' shape " << shapeStr(r);
-  }
-
-  LogicalResult checkPositive(StringRef name, FloatAttr attr) {
-    if (!attr)
-      return success();
-    double value = attr.getValueAsDouble();
-    if (!(value > 0.0) || !std::isfinite(value))
-      return op->emitOpError()
-             << "'" << name << "' must be positive and finite, got " << value;
-    return success();
-  }
-
-private:
-  Operation *op;
-};
-
-/// Verifies q [B,Hq,Sq,D], k [B,Hk,Sk,D], v [B,Hk,Sk,Dv], o [B,Hq,Sq,Dv] and
-/// the optional lse [B,Hq,Sq] (f32) against one another (DESIGN.md section 1).
-LogicalResult verifyAttentionSignature(Operation *op, Value q, Value k, Value v,
-                                       Value o, Value lse, FloatAttr scale,
-                                       FloatAttr softcap) {
-  OperandChecker c(op);
-  SmallVector<std::pair<StringRef, Value>> named = {
-      {"q", q}, {"k", k}, {"v", v}, {"o", o}};
-  if (lse)
-    named.push_back({"lse", lse});
-  if (failed(c.checkUniformKind(named)))
-    return failure();
-
-  if (failed(c.checkRank("q", q, 4, "[B, Hq, Sq, D]")) ||
-      failed(c.checkRank("k", k, 4, "[B, Hk, Sk, D]")) ||
-      failed(c.checkRank("v", v, 4, "[B, Hk, Sk, Dv]")) ||
-      failed(c.checkRank("o", o, 4, "[B, Hq, Sq, Dv]")) ||
-      (lse && failed(c.checkRank("lse", lse, 3, "[B, Hq, Sq]"))))
-    return failure();
-
-  Type elt = cast<ShapedType>(q.getType()).getElementType();
-  if (failed(c.checkElementType("k", k, elt, "q")) ||
-      failed(c.checkElementType("v", v, elt, "q")) ||
-      (lse && failed(c.checkElementType(
-                  "lse", lse, Float32Type::get(op->getContext()), ""))))
-    return failure();
-
-  if (failed(c.checkStatic("q", q, 1, "head count Hq")) ||
-      failed(c.checkStatic("q", q, 3, "head dim D")) ||
-      failed(c.checkStatic("k", k, 1, "head count Hk")) ||
-      failed(c.checkStatic("k", k, 3, "head dim D")) ||
-      failed(c.checkStatic("v", v, 1, "head count Hk")) ||
-      failed(c.checkStatic("v", v, 3, "head dim Dv")) ||
-      failed(c.checkStatic("o", o, 1, "head count Hq")) ||
-      failed(c.checkStatic("o", o, 3, "head dim Dv")) ||
-      (lse && failed(c.checkStatic("lse", lse, 1, "head count Hq"))))
-    return failure();
-
-  int64_t b = dimOf(q, 0), hq = dimOf(q, 1), sq = dimOf(q, 2), d = dimOf(q, 3);
-  int64_t hk = dimOf(k, 1), sk = dimOf(k, 2), dv = dimOf(v, 3);
-  if (failed(c.checkDim("k", k, 3, "head dim D", d, "q")) ||
-      failed(c.checkDim("v", v, 1, "head count Hk", hk, "k")) ||
-      failed(c.checkDim("o", o, 1, "head count Hq", hq, "q")) ||
-      failed(c.checkDim("o", o, 3, "head dim Dv", dv, "v")))
-    return failure();
-  if (hq % hk != 0)
-    return op->emitOpError()
-           << "Hq (" << hq << ") must be a multiple of Hk (" << hk << ")";
-
-  // Batch and sequence lengths, where static.
-  int64_t bk = dimOf(k, 0);
-  if (failed(c.checkDim("k", k, 0, "batch B", b, "q")) ||
-      failed(c.checkDim("v", v, 0, "batch B", ShapedType::isDynamic(b) ? bk : b,
-                        ShapedType::isDynamic(b) ? "k" : "q")) ||
-      failed(c.checkDim("o", o, 0, "batch B", b, "q")) ||
-      failed(c.checkDim("v", v, 2, "sequence length Sk", sk, "k")) ||
-      failed(c.checkDim("o", o, 2, "sequence length Sq", sq, "q")))
-    return failure();
-  if (lse && (failed(c.checkDim("lse", lse, 0, "batch B", b, "q")) ||
-              failed(c.checkDim("lse", lse, 1, "head count Hq", hq, "q")) ||
-              failed(c.checkDim("lse", lse, 2, "sequence length Sq", sq, "q"))))
-    return failure();
-
-  return success(succeeded(c.checkPositive("scale", scale)) &&
-                 succeeded(c.checkPositive("softcap", softcap)));
-}
-
-/// Verifies the optional learned sink logits `sinks` f32 [Hq] of an attention
-/// op whose q is `q` (DESIGN.md section 1, learned sink logits).
-LogicalResult verifySinks(Operation *op, Value sinks, Value q) {
-  if (!sinks)
-    return success();
-  OperandChecker c(op);
-  SmallVector<std::pair<StringRef, Value>> named = {{"q", q}, {"sinks", sinks}};
-  return success(succeeded(c.checkUniformKind(named)) &&
-                 succeeded(c.checkRank("sinks", sinks, 1, "[Hq]")) &&
-                 succeeded(c.checkElementType(
-                     "sinks", sinks, Float32Type::get(op->getContext()), "")) &&
-                 succeeded(c.checkDim("sinks", sinks, 0, "head count Hq",
-                                      dimOf(q, 1), "q")));
-}
-
-/// Verifies the optional variable-length offsets `cuQ`, `cuK` (i32 [N + 1],
-/// both or neither) of an attention op: its tensors then hold batch 1
-/// (DESIGN.md section 1, variable-length batches).
-LogicalResult verifyVarlen(Operation *op, Value cuQ, Value cuK,
-                           ArrayRef<std::pair<StringRef, Value>> batched) {
-  if (!cuQ && !cuK)
-    return success();
-  if (!cuQ || !cuK)
-    return op->emitOpError()
-           << "takes cu_seqlens_q and cu_seqlens_k together, got only "
-           << (cuQ ? "cu_seqlens_q" : "cu_seqlens_k");
-  OperandChecker c(op);
-  SmallVector<std::pair<StringRef, Value>> named = {
-      batched.front(), {"cu_seqlens_q", cuQ}, {"cu_seqlens_k", cuK}};
-  if (failed(c.checkUniformKind(named)) ||
-      failed(c.checkRank("cu_seqlens_q", cuQ, 1, "[N + 1]")) ||
-      failed(c.checkRank("cu_seqlens_k", cuK, 1, "[N + 1]")) ||
-      failed(c.checkSameShape("cu_seqlens_k", cuK, "cu_seqlens_q", cuQ)))
-    return failure();
-  if (int64_t n = dimOf(cuQ, 0); n == 0)
-    return op->emitOpError()
-           << "'cu_seqlens_q' needs N + 1 >= 1 offsets, got none";
-  for (auto [name, value] : batched)
-    if (dimOf(value, 0) != 1)
-      return op->emitOpError()
-             << "'" << name
-             << "' of a variable-length batch (cu_seqlens) has batch 1, its "
-                "sequence axis holding every sequence; got batch "
-             << dimStr(dimOf(value, 0));
-  return success();
-}
 
 ::fmha::MaskSpec maskSpecOf(std::optional<MaskAttr> mask) {
   return mask && *mask ? mask->getSpec() : ::fmha::MaskSpec{};
@@ -402,15 +159,19 @@ LogicalResult verifyTileOperands(Operation *op) {
 LogicalResult AttentionOp::verify() {
   return success(succeeded(verifyAttentionSignature(
                      *this, getQ(), getK(), getV(), getO(), getLse(),
-                     getScaleAttr(), getSoftcapAttr())) &&
+                     getScaleAttr(), getSoftcapAttr(), isPaged())) &&
                  succeeded(verifySinks(*this, getSinks(), getQ())) &&
+                 succeeded(verifyPaged(*this, getBlockTable(), getSeqlensK(),
+                                       getCuSeqlensQ(), getQ(), getK())) &&
                  succeeded(verifyVarlen(*this, getCuSeqlensQ(), getCuSeqlensK(),
-                                        batchedOperands())));
+                                        batchedOperands(), isPaged())));
 }
 
 SmallVector<std::pair<StringRef, Value>> AttentionOp::batchedOperands() {
-  SmallVector<std::pair<StringRef, Value>> named = {
-      {"q", getQ()}, {"k", getK()}, {"v", getV()}, {"o", getO()}};
+  SmallVector<std::pair<StringRef, Value>> named = {{"q", getQ()}};
+  if (!isPaged())
+    named.append({{"k", getK()}, {"v", getV()}});
+  named.push_back({"o", getO()});
   if (getLse())
     named.push_back({"lse", getLse()});
   return named;
@@ -432,8 +193,8 @@ double AttentionOp::getScaleOrDefault() {
 LogicalResult AttentionOp::canonicalize(AttentionOp op,
                                         PatternRewriter &rewriter) {
   // A variable-length batch's Sq and Sk are each sequence's, not the
-  // tensors'.
-  if (op.isVarlen())
+  // tensors'; a paged cache's Sk is seqlens_k's.
+  if (op.isVarlen() || op.isPaged())
     return failure();
   return simplifyMaskAttr(op, op.getMaskAttr(), op.getQ(), op.getK(), rewriter);
 }
@@ -533,6 +294,10 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
   SmallVector<OpFoldResult> qOffsets(offsets), qSizes(sizes);
   SmallVector<OpFoldResult> kvOffsets = {offsets[0], kvOffset, zero};
   SmallVector<OpFoldResult> kvSizes = {sizes[0], kvSize, keys};
+  if (isPaged()) { // Every page of the tile's kv heads.
+    kvOffsets[0] = zero;
+    kvSizes[0] = tensor::getMixedSize(b, loc, getK(), 0);
+  }
 
   SmallVector<Value> operands = {slice(getQ(), qOffsets, qSizes),
                                  slice(getK(), kvOffsets, kvSizes),
@@ -540,7 +305,14 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
   if (getSinks()) // The sink logits of the tile's query heads.
     operands.push_back(slice(getSinks(), {offsets[1]}, {sizes[1]}));
   if (isVarlen()) // Every sequence's offsets (B is 1, Sq whole).
-    operands.append({getCuSeqlensQ(), getCuSeqlensK()});
+    operands.push_back(getCuSeqlensQ());
+  if (getCuSeqlensK())
+    operands.push_back(getCuSeqlensK());
+  if (isPaged() && isVarlen()) // Every sequence's table row and length.
+    operands.append({getBlockTable(), getSeqlensK()});
+  else if (isPaged()) // The table rows and lengths of the tile's batches.
+    operands.append({slice(getBlockTable(), {offsets[0]}, {sizes[0]}),
+                     slice(getSeqlensK(), {offsets[0]}, {sizes[0]})});
   const size_t inputs = operands.size();
   operands.push_back(slice(getO(), qOffsets, qSizes));
   if (getLse())

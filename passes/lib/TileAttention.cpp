@@ -180,11 +180,12 @@ Value paddedInputTile(OpBuilder &b, Location loc, Value source,
                                  b);
 }
 
-Value readOffset(OpBuilder &b, Location loc, Value offsets, Value index) {
+Value readOffset(OpBuilder &b, Location loc, Value offsets,
+                 ValueRange indices) {
   Value offset =
       isa<RankedTensorType>(offsets.getType())
-          ? Value(tensor::ExtractOp::create(b, loc, offsets, ValueRange{index}))
-          : Value(memref::LoadOp::create(b, loc, offsets, ValueRange{index}));
+          ? Value(tensor::ExtractOp::create(b, loc, offsets, indices))
+          : Value(memref::LoadOp::create(b, loc, offsets, indices));
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), offset);
 }
 
@@ -269,6 +270,15 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   // finds its sequence by a scan of the offsets (VarlenTile).
   const bool varlen = op.isVarlen();
   Value cuQ = op.getCuSeqlensQ(), cuK = op.getCuSeqlensK();
+  // A paged cache: k and v are [pages, Hk, P, D], each kv tile within one
+  // page (block-n divides P), its page read from the batch's table row.
+  const bool paged = op.isPaged();
+  Value table = op.getBlockTable(), seqlensK = op.getSeqlensK();
+  const int64_t pageSize = kType.getDimSize(2);
+  if (paged && pageSize % bn != 0)
+    return op.emitOpError() << "the page size of a paged cache (" << pageSize
+                            << ") must be a multiple of block-n (" << bn
+                            << "): a kv tile lies within one page";
   Value numSeqs;
   if (varlen) {
     numSeqs = im.sub(im.dim(cuQ, 0), one);
@@ -311,16 +321,36 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   // The tile's sequence n of a variable-length batch: its rows and keys
   // start at qBase and kBase of batch 0, its own Sq and Sk the mask's; a
   // tile past the last sequence's is inactive (no rows, no kv tiles).
-  Value qBase = zero, kBase = zero, active;
+  // Of a paged cache, the table row and Sk are the batch's (the sequence's
+  // with cu_seqlens_q: chunked prefill).
+  Value qBase = zero, kBase = zero, active, tableRow = b;
   if (varlen) {
     VarlenTile tile = emitVarlenTile(rewriter, loc, cuQ, numSeqs, qt, bm);
     active = tile.active;
     qt = tile.qt;
     qBase = tile.qBase;
     sq = tile.sq;
-    kBase = readOffset(rewriter, loc, cuK, tile.seq);
-    sk = im.sub(readOffset(rewriter, loc, cuK, tile.next), kBase);
+    tableRow = tile.seq;
+    if (cuK) {
+      kBase = readOffset(rewriter, loc, cuK, tile.seq);
+      sk = im.sub(readOffset(rewriter, loc, cuK, tile.next), kBase);
+    }
     numQTiles = im.ceilDiv(sq, im.c(bm));
+  }
+  if (paged && active) {
+    // An inactive tile (there may be no sequence at all) reads no length.
+    auto read = scf::IfOp::create(
+        rewriter, loc, active,
+        [&](OpBuilder &then, Location) {
+          scf::YieldOp::create(then, loc,
+                               readOffset(then, loc, seqlensK, tableRow));
+        },
+        [&](OpBuilder &els, Location) {
+          scf::YieldOp::create(els, loc, zero);
+        });
+    sk = read.getResult(0);
+  } else if (paged) {
+    sk = readOffset(rewriter, loc, seqlensK, tableRow);
   }
   ScoreConfig scores{mask, maskAttr, scaleAttr, softcapAttr, sq, sk};
   // Longest first: under a right bound, later q tiles see more keys.
@@ -418,9 +448,19 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     IndexMath bi{builder, loc};
     Value c0 = bi.mul(kt, bi.c(bn));
     Value cols = bi.min(bi.c(bn), bi.sub(sk, c0));
+    // The tile's first key in k and v: of batch b (a sequence's from its
+    // offset), or of a page of the cache.
+    OpFoldResult kvBatch = b;
     Value key0 = bi.add(kBase, c0);
-    Value kTile = inputTile(builder, k, {b, kvHead, key0, i0}, cols, bn, d);
-    Value vTile = inputTile(builder, v, {b, kvHead, key0, i0}, cols, bn, dv);
+    if (paged) {
+      kvBatch = readOffset(builder, loc, table,
+                           {tableRow, bi.div(c0, bi.c(pageSize))});
+      key0 = bi.rem(c0, bi.c(pageSize));
+    }
+    Value kTile =
+        inputTile(builder, k, {kvBatch, kvHead, key0, i0}, cols, bn, d);
+    Value vTile =
+        inputTile(builder, v, {kvBatch, kvHead, key0, i0}, cols, bn, dv);
     Value sTile = padded
                       ? tensor::EmptyOp::create(builder, loc, {bm, bn}, f32)
                       : tileView(builder, loc, sBuf, {i0, i0}, {rows, cols}, 2);

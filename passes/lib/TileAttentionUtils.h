@@ -73,9 +73,9 @@ Value paddedInputTile(OpBuilder &b, Location loc, Value source,
                       ArrayRef<OpFoldResult> offsets, Value extent,
                       int64_t tileRows, int64_t cols, TypedAttr pad = {});
 
-/// Offset `index` of a variable-length batch's `offsets` (i32 [N + 1], a
-/// tensor or a memref) as an index.
-Value readOffset(OpBuilder &b, Location loc, Value offsets, Value index);
+/// Element `indices` of an i32 table (a tensor or a memref: a variable-length
+/// batch's offsets, a paged cache's block table or lengths) as an index.
+Value readOffset(OpBuilder &b, Location loc, Value offsets, ValueRange indices);
 
 /// Where flattened q tile `tile` of a variable-length batch lies: the tiles
 /// of `blockM` rows of sequence 0, then of 1, ... of the `count` sequences

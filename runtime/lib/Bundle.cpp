@@ -38,6 +38,7 @@ constexpr const char *kKeys[] = {"target",
                                  "softcap",
                                  "sinks",
                                  "varlen",
+                                 "page_size",
                                  "block_m",
                                  "block_n",
                                  "block_threads",
@@ -54,10 +55,10 @@ bool isGpuOnlyKey(std::string_view key) {
 }
 
 /// Keys every bundle may leave out (absent: deterministic=0, index_bits=64,
-/// sinks=0, varlen=0).
+/// sinks=0, varlen=0, page_size=0).
 bool isOptionalKey(std::string_view key) {
   return key == "deterministic" || key == "index_bits" || key == "sinks" ||
-         key == "varlen";
+         key == "varlen" || key == "page_size";
 }
 
 std::string formatFloat(float f) {
@@ -309,6 +310,20 @@ std::string BundleMeta::validate() const {
   if (varlen && formatVersion == 1)
     return "varlen=1 needs a version-2 bundle (a manifest naming the "
            "cu_seqlens operands)";
+  if (pageSize < 0 || pageSize > kMaxDim)
+    return "page_size must be 0 (contiguous K/V) or a page's tokens up to " +
+           std::to_string(kMaxDim) + ", got " + std::to_string(pageSize);
+  if (pageSize && kind != KernelKind::Forward)
+    return "page_size is only valid for a forward kernel (kind=fwd), got "
+           "kind=" +
+           std::string(toString(kind));
+  if (pageSize && formatVersion == 1)
+    return "page_size needs a version-2 bundle (a manifest naming the "
+           "block_table and seqlens_k operands)";
+  if (pageSize % blockN != 0)
+    return "page_size (" + std::to_string(pageSize) +
+           ") must be a multiple of block_n (" + std::to_string(blockN) +
+           "): a kv tile lies within one page";
   if (indexBits != 64 && indexBits != 32)
     return "index_bits must be 32 or 64, got " + std::to_string(indexBits);
   if (indexBits == 32 && target == Target::Cpu)
@@ -390,6 +405,8 @@ bool serializeBundle(const BundleMeta &meta, std::string_view binary,
     put("sinks", "1");
   if (m.varlen)
     put("varlen", "1");
+  if (m.pageSize)
+    put("page_size", std::to_string(m.pageSize));
   put("block_m", std::to_string(m.blockM));
   put("block_n", std::to_string(m.blockN));
   if (version == 1) {
@@ -603,6 +620,12 @@ bool parseBundle(std::string_view bytes, const std::string &name,
       m.varlen = true;
     else if (it->second != "0")
       return bad("varlen", "expected 0 or 1");
+  }
+  if (auto it = values.find("page_size"); it != values.end()) {
+    std::optional<int64_t> size = detail::parseInt(it->second);
+    if (!size)
+      return bad("page_size", "expected a decimal integer");
+    m.pageSize = *size;
   }
   m.formatVersion = version;
   if (version == 1 && m.abi == kAbiManifest)

@@ -14,6 +14,7 @@
 #include "fmha/Runtime/Runtime.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace fmha::rt {
 
@@ -77,25 +78,51 @@ Expected<LaunchPlan> Kernel::plan(const LaunchArgs &args) const {
 /// 0 first, nondecreasing, within Sq and Sk (checkSeqlens), before the
 /// kernel reads past them.
 static Status checkHostOffsets(const BundleMeta &meta, const LaunchArgs &args) {
-  if (!meta.varlen || meta.target != Target::Cpu)
+  if ((!meta.varlen && !meta.pageSize) || meta.target != Target::Cpu)
     return Status::success();
   auto size = [&](const char *name) {
     auto it = args.sizes.find(name);
     return it == args.sizes.end() ? int64_t(0) : it->second;
   };
-  for (auto [name, total] : {std::pair{"cu_seqlens_q", size("sq")},
-                             std::pair{"cu_seqlens_k", size("sk")}}) {
+  auto table = [&](const char *name, const int32_t **out) {
     auto it = args.tensors.find(name);
     if (it == args.tensors.end() || !it->second.data)
       return Status::error(ErrorCode::InvalidArgument,
                            std::string("null pointer for ") + name +
                                "; nothing was launched");
-    Status s = checkSeqlens(name, static_cast<const int32_t *>(it->second.data),
-                            size("b"), total);
+    *out = static_cast<const int32_t *>(it->second.data);
+    return Status::success();
+  };
+  auto launched = [](Status s) {
+    return s.ok() ? s
+                  : Status::error(s.code(),
+                                  s.message() + "; nothing was launched");
+  };
+  std::vector<std::pair<const char *, int64_t>> offsets;
+  if (meta.varlen)
+    offsets.push_back({"cu_seqlens_q", size("sq")});
+  if (meta.varlen && !meta.pageSize)
+    offsets.push_back({"cu_seqlens_k", size("sk")});
+  for (auto [name, total] : offsets) {
+    const int32_t *cu = nullptr;
+    Status s = table(name, &cu);
+    if (s.ok())
+      s = launched(checkSeqlens(name, cu, size("b"), total));
     if (!s.ok())
-      return Status::error(s.code(), s.message() + "; nothing was launched");
+      return s;
   }
-  return Status::success();
+  if (!meta.pageSize)
+    return Status::success();
+  Problem p;
+  p.b = size("b");
+  p.pageSize = meta.pageSize;
+  p.pages = size("pages");
+  p.maxPages = size("max_pages");
+  const int32_t *blockTable = nullptr, *seqlensK = nullptr;
+  Status s = table("block_table", &blockTable);
+  if (s.ok())
+    s = table("seqlens_k", &seqlensK);
+  return s.ok() ? launched(checkPaged(p, blockTable, seqlensK)) : s;
 }
 
 Status Kernel::launch(const LaunchArgs &args, void *stream, void *workspace,

@@ -226,6 +226,95 @@ bool referenceForwardVarlen(const ReferenceConfig &c,
   return true;
 }
 
+bool referenceForwardPaged(
+    const ReferenceConfig &c, int64_t pageSize, int64_t pages, int64_t maxPages,
+    const std::vector<int64_t> &blockTable,
+    const std::vector<int64_t> &seqlensK, const std::vector<int64_t> &cuQ,
+    const std::vector<double> &q, const std::vector<double> &k,
+    const std::vector<double> &v, ReferenceForward *out, std::string *err) {
+  if (pageSize <= 0 || pages <= 0 || maxPages <= 0 ||
+      static_cast<int64_t>(seqlensK.size()) != c.b ||
+      static_cast<int64_t>(blockTable.size()) != c.b * maxPages ||
+      static_cast<int64_t>(k.size()) != pages * c.hk * pageSize * c.d ||
+      static_cast<int64_t>(v.size()) != pages * c.hk * pageSize * c.dv) {
+    *err = "reference: a paged cache needs positive page size, pages and "
+           "max_pages, seqlens_k [B], block_table [B, max_pages] and k, v "
+           "[pages, Hk, page size, D]";
+    return false;
+  }
+  // Each sequence's keys gathered back to back (its page j's rows, j in
+  // table order): a variable-length batch of batch 1.
+  std::vector<int64_t> cuK = {0};
+  for (int64_t n = 0; n < c.b; ++n) {
+    const int64_t len = seqlensK[n];
+    if (len < 0 || len > maxPages * pageSize) {
+      *err = "reference: seqlens_k[" + std::to_string(n) +
+             "]=" + std::to_string(len) + " is outside the cache's [0, " +
+             std::to_string(maxPages * pageSize) + "] keys";
+      return false;
+    }
+    for (int64_t j = 0; j * pageSize < len; ++j) {
+      const int64_t page = blockTable[n * maxPages + j];
+      if (page < 0 || page >= pages) {
+        *err = "reference: block_table[" + std::to_string(n) + ", " +
+               std::to_string(j) + "]=" + std::to_string(page) +
+               " is not one of the " + std::to_string(pages) + " pages";
+        return false;
+      }
+    }
+    cuK.push_back(cuK.back() + len);
+  }
+  const int64_t keys = std::max<int64_t>(cuK.back(), 1);
+  auto gather = [&](const std::vector<double> &cache, int64_t width) {
+    std::vector<double> out(c.hk * keys * width, 0.0);
+    for (int64_t n = 0; n < c.b; ++n)
+      for (int64_t h = 0; h < c.hk; ++h)
+        for (int64_t j = 0; j < cuK[n + 1] - cuK[n]; ++j) {
+          const int64_t page = blockTable[n * maxPages + j / pageSize];
+          std::copy_n(
+              &cache[((page * c.hk + h) * pageSize + j % pageSize) * width],
+              width, &out[(h * keys + cuK[n] + j) * width]);
+        }
+    return out;
+  };
+  ReferenceConfig whole = c;
+  whole.sk = keys;
+  if (!cuQ.empty())
+    return referenceForwardVarlen(whole, cuQ, cuK, q, gather(k, c.d),
+                                  gather(v, c.dv), out, err);
+  // Batch n's rows are sequence n of a batch of B * Sq rows.
+  whole.sq = c.b * c.sq;
+  std::vector<int64_t> rowOffsets;
+  for (int64_t n = 0; n <= c.b; ++n)
+    rowOffsets.push_back(n * c.sq);
+  auto toSequences = [&](const std::vector<double> &t, int64_t width) {
+    std::vector<double> packed(t.size());
+    for (int64_t n = 0; n < c.b; ++n)
+      for (int64_t h = 0; h < c.hq; ++h)
+        std::copy_n(&t[(n * c.hq + h) * c.sq * width], c.sq * width,
+                    &packed[(h * whole.sq + n * c.sq) * width]);
+    return packed;
+  };
+  if (static_cast<int64_t>(q.size()) != c.b * c.hq * c.sq * c.d) {
+    *err = "reference: q must be [B, Hq, Sq, D]";
+    return false;
+  }
+  ReferenceForward packed;
+  if (!referenceForwardVarlen(whole, rowOffsets, cuK, toSequences(q, c.d),
+                              gather(k, c.d), gather(v, c.dv), &packed, err))
+    return false;
+  out->o.resize(c.b * c.hq * c.sq * c.dv);
+  out->lse.resize(c.b * c.hq * c.sq);
+  for (int64_t n = 0; n < c.b; ++n)
+    for (int64_t h = 0; h < c.hq; ++h) {
+      std::copy_n(&packed.o[(h * whole.sq + n * c.sq) * c.dv], c.sq * c.dv,
+                  &out->o[(n * c.hq + h) * c.sq * c.dv]);
+      std::copy_n(&packed.lse[h * whole.sq + n * c.sq], c.sq,
+                  &out->lse[(n * c.hq + h) * c.sq]);
+    }
+  return true;
+}
+
 bool referenceBackward(const ReferenceConfig &c, const std::vector<double> &q,
                        const std::vector<double> &k,
                        const std::vector<double> &v,

@@ -51,13 +51,34 @@ Status Problem::validate() const {
     return Status::error(ErrorCode::InvalidArgument,
                          "problem Hq=" + std::to_string(hq) +
                              " is not a multiple of Hk=" + std::to_string(hk));
+  if (pageSize < 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "problem page size " + std::to_string(pageSize) +
+                             " is negative (0: contiguous K/V)");
+  if (paged()) {
+    for (const Dim &dim : {Dim{"pages", pages}, Dim{"max_pages", maxPages}})
+      if (dim.value <= 0 || dim.value > kMaxSequence)
+        return Status::error(ErrorCode::InvalidArgument,
+                             std::string("problem ") + dim.name +
+                                 " of a paged cache must be in [1, 2^30], "
+                                 "got " +
+                                 std::to_string(dim.value));
+    if (pageSize > kMaxSequence / maxPages || sk != maxPages * pageSize)
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          "problem Sk of a paged cache is max_pages * page size (" +
+              std::to_string(maxPages) + " * " + std::to_string(pageSize) +
+              ", at most 2^30), got Sk=" + std::to_string(sk));
+  }
   // Every element count, in bytes at 4 bytes an element, must fit int64.
   const int64_t n = batch();
+  const int64_t kvRows[2] = {paged() ? pages : n, paged() ? pageSize : sk};
   const int64_t counts[][4] = {{n, hq, sq, d},
-                               {n, hk, sk, d},
-                               {n, hk, sk, dv},
+                               {kvRows[0], hk, kvRows[1], d},
+                               {kvRows[0], hk, kvRows[1], dv},
                                {n, hq, sq, dv},
-                               {n, hq, sq, 4}};
+                               {n, hq, sq, 4},
+                               {b, maxPages, 1, 1}};
   for (const auto &factors : counts) {
     int64_t n = 4;
     for (int64_t f : factors)
@@ -88,6 +109,32 @@ Status checkSeqlens(const char *name, const int32_t *cu, int64_t b,
     return bad(std::string(name) + "[" + std::to_string(b) +
                "]=" + std::to_string(cu[b]) + " is past the tensors' " +
                std::to_string(total) + " rows");
+  return Status::success();
+}
+
+Status checkPaged(const Problem &p, const int32_t *blockTable,
+                  const int32_t *seqlensK) {
+  const int64_t longest = p.maxPages * p.pageSize;
+  for (int64_t n = 0; n < p.b; ++n) {
+    const int64_t len = seqlensK[n];
+    if (len < 0 || len > longest)
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          "seqlens_k[" + std::to_string(n) + "]=" + std::to_string(len) +
+              " is outside the cache's [0, " + std::to_string(longest) +
+              "] keys (max_pages " + std::to_string(p.maxPages) +
+              " * page size " + std::to_string(p.pageSize) + ")");
+    for (int64_t j = 0; j < (len + p.pageSize - 1) / p.pageSize; ++j) {
+      const int64_t page = blockTable[n * p.maxPages + j];
+      if (page < 0 || page >= p.pages)
+        return Status::error(
+            ErrorCode::InvalidArgument,
+            "block_table[" + std::to_string(n) + ", " + std::to_string(j) +
+                "]=" + std::to_string(page) + " is past the cache's " +
+                std::to_string(p.pages) + " pages (seqlens_k[" +
+                std::to_string(n) + "]=" + std::to_string(len) + " reads it)");
+    }
+  }
   return Status::success();
 }
 
@@ -142,11 +189,15 @@ double forwardFlops(const Problem &p, const MaskSpec &mask) {
 }
 
 double forwardFlops(const Problem &p, const MaskSpec &mask, const int32_t *cuQ,
-                    const int32_t *cuK) {
+                    const int32_t *cuK, const int32_t *seqlensK) {
   double visible = 0;
-  for (int64_t n = 0; n < p.b; ++n)
-    visible += static_cast<double>(
-        countVisiblePairs(mask, cuQ[n + 1] - cuQ[n], cuK[n + 1] - cuK[n]));
+  for (int64_t n = 0; n < p.b; ++n) {
+    const int64_t sq = cuQ ? cuQ[n + 1] - cuQ[n] : p.sq;
+    const int64_t sk = cuK        ? cuK[n + 1] - cuK[n]
+                       : seqlensK ? seqlensK[n]
+                                  : p.sk;
+    visible += static_cast<double>(countVisiblePairs(mask, sq, sk));
+  }
   return 2.0 * static_cast<double>(p.d + p.dv) * visible *
          static_cast<double>(p.hq);
 }
@@ -322,6 +373,17 @@ Status Kernel::checkProblem(const Problem &p) const {
                                         "' takes variable-length batches "
                                         "(varlen=1): set Problem::varlen and "
                                         "give cu_seqlens_q and cu_seqlens_k");
+  if (p.pageSize != meta_.pageSize)
+    return Status::error(
+        ErrorCode::ProblemMismatch,
+        meta_.pageSize
+            ? "bundle '" + name_ + "' takes a paged K/V cache of page size " +
+                  std::to_string(meta_.pageSize) +
+                  ": set Problem::pageSize (got " + std::to_string(p.pageSize) +
+                  ") and give block_table and seqlens_k"
+            : "a paged problem (page size " + std::to_string(p.pageSize) +
+                  ") needs a bundle built for its page size (fmha-compile "
+                  "--page-size)");
   // The operands' spans (index_bits=32) as the launch would bind them.
   Expected<size_t> bound = workspaceBytes(sizesOf(p));
   return bound.ok() ? Status::success() : bound.status();
@@ -329,7 +391,12 @@ Status Kernel::checkProblem(const Problem &p) const {
 
 LaunchArgs Kernel::sizesOf(const Problem &p) {
   LaunchArgs args;
-  args.size("b", p.b).size("sq", p.sq).size("sk", p.sk);
+  args.size("b", p.b).size("sq", p.sq);
+  // A paged cache's keys are its pages'.
+  if (p.paged())
+    args.size("pages", p.pages).size("max_pages", p.maxPages);
+  else
+    args.size("sk", p.sk);
   return args;
 }
 
@@ -379,14 +446,17 @@ Status forwardArgs(const ForwardArgs &a, const Problem &p,
   Status s = checkPointers(required);
   if (!s.ok())
     return s;
-  const bool given = a.cuSeqlensQ || a.cuSeqlensK;
+  const bool given = a.cuSeqlensQ || (a.cuSeqlensK && !p.paged());
   if (p.varlen) {
-    const Named offsets[] = {{"cu_seqlens_q", a.cuSeqlensQ},
-                             {"cu_seqlens_k", a.cuSeqlensK}};
+    // A paged cache's sequences take their keys from the cache.
+    const Named offsets[] = {
+        {"cu_seqlens_q", a.cuSeqlensQ},
+        {"cu_seqlens_k",
+         p.paged() ? static_cast<const void *>(&a) : a.cuSeqlensK}};
     s = checkPointers(offsets);
     if (s.ok() && hostOffsets)
       s = checkSeqlens("cu_seqlens_q", a.cuSeqlensQ, p.b, p.sq);
-    if (s.ok() && hostOffsets)
+    if (s.ok() && hostOffsets && !p.paged())
       s = checkSeqlens("cu_seqlens_k", a.cuSeqlensK, p.b, p.sk);
     if (!s.ok())
       return s;
@@ -395,6 +465,23 @@ Status forwardArgs(const ForwardArgs &a, const Problem &p,
                          "cu_seqlens given to a kernel of fixed-length "
                          "batches (its bundle has no varlen=1)");
   }
+  if (p.paged()) {
+    const Named cache[] = {{"block_table", a.blockTable},
+                           {"seqlens_k", a.seqlensK}};
+    s = checkPointers(cache);
+    if (s.ok() && a.cuSeqlensK)
+      s = Status::error(ErrorCode::InvalidArgument,
+                        "cu_seqlens_k given to a paged cache's kernel: each "
+                        "sequence's keys are seqlens_k's");
+    if (s.ok() && hostOffsets)
+      s = checkPaged(p, a.blockTable, a.seqlensK);
+    if (!s.ok())
+      return s;
+  } else if (a.blockTable || a.seqlensK) {
+    return Status::error(ErrorCode::InvalidArgument,
+                         "block_table or seqlens_k given to a kernel of "
+                         "contiguous K/V (its bundle has no page_size)");
+  }
   const Named all[] = {{"q", a.q},
                        {"k", a.k},
                        {"v", a.v},
@@ -402,7 +489,9 @@ Status forwardArgs(const ForwardArgs &a, const Problem &p,
                        {"lse", a.lse},
                        {"sinks", a.sinks},
                        {"cu_seqlens_q", a.cuSeqlensQ},
-                       {"cu_seqlens_k", a.cuSeqlensK}};
+                       {"cu_seqlens_k", a.cuSeqlensK},
+                       {"block_table", a.blockTable},
+                       {"seqlens_k", a.seqlensK}};
   *out = withTensors(sizes, all);
   return Status::success();
 }

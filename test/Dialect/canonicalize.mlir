@@ -130,3 +130,13 @@ func.func @varlen_keeps_mask(%q: memref<1x4x100x32xf32>, %c: memref<3xi32>) {
   fmha.attention ins(%q, %q, %q : memref<1x4x100x32xf32>, memref<1x4x100x32xf32>, memref<1x4x100x32xf32>) cu_seqlens(%c, %c : memref<3xi32>, memref<3xi32>) outs(%q : memref<1x4x100x32xf32>) {mask = #fmha.mask<"b:-1,0">}
   return
 }
+
+// -----
+
+// A paged cache keeps its mask: Sk is seqlens_k's, not the page size.
+// CHECK-LABEL: func @paged_keeps_mask
+// CHECK: mask = #fmha.mask<"b">
+func.func @paged_keeps_mask(%q: memref<2x4x16x32xf32>, %k: memref<5x4x16x32xf32>, %t: memref<2x3xi32>, %n: memref<2xi32>) {
+  fmha.attention ins(%q, %k, %k : memref<2x4x16x32xf32>, memref<5x4x16x32xf32>, memref<5x4x16x32xf32>) paged(%t, %n : memref<2x3xi32>, memref<2xi32>) outs(%q : memref<2x4x16x32xf32>) {mask = #fmha.mask<"b:-1,0">}
+  return
+}

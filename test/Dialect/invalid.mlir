@@ -842,6 +842,78 @@ func.func @f(%q: memref<1x4x?x32xf32>, %c: memref<3xi64>) {
 
 func.func @f(%q: memref<1x4x?x32xf32>, %c: memref<3xi32>) {
   // expected-error @+1 {{takes cu_seqlens_q and cu_seqlens_k together, got only cu_seqlens_q}}
-  "fmha.attention"(%q, %q, %q, %c, %q) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 1, 0>}> : (memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<3xi32>, memref<1x4x?x32xf32>) -> ()
+  "fmha.attention"(%q, %q, %q, %c, %q) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 1, 0>}> : (memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<3xi32>, memref<1x4x?x32xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x4x?x32xf32>, %k: memref<7x2x16x32xf32>, %t: memref<2x3xi32>, %n: memref<2xi32>) {
+  // expected-error @+1 {{'block_table' must have rank 2 [B, max_pages], got rank 1}}
+  fmha.attention ins(%q, %k, %k : memref<2x4x?x32xf32>, memref<7x2x16x32xf32>, memref<7x2x16x32xf32>) paged(%n, %n : memref<2xi32>, memref<2xi32>) outs(%q : memref<2x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x4x?x32xf32>, %k: memref<7x2x16x32xf32>, %t: memref<3x3xi32>, %n: memref<2xi32>) {
+  // expected-error @+1 {{'block_table' batch B (dim 0) is 3, expected 2 as in 'q'}}
+  fmha.attention ins(%q, %k, %k : memref<2x4x?x32xf32>, memref<7x2x16x32xf32>, memref<7x2x16x32xf32>) paged(%t, %n : memref<3x3xi32>, memref<2xi32>) outs(%q : memref<2x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<?x4x?x32xf32>, %k: memref<7x2x16x32xf32>, %t: memref<3x3xi32>, %n: memref<2xi32>) {
+  // expected-error @+1 {{'seqlens_k' batch B (dim 0) is 2, expected 3 as in 'block_table'}}
+  fmha.attention ins(%q, %k, %k : memref<?x4x?x32xf32>, memref<7x2x16x32xf32>, memref<7x2x16x32xf32>) paged(%t, %n : memref<3x3xi32>, memref<2xi32>) outs(%q : memref<?x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x4x?x32xf32>, %k: memref<7x2x?x32xf32>, %t: memref<2x3xi32>, %n: memref<2xi32>) {
+  // expected-error @+1 {{'k' page size P of a paged cache (dim 2) must be static}}
+  fmha.attention ins(%q, %k, %k : memref<2x4x?x32xf32>, memref<7x2x?x32xf32>, memref<7x2x?x32xf32>) paged(%t, %n : memref<2x3xi32>, memref<2xi32>) outs(%q : memref<2x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x4x?x32xf32>, %k: memref<7x2x16x32xf32>, %v: memref<6x2x16x32xf32>, %t: memref<2x3xi32>, %n: memref<2xi32>) {
+  // expected-error @+1 {{'v' page count (dim 0) is 6, expected 7 as in 'k'}}
+  fmha.attention ins(%q, %k, %v : memref<2x4x?x32xf32>, memref<7x2x16x32xf32>, memref<6x2x16x32xf32>) paged(%t, %n : memref<2x3xi32>, memref<2xi32>) outs(%q : memref<2x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x4x?x32xf32>, %k: memref<7x2x16x32xf32>, %t: tensor<2x3xi32>, %n: tensor<2xi32>) {
+  // expected-error @+1 {{operands must be all tensors or all memrefs, but 'block_table' is a tensor while 'q' is a memref}}
+  fmha.attention ins(%q, %k, %k : memref<2x4x?x32xf32>, memref<7x2x16x32xf32>, memref<7x2x16x32xf32>) paged(%t, %n : tensor<2x3xi32>, tensor<2xi32>) outs(%q : memref<2x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x?x32xf32>, %k: memref<7x2x16x32xf32>, %c: memref<3xi32>, %t: memref<2x3xi32>, %n: memref<2xi32>) {
+  // expected-error @+1 {{takes no cu_seqlens_k with a paged cache (block_table): each sequence's keys are its cache's, seqlens_k[n] of them}}
+  fmha.attention ins(%q, %k, %k : memref<1x4x?x32xf32>, memref<7x2x16x32xf32>, memref<7x2x16x32xf32>) cu_seqlens(%c, %c : memref<3xi32>, memref<3xi32>) paged(%t, %n : memref<2x3xi32>, memref<2xi32>) outs(%q : memref<1x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x?x32xf32>, %k: memref<7x2x16x32xf32>, %c: memref<4xi32>, %t: memref<2x3xi32>, %n: memref<2xi32>) {
+  // expected-error @+1 {{'block_table' sequence count N (dim 0) is 2, expected 3 as in 'cu_seqlens_q (N + 1)'}}
+  fmha.attention ins(%q, %k, %k : memref<1x4x?x32xf32>, memref<7x2x16x32xf32>, memref<7x2x16x32xf32>) cu_seqlens(%c : memref<4xi32>) paged(%t, %n : memref<2x3xi32>, memref<2xi32>) outs(%q : memref<1x4x?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x4x?x32xf32>, %k: memref<7x2x16x32xf32>, %n: memref<2xi32>) {
+  // expected-error @+1 {{takes block_table and seqlens_k together, got only seqlens_k}}
+  "fmha.attention"(%q, %k, %k, %n, %q) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 1, 1, 0>}> : (memref<2x4x?x32xf32>, memref<7x2x16x32xf32>, memref<7x2x16x32xf32>, memref<2xi32>, memref<2x4x?x32xf32>) -> ()
   return
 }

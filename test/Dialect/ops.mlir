@@ -277,3 +277,18 @@ func.func @attention_varlen(%q: tensor<1x8x?x64xbf16>, %k: tensor<1x2x?x64xbf16>
   fmha.attention ins(%mq, %mq, %mq : memref<1x4x?x32xf32>, memref<1x4x?x32xf32>, memref<1x4x?x32xf32>) cu_seqlens(%mc, %mc : memref<4xi32>, memref<4xi32>) outs(%mq : memref<1x4x?x32xf32>)
   return %0#0, %0#1 : tensor<1x8x?x64xbf16>, tensor<1x8x?xf32>
 }
+
+// A paged cache: block_table (i32 [B, max_pages]) and seqlens_k (i32 [B])
+// after the offsets, k and v the pages [pages, Hk, P, D]; with cu_seqlens_q
+// alone, chunked prefill.
+// CHECK-LABEL: func @attention_paged
+// CHECK: fmha.attention ins(%{{.+}}, %{{.+}}, %{{.+}} : tensor<?x8x1x64xbf16>, tensor<?x2x16x64xbf16>, tensor<?x2x16x64xbf16>) paged(%{{.+}}, %{{.+}} : tensor<?x?xi32>, tensor<?xi32>) outs(%{{.+}} : tensor<?x8x1x64xbf16>) {mask = #fmha.mask<"b">}
+// CHECK: fmha.attention ins({{.+}}) cu_seqlens(%{{.+}} : memref<4xi32>) paged(%{{.+}}, %{{.+}} : memref<3x5xi32>, memref<3xi32>) outs(%{{.+}} : memref<1x4x?x32xf32>){{$}}
+func.func @attention_paged(%q: tensor<?x8x1x64xbf16>, %kc: tensor<?x2x16x64xbf16>, %t: tensor<?x?xi32>, %n: tensor<?xi32>,
+    %o: tensor<?x8x1x64xbf16>, %mq: memref<1x4x?x32xf32>, %mk: memref<9x2x32x32xf32>, %mc: memref<4xi32>, %mt: memref<3x5xi32>, %mn: memref<3xi32>) -> tensor<?x8x1x64xbf16> {
+  %0 = fmha.attention ins(%q, %kc, %kc : tensor<?x8x1x64xbf16>, tensor<?x2x16x64xbf16>, tensor<?x2x16x64xbf16>)
+      paged(%t, %n : tensor<?x?xi32>, tensor<?xi32>)
+      outs(%o : tensor<?x8x1x64xbf16>) {mask = #fmha.mask<"b:-1,0">} -> tensor<?x8x1x64xbf16>
+  fmha.attention ins(%mq, %mk, %mk : memref<1x4x?x32xf32>, memref<9x2x32x32xf32>, memref<9x2x32x32xf32>) cu_seqlens(%mc : memref<4xi32>) paged(%mt, %mn : memref<3x5xi32>, memref<3xi32>) outs(%mq : memref<1x4x?x32xf32>)
+  return %0 : tensor<?x8x1x64xbf16>
+}

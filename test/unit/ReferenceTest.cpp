@@ -261,6 +261,86 @@ TEST(Reference, VarlenIsEachSequenceOnItsOwn) {
   }
 }
 
+// A paged cache against the contiguous reference of each sequence on its
+// own: K/V scattered over pages in a shuffled order (spare pages and
+// entries past each sequence hold garbage that must not be read), an
+// empty cache (o = 0, lse = the sink logit), and chunked prefill.
+TEST(Reference, PagedIsEachSequenceOnItsOwnCache) {
+  const int64_t b = 3, hq = 4, hk = 2, sq = 5, d = 3, dv = 2, page = 4;
+  const int64_t pages = 8, maxPages = 3;
+  const std::vector<int64_t> lengths = {10, 0, 7};
+  // Sequence n's key j in page table[n][j / page]; 99 past its pages.
+  const std::vector<int64_t> table = {6, 1, 4, 99, 99, 99, 0, 7, 99};
+  ReferenceConfig c = config(b, hq, hk, sq, 1, d, dv, "b:2,0", 0.5, 0);
+  c.sinks = {0.3, -1.0, 2.0, 0.0};
+  std::vector<double> q = randomNormal(b * hq * sq * d, 31),
+                      k = randomNormal(pages * hk * page * d, 32),
+                      v = randomNormal(pages * hk * page * dv, 33);
+  ReferenceForward ref;
+  std::string err;
+  ASSERT_TRUE(referenceForwardPaged(c, page, pages, maxPages, table, lengths,
+                                    {}, q, k, v, &ref, &err))
+      << err;
+  for (int64_t n = 0; n < b; ++n) {
+    const int64_t len = lengths[n];
+    std::vector<double> qn(q.begin() + n * hq * sq * d,
+                           q.begin() + (n + 1) * hq * sq * d);
+    std::vector<double> kn(hk * std::max<int64_t>(len, 1) * d, 0.0),
+        vn(hk * std::max<int64_t>(len, 1) * dv, 0.0);
+    for (int64_t h = 0; h < hk; ++h)
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t slot =
+            (table[n * maxPages + j / page] * hk + h) * page + j % page;
+        std::copy_n(&k[slot * d], d, &kn[(h * len + j) * d]);
+        std::copy_n(&v[slot * dv], dv, &vn[(h * len + j) * dv]);
+      }
+    ReferenceForward own;
+    if (len > 0) {
+      ReferenceConfig one = c;
+      one.b = 1;
+      one.sk = len;
+      ASSERT_TRUE(referenceForward(one, qn, kn, vn, &own, &err)) << err;
+    }
+    for (int64_t h = 0; h < hq; ++h)
+      for (int64_t i = 0; i < sq; ++i) {
+        const int64_t row = (n * hq + h) * sq + i, mine = h * sq + i;
+        EXPECT_NEAR(ref.lse[row], len ? own.lse[mine] : c.sinks[h], 1e-12)
+            << "sequence " << n << " row " << i;
+        for (int64_t e = 0; e < dv; ++e)
+          EXPECT_NEAR(ref.o[row * dv + e], len ? own.o[mine * dv + e] : 0.0,
+                      1e-12)
+              << "sequence " << n << " row " << i;
+      }
+  }
+  // Chunked prefill: the rows of sequence n of a batch-1 q against cache n
+  // give its rows of the batched run above.
+  const std::vector<int64_t> cuQ = {0, 5, 10, 15};
+  std::vector<double> packed(hq * b * sq * d);
+  for (int64_t n = 0; n < b; ++n)
+    for (int64_t h = 0; h < hq; ++h)
+      std::copy_n(&q[(n * hq + h) * sq * d], sq * d,
+                  &packed[(h * b * sq + n * sq) * d]);
+  ReferenceConfig chunked = c;
+  chunked.sq = b * sq;
+  ReferenceForward cref;
+  ASSERT_TRUE(referenceForwardPaged(chunked, page, pages, maxPages, table,
+                                    lengths, cuQ, packed, k, v, &cref, &err))
+      << err;
+  for (int64_t n = 0; n < b; ++n)
+    for (int64_t h = 0; h < hq; ++h)
+      for (int64_t i = 0; i < sq; ++i)
+        EXPECT_EQ(cref.lse[h * b * sq + n * sq + i],
+                  ref.lse[(n * hq + h) * sq + i]);
+  // A length past the cache, an entry it reads that is not a page.
+  EXPECT_FALSE(referenceForwardPaged(c, page, pages, maxPages, table,
+                                     {13, 0, 7}, {}, q, k, v, &ref, &err));
+  EXPECT_EQ(err, "reference: seqlens_k[0]=13 is outside the cache's [0, 12] "
+                 "keys");
+  EXPECT_FALSE(referenceForwardPaged(c, page, pages, maxPages, table,
+                                     {10, 1, 7}, {}, q, k, v, &ref, &err));
+  EXPECT_EQ(err, "reference: block_table[1, 0]=99 is not one of the 8 pages");
+}
+
 TEST(Reference, LearnedSinksFoldAfterTheSoftmax) {
   // DESIGN.md's fold of a sink logit after the fact: lse' = logaddexp(lse,
   // sink), o' = o e^{lse - lse'}; a row with no visible key (b, Sq > Sk)

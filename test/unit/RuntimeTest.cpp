@@ -230,6 +230,79 @@ TEST(Varlen, ProblemAndBundleAgree) {
                           "naming the cu_seqlens operands)");
 }
 
+TEST(Paged, TablesAreChecked) {
+  Problem p = problem(2, 4, 2, 1, 48, 32, 16);
+  p.pageSize = 16;
+  p.pages = 5;
+  p.maxPages = 3;
+  ASSERT_TRUE(p.validate().ok());
+  EXPECT_EQ(p.kElements(), 5 * 2 * 16 * 32);
+  EXPECT_EQ(p.vElements(), 5 * 2 * 16 * 16);
+  // Entries past a sequence's pages are never read, whatever they hold.
+  const int32_t table[] = {4, 0, -7, 2, 99, 99};
+  const int32_t lengths[] = {17, 1};
+  EXPECT_TRUE(checkPaged(p, table, lengths).ok());
+  const int32_t longer[] = {33, 1};
+  EXPECT_EQ(checkPaged(p, table, longer).message(),
+            "block_table[0, 2]=-7 is past the cache's 5 pages "
+            "(seqlens_k[0]=33 reads it)");
+  const int32_t over[] = {17, 49};
+  EXPECT_EQ(checkPaged(p, table, over).message(),
+            "seqlens_k[1]=49 is outside the cache's [0, 48] keys (max_pages "
+            "3 * page size 16)");
+  const int32_t negative[] = {-1, 0};
+  EXPECT_EQ(checkPaged(p, table, negative).code(), ErrorCode::InvalidArgument);
+  // Sk is max_pages * P.
+  p.sk = 47;
+  EXPECT_EQ(p.validate().message(),
+            "problem Sk of a paged cache is max_pages * page size (3 * 16, at "
+            "most 2^30), got Sk=47");
+  p.sk = 48;
+  p.pages = 0;
+  EXPECT_EQ(p.validate().message(), "problem pages of a paged cache must be "
+                                    "in [1, 2^30], got 0");
+}
+
+TEST(Paged, ProblemAndBundleAgree) {
+  std::unique_ptr<Kernel> kernel =
+      loadTestKernel(testMeta("naive_f32", DType::F32, 4, 2, 32, 16));
+  ASSERT_TRUE(kernel);
+  Problem p = problem(2, 4, 2, 1, 48, 32, 16);
+  p.pageSize = 16;
+  p.pages = 5;
+  p.maxPages = 3;
+  Status s = kernel->checkProblem(p);
+  EXPECT_EQ(s.code(), ErrorCode::ProblemMismatch);
+  EXPECT_EQ(s.message(), "a paged problem (page size 16) needs a bundle built "
+                         "for its page size (fmha-compile --page-size)");
+  float x = 0;
+  int32_t table[] = {0}, lengths[] = {1};
+  ForwardArgs args;
+  args.q = args.k = args.v = &x;
+  args.o = &x;
+  args.blockTable = table;
+  args.seqlensK = lengths;
+  s = kernel->run(problem(1, 4, 2, 1, 1, 32, 16), args);
+  EXPECT_EQ(s.message(), "block_table or seqlens_k given to a kernel of "
+                         "contiguous K/V (its bundle has no page_size)");
+  // page_size is a forward's, in a version-2 bundle, a multiple of block_n.
+  BundleMeta m = testMeta("naive_f32", DType::F32, 4, 2, 32, 16);
+  m.pageSize = 16;
+  m.blockN = 32;
+  EXPECT_EQ(m.validate(), "page_size (16) must be a multiple of block_n "
+                          "(32): a kv tile lies within one page");
+  m.blockN = 16;
+  m.kind = KernelKind::Backward;
+  EXPECT_EQ(m.validate(), "page_size is only valid for a forward kernel "
+                          "(kind=fwd), got kind=bwd");
+  m.kind = KernelKind::Forward;
+  m.formatVersion = 1;
+  EXPECT_EQ(m.validate(), "page_size needs a version-2 bundle (a manifest "
+                          "naming the block_table and seqlens_k operands)");
+  m.pageSize = -2;
+  EXPECT_EQ(m.validate().rfind("page_size must be 0 (contiguous K/V)", 0), 0u);
+}
+
 TEST(Kernel, HalfPrecisionKernels) {
   const int64_t b = 1, hq = 2, hk = 1, sq = 6, sk = 9, d = 16, dv = 8;
   for (DType t : {DType::F16, DType::BF16}) {

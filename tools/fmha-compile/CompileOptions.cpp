@@ -65,6 +65,16 @@ cl::opt<bool> varlen(
              "the mask local to each (DESIGN.md section 1); the forward (on "
              "GPU targets the staged kernel)"),
     cl::init(false), cl::cat(category));
+cl::opt<int64_t> pageSize(
+    "page-size",
+    cl::desc("a paged K/V cache of pages of P tokens (FlashAttention's and "
+             "vLLM's): operands 'block_table' (int32 [B, max_pages]) and "
+             "'seqlens_k' (int32 [B]) after v, k and v [pages, Hk, P, D]; "
+             "with --varlen, chunked prefill (cu_seqlens_q only); the "
+             "forward (on GPU targets the staged kernel, P a multiple of "
+             "16). Each kv tile lies within a page: block-n is the largest "
+             "power of two dividing P up to its default"),
+    cl::init(0), cl::cat(category));
 cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("With --bwd: bit-identical gradients run to run (dQ recomputed "
@@ -278,6 +288,13 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     return error("--varlen builds the forward of a variable-length batch (not "
                  "--bwd, --merge or --accumulate: their variable-length "
                  "kernels are not built yet)");
+  if (pageSize.getNumOccurrences() && (merge || accumulate || bwd))
+    return error("--page-size builds the forward over a paged K/V cache (not "
+                 "--bwd, --merge or --accumulate)");
+  if (pageSize < 0 || pageSize > (int64_t(1) << 30))
+    return error("--page-size must be a page's tokens in [1, 2^30] (0: "
+                 "contiguous K/V), got " +
+                 llvm::Twine(pageSize.getValue()));
   // 32-bit indices on cuda by default: measured on the H200
   // (docs/PERFORMANCE.md, v13).
   meta.indexBits = meta.target == rt::Target::Cuda ? 32 : 64;
@@ -374,6 +391,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     meta.softcap = static_cast<float>(softcap);
     meta.sinks = sinks;
     meta.varlen = varlen;
+    meta.pageSize = pageSize;
     if (sinks && bwd && (fromTensors || vectorTiles))
       return error("--sinks with --bwd takes memrefs (fmha.attention_bwd "
                    "beside fmha.sinks_grad): drop --from-tensors and "
@@ -422,7 +440,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
           !rescale.getNumOccurrences();
       // Only the staged forward takes learned sink logits and
       // variable-length batches.
-      request.stagedRequired = sinks || varlen;
+      request.stagedRequired = sinks || varlen || pageSize;
       request.plainCausal = meta.mask.kind != ::fmha::MaskKind::None &&
                             meta.mask.right == 0 && !meta.mask.hasLeft() &&
                             meta.mask.sink == 0;
@@ -455,11 +473,26 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       // --deterministic says.
       if (vectorTiles && bwd)
         meta.deterministic = true;
-      if ((sinks || varlen) && !bwd && !vectorTiles)
-        return error(std::string(sinks ? "--sinks" : "--varlen") +
+      if ((sinks || varlen || pageSize) && !bwd && !vectorTiles)
+        return error(std::string(sinks    ? "--sinks"
+                                 : varlen ? "--varlen"
+                                          : "--page-size") +
                      " on --target=" + target.getValue() +
                      " needs the staged forward, which the options given "
                      "leave out: add --vector-tiles");
+    }
+    // A paged cache's kv tiles lie within a page: block-n divides P (the
+    // largest power of two that does, up to the chosen one, unless given).
+    if (pageSize) {
+      if (blockN.getNumOccurrences() && pageSize % blockN != 0)
+        return error("--page-size (" + llvm::Twine(pageSize.getValue()) +
+                     ") must be a multiple of --block-n (" +
+                     llvm::Twine(blockN.getValue()) +
+                     "): a kv tile lies within one page");
+      int64_t fit = blockN;
+      while (pageSize % fit != 0)
+        fit /= 2;
+      meta.blockN = blockN = fit;
     }
     if (meta.target != rt::Target::Cpu) {
       const std::string t = "--target=" + target.getValue();
@@ -509,6 +542,12 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       if (blockM % warpRows != 0 || blockM > 512)
         return error(t + " needs --block-m a multiple of --warp-rows (" +
                      llvm::Twine(warpRows) + ") and at most 512");
+      if (pageSize % 16 != 0)
+        return error(t +
+                     " needs --page-size a multiple of 16 (a kv tile "
+                     "lies within a page, and the matrix instructions "
+                     "take keys 16 at a time), got " +
+                     llvm::Twine(pageSize.getValue()));
       if (blockN % 16 != 0)
         return error(t + " needs --block-n a multiple of 16");
       meta.abi = bwd ? rt::kAbiGpuBwdV1 : rt::kAbiGpuFlatV1;

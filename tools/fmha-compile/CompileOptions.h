@@ -27,7 +27,7 @@ extern llvm::cl::OptionCategory category;
 extern llvm::cl::opt<std::string> target, chip, dtype, mask, emit, output, mma,
     cudaBinary, rescale, strides;
 extern llvm::cl::opt<int64_t> hq, hk, headDim, headDimV, blockM, blockN,
-    warpRows, mfma, indexBits, bundleVersion, kvStages;
+    warpRows, mfma, indexBits, bundleVersion, kvStages, pageSize;
 extern llvm::cl::opt<double> scale, softcap;
 extern llvm::cl::opt<bool> bwd, deterministic, merge, accumulate, qInShared,
     fromTensors, staticTiles, vectorTiles, deferPV, sinks, varlen;

@@ -98,8 +98,12 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
   // A variable-length batch: batch 1, the sequences back to back.
   const int64_t batch = meta.varlen ? 1 : dyn;
   auto qType = MemRefType::get({batch, meta.hq, dyn, meta.d}, elt);
-  auto kType = MemRefType::get({batch, meta.hk, dyn, meta.d}, elt);
-  auto vType = MemRefType::get({batch, meta.hk, dyn, meta.dv}, elt);
+  // A paged cache: k and v are pages [pages, Hk, P, D].
+  const bool paged = meta.pageSize > 0;
+  const int64_t kvBatch = paged ? dyn : batch;
+  const int64_t kvRows = paged ? meta.pageSize : dyn;
+  auto kType = MemRefType::get({kvBatch, meta.hk, kvRows, meta.d}, elt);
+  auto vType = MemRefType::get({kvBatch, meta.hk, kvRows, meta.dv}, elt);
   auto oType = MemRefType::get({batch, meta.hq, dyn, meta.dv}, elt);
   auto lseType = MemRefType::get({batch, meta.hq, dyn}, b.getF32Type());
   bool backward = meta.kind == rt::KernelKind::Backward;
@@ -121,11 +125,18 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
                     MemRefType::get({meta.hq}, b.getF32Type()));
   if (withSinks && backward)
     argTypes.push_back(MemRefType::get({meta.hq}, b.getF32Type()));
-  // cu_seqlens_q, cu_seqlens_k (i32 [B + 1]) after v and the sinks.
-  const int varlenInputs = meta.varlen ? 2 : 0;
+  // cu_seqlens_q, cu_seqlens_k (i32 [B + 1]; of a paged cache q's only)
+  // and a paged cache's block_table (i32 [B, max_pages]) and seqlens_k (i32
+  // [B]) after v and the sinks.
+  const int varlenInputs = meta.varlen ? (paged ? 1 : 2) : 0;
+  const int pagedInputs = paged ? 2 : 0;
+  auto i32Vector = MemRefType::get({dyn}, b.getI32Type());
   if (meta.varlen)
-    argTypes.insert(argTypes.begin() + 3 + (withSinks ? 1 : 0), 2,
-                    MemRefType::get({dyn}, b.getI32Type()));
+    argTypes.insert(argTypes.begin() + 3 + (withSinks ? 1 : 0), varlenInputs,
+                    i32Vector);
+  if (paged)
+    argTypes.insert(argTypes.begin() + 3 + (withSinks ? 1 : 0) + varlenInputs,
+                    {MemRefType::get({dyn, dyn}, b.getI32Type()), i32Vector});
   // --strides=any: each tensor of an attention bundle in any strides but a
   // contiguous head-dim axis (DESIGN.md section 1, strides).
   if (strides == "any" && !merge && !accumulate)
@@ -151,7 +162,7 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
                      : merge    ? 4
                      : backward ? 6
                                 : 3) +
-                    (withSinks ? 1 : 0) + varlenInputs;
+                    (withSinks ? 1 : 0) + varlenInputs + pagedInputs;
   if (fromTensors) {
     for (Type &t : argTypes) {
       auto m = cast<MemRefType>(t);
@@ -201,13 +212,19 @@ OwningOpRef<ModuleOp> buildKernel(MLIRContext &ctx,
         b, loc, results, args[0], args[1], args[2], args[3], args[4], args[5],
         args[6], args[7], args[8], maskAttr, scaleAttr, softcapAttr,
         meta.deterministic);
-  else
+  else {
+    // (q, k, v, [sinks], [cu_seqlens_q, [cu_seqlens_k]], [block_table,
+    // seqlens_k], o, lse)
+    size_t next = withSinks ? 4 : 3;
+    auto take = [&](bool present) { return present ? args[next++] : Value(); };
+    Value sinksArg = withSinks ? args[3] : Value();
+    Value cuQ = take(meta.varlen), cuK = take(meta.varlen && !paged);
+    Value table = take(paged), seqlensK = take(paged);
     op = mlir::fmha::AttentionOp::create(
-        b, loc, results, args[0], args[1], args[2],
-        withSinks ? args[3] : Value(),
-        meta.varlen ? args[firstOut - 2] : Value(),
-        meta.varlen ? args[firstOut - 1] : Value(), args[firstOut],
-        args[firstOut + 1], maskAttr, scaleAttr, softcapAttr);
+        b, loc, results, args[0], args[1], args[2], sinksArg, cuQ, cuK, table,
+        seqlensK, args[firstOut], args[firstOut + 1], maskAttr, scaleAttr,
+        softcapAttr);
+  }
   if (stridedTensors) {
     for (auto [result, out] :
          llvm::zip(op->getResults(), body->getArguments().drop_front(firstOut)))
@@ -368,13 +385,22 @@ std::vector<OperandSpec> operandSpecs(const rt::BundleMeta &meta) {
   std::vector<std::string> q = {"b", "sq"}, k = {"b", "sk"};
   if (meta.varlen) // batch 1 (static)
     q = {"sq"}, k = {"sk"};
+  if (meta.pageSize) // pages [pages, Hk, P, D]
+    k = {"pages"};
   if (meta.kind == rt::KernelKind::Forward) {
     std::vector<OperandSpec> specs = {{"q", Role::In, false, q},
                                       {"k", Role::In, false, k},
                                       {"v", Role::In, false, k},
                                       {"o", Role::Out, false, q},
                                       {"lse", Role::Out, /*optional=*/true, q}};
-    if (meta.varlen) // i32 [B + 1] each
+    if (meta.pageSize) // i32 [B, max_pages] and [B]
+      specs.insert(specs.begin() + 3,
+                   {{"block_table", Role::In, false, {"b", "max_pages"}},
+                    {"seqlens_k", Role::In, false, {"b"}}});
+    if (meta.varlen && meta.pageSize) // i32 [B + 1]
+      specs.insert(specs.begin() + 3,
+                   {"cu_seqlens_q", Role::In, false, {"b+1"}});
+    else if (meta.varlen) // i32 [B + 1] each
       specs.insert(specs.begin() + 3,
                    {{"cu_seqlens_q", Role::In, false, {"b+1"}},
                     {"cu_seqlens_k", Role::In, false, {"b+1"}}});

@@ -88,7 +88,18 @@ bool validate(const Problem &p, const Signature &sig, const Inputs &in,
               const std::vector<float> &o, const std::vector<float> &lse) {
   ReferenceForward ref;
   std::string err;
-  if (p.varlen) {
+  if (p.paged()) {
+    const std::vector<int64_t> table(in.blockTable.begin(),
+                                     in.blockTable.end()),
+        lengths(in.seqlensK.begin(), in.seqlensK.end()),
+        cuQ(in.cuSeqlensQ.begin(), in.cuSeqlensQ.end());
+    if (!referenceForwardPaged(referenceConfig(p, sig, in), p.pageSize, p.pages,
+                               p.maxPages, table, lengths, cuQ, toDouble(in.q),
+                               toDouble(in.k), toDouble(in.v), &ref, &err))
+      fail(err);
+    if (p.varlen)
+      return validateRows(p, sig, cuQ.back(), o, lse, ref);
+  } else if (p.varlen) {
     const std::vector<int64_t> cuQ(in.cuSeqlensQ.begin(), in.cuSeqlensQ.end()),
         cuK(in.cuSeqlensK.begin(), in.cuSeqlensK.end());
     if (!referenceForwardVarlen(referenceConfig(p, sig, in), cuQ, cuK,
@@ -97,7 +108,8 @@ bool validate(const Problem &p, const Signature &sig, const Inputs &in,
       fail(err);
     return validateRows(p, sig, cuQ.back(), o, lse, ref);
   }
-  if (!referenceForward(referenceConfig(p, sig, in), toDouble(in.q),
+  if (!p.paged() &&
+      !referenceForward(referenceConfig(p, sig, in), toDouble(in.q),
                         toDouble(in.k), toDouble(in.v), &ref, &err))
     fail(err);
   std::vector<std::string> reasons;
@@ -288,18 +300,24 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
 
   if (std::optional<std::string> dir = cl.str("save")) {
     const int64_t b = p.batch();
-    std::vector<SavedTensor> saved = {{"q.npy", {b, p.hq, p.sq, p.d}, &in.q},
-                                      {"k.npy", {b, p.hk, p.sk, p.d}, &in.k},
-                                      {"v.npy", {b, p.hk, p.sk, p.dv}, &in.v},
-                                      {"o.npy", {b, p.hq, p.sq, p.dv}, &o},
-                                      {"lse.npy", {b, p.hq, p.sq}, &lse}};
+    const int64_t kvB = p.kvBatch(), kvS = p.kvRows();
+    std::vector<SavedTensor> saved = {
+        {"q.npy", {b, p.hq, p.sq, p.d}, &in.q},
+        {p.paged() ? "k_cache.npy" : "k.npy", {kvB, p.hk, kvS, p.d}, &in.k},
+        {p.paged() ? "v_cache.npy" : "v.npy", {kvB, p.hk, kvS, p.dv}, &in.v},
+        {"o.npy", {b, p.hq, p.sq, p.dv}, &o},
+        {"lse.npy", {b, p.hq, p.sq}, &lse}};
     if (sig.sinks)
       saved.push_back({"sinks.npy", {p.hq}, &in.sinks});
-    if (p.varlen)
-      for (auto [file, cu] : {std::pair{"cu_seqlens_q.npy", &in.cuSeqlensQ},
-                              std::pair{"cu_seqlens_k.npy", &in.cuSeqlensK}})
+    for (auto [file, cu] : {std::pair{"cu_seqlens_q.npy", &in.cuSeqlensQ},
+                            std::pair{"cu_seqlens_k.npy", &in.cuSeqlensK},
+                            std::pair{"seqlens_k.npy", &in.seqlensK}})
+      if (!cu->empty())
         saved.push_back(
             {file, {static_cast<int64_t>(cu->size())}, nullptr, cu});
+    if (p.paged())
+      saved.push_back(
+          {"block_table.npy", {p.b, p.maxPages}, nullptr, &in.blockTable});
     saveTensors(*dir, saved);
   }
 
@@ -320,9 +338,12 @@ int runForwardKernel(const CommandLine &cl, Kernel &kernel, const Problem &p,
       argSets.push_back(a);
     }
     bench(backend, counts, copies,
-          p.varlen ? forwardFlops(p, sig.mask, in.cuSeqlensQ.data(),
-                                  in.cuSeqlensK.data())
-                   : forwardFlops(p, sig.mask),
+          p.varlen || p.paged()
+              ? forwardFlops(p, sig.mask,
+                             p.varlen ? in.cuSeqlensQ.data() : nullptr,
+                             p.paged() ? nullptr : in.cuSeqlensK.data(),
+                             p.paged() ? in.seqlensK.data() : nullptr)
+              : forwardFlops(p, sig.mask),
           "visible pairs only", poison,
           [&](size_t c) { return launchForward(kernel, p, argSets[c]); });
   }

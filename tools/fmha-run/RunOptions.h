@@ -61,7 +61,16 @@ inline constexpr OptionDef kOptions[] = {
      "rows (which the kernel must leave untouched)"},
     {"seqlens-k", true, "L0,L1,...",
      "a variable-length bundle: each sequence's key count, as many as "
-     "--seqlens-q; Sk their sum unless --sk gives more"},
+     "--seqlens-q; Sk their sum unless --sk gives more. A paged bundle "
+     "(page_size=P): each sequence's cache length (B their number, or "
+     "--seqlens-q's; without it every sequence has --sk keys)"},
+    {"pages", true, "N",
+     "a paged bundle: the cache's pages (default: the pages the lengths "
+     "fill; more leave pages no table entry names)"},
+    {"max-pages", true, "M",
+     "a paged bundle: the block table's entries a sequence (default: the "
+     "longest sequence's pages; entries past a sequence's pages hold "
+     "2^31 - 1, never read)"},
     {"seed", true, "N", "seed of the random inputs (default 0)"},
     {"inputs", true, "KIND",
      "normal (default): standard normal q, k, v; stress: q and k reshaped "

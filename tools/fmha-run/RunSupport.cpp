@@ -115,8 +115,10 @@ InputBytes inputBytes(const Problem &p, const Signature &sig,
   const MemoryLayout &L = gLayout;
   const int64_t b = p.batch();
   return {toStorage(L.toMemory(in.q, b, p.hq, p.sq, p.d), sig.dtype),
-          toStorage(L.toMemory(in.k, b, p.hk, p.sk, p.d), sig.dtype),
-          toStorage(L.toMemory(in.v, b, p.hk, p.sk, p.dv), sig.dtype)};
+          toStorage(L.toMemory(in.k, p.kvBatch(), p.hk, p.kvRows(), p.d),
+                    sig.dtype),
+          toStorage(L.toMemory(in.v, p.kvBatch(), p.hk, p.kvRows(), p.dv),
+                    sig.dtype)};
 }
 
 /// The forward of `p` on `args` in gLayout's memory order.
@@ -126,16 +128,19 @@ Status launchForward(const Kernel &kernel, const Problem &p,
     return kernel.run(p, args);
   LaunchArgs la = Kernel::sizesOf(p);
   la.tensor("q", args.q, gLayout.strides(p.hq, p.sq, p.d))
-      .tensor("k", args.k, gLayout.strides(p.hk, p.sk, p.d))
-      .tensor("v", args.v, gLayout.strides(p.hk, p.sk, p.dv))
+      .tensor("k", args.k, gLayout.strides(p.hk, p.kvRows(), p.d))
+      .tensor("v", args.v, gLayout.strides(p.hk, p.kvRows(), p.dv))
       .tensor("o", args.o, gLayout.strides(p.hq, p.sq, p.dv));
-  if (args.lse)
-    la.tensor("lse", args.lse);
-  if (args.sinks)
-    la.tensor("sinks", args.sinks);
-  if (args.cuSeqlensQ)
-    la.tensor("cu_seqlens_q", args.cuSeqlensQ)
-        .tensor("cu_seqlens_k", args.cuSeqlensK);
+  const std::pair<const char *, const void *> optional[] = {
+      {"lse", args.lse},
+      {"sinks", args.sinks},
+      {"cu_seqlens_q", args.cuSeqlensQ},
+      {"cu_seqlens_k", args.cuSeqlensK},
+      {"block_table", args.blockTable},
+      {"seqlens_k", args.seqlensK}};
+  for (auto [name, pointer] : optional)
+    if (pointer)
+      la.tensor(name, pointer);
   return kernel.launch(la);
 }
 

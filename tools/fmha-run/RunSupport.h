@@ -55,7 +55,31 @@ struct Inputs {
   /// cu_seqlens_q and cu_seqlens_k [B + 1] of a variable-length bundle
   /// (varlen=1), else empty.
   const std::vector<int32_t> &cuSeqlensQ, &cuSeqlensK;
+  /// block_table [B, max_pages] and seqlens_k [B] of a paged bundle
+  /// (page_size=P), else empty.
+  const std::vector<int32_t> &blockTable, &seqlensK;
 };
+
+/// A paged cache's table and lengths (Problem's pages and maxPages).
+struct PagedCache {
+  std::vector<int32_t> blockTable, seqlensK;
+  int64_t pages = 0, maxPages = 0;
+};
+
+/// The cache of a paged bundle of page size `pageSize` for the `b`
+/// sequences (nullopt: from the lengths' count): from --load's
+/// block_table.npy and seqlens_k.npy (`loadedPages` the pages of
+/// k_cache.npy), else from --seqlens-k (or `sk` keys each), --pages and
+/// --max-pages, its pages in an order drawn from `seed`. Sets b.
+PagedCache pagedCache(const CommandLine &cl, int64_t pageSize,
+                      std::optional<int64_t> &b, std::optional<int64_t> sk,
+                      const std::optional<std::string> &loadDir,
+                      int64_t loadedPages, uint64_t seed);
+
+/// Sets the slots of a paged cache `kv` ([pages, Hk, P, width]) that hold
+/// no key of any sequence to NaN: a kernel that reads one fails --validate.
+void poisonUnusedSlots(const Problem &p, const PagedCache &cache, int64_t width,
+                       std::vector<float> &kv);
 
 /// --warmup and --iters.
 struct BenchCounts {
@@ -163,9 +187,17 @@ struct ForwardBuffers {
     }
     if (!in.cuSeqlensQ.empty()) {
       cuQ = dev.upload(asBytes(in.cuSeqlensQ));
-      cuK = dev.upload(asBytes(in.cuSeqlensK));
       args.cuSeqlensQ = static_cast<const int32_t *>(cuQ.get());
+    }
+    if (!in.cuSeqlensK.empty()) {
+      cuK = dev.upload(asBytes(in.cuSeqlensK));
       args.cuSeqlensK = static_cast<const int32_t *>(cuK.get());
+    }
+    if (!in.seqlensK.empty()) {
+      table = dev.upload(asBytes(in.blockTable));
+      seqlensK = dev.upload(asBytes(in.seqlensK));
+      args.blockTable = static_cast<const int32_t *>(table.get());
+      args.seqlensK = static_cast<const int32_t *>(seqlensK.get());
     }
   }
   template <typename T>
@@ -173,7 +205,7 @@ struct ForwardBuffers {
     const auto *bytes = reinterpret_cast<const unsigned char *>(values.data());
     return std::vector<unsigned char>(bytes, bytes + values.size() * sizeof(T));
   }
-  DeviceBuffer q, k, v, o, lse, sinks, cuQ, cuK;
+  DeviceBuffer q, k, v, o, lse, sinks, cuQ, cuK, table, seqlensK;
   ForwardArgs args;
 };
 

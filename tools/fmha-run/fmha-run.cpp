@@ -312,13 +312,16 @@ int run(int argc, char **argv) {
                          sk = cl.integer("sk", 1);
   NpyArray qIn, kIn, vIn;
   std::optional<std::string> loadDir = cl.str("load");
+  // A paged bundle's K/V are the cache's pages: k_cache.npy, v_cache.npy.
+  const int64_t pageSize = meta ? meta->pageSize : 0;
   if (loadDir) {
     qIn = loadInput(*loadDir, "q.npy");
-    kIn = loadInput(*loadDir, "k.npy");
-    vIn = loadInput(*loadDir, "v.npy");
+    kIn = loadInput(*loadDir, pageSize ? "k_cache.npy" : "k.npy");
+    vIn = loadInput(*loadDir, pageSize ? "v_cache.npy" : "v.npy");
     b = b.value_or(qIn.shape[0]);
     sq = sq.value_or(qIn.shape[2]);
-    sk = sk.value_or(kIn.shape[2]);
+    if (!pageSize)
+      sk = sk.value_or(kIn.shape[2]);
   }
   if (showMaskRequested) {
     if (!sq || !sk)
@@ -367,29 +370,40 @@ int run(int argc, char **argv) {
     check((*loaded)->checkMergeProblem(p));
     return runMergeKernel(cl, **loaded, p, sig, seed, {warmup, iters});
   }
-  // A variable-length batch: B, Sq and Sk from the lengths.
+  // A variable-length batch: B, Sq and Sk from the lengths (of a paged
+  // cache, Sk from the cache).
   const bool varlen = meta->varlen;
   std::vector<int32_t> cuQ, cuK;
-  for (const char *flag : {"seqlens-q", "seqlens-k"})
-    if (cl.has(flag) && !varlen)
-      fail(flagName(flag) + " applies to variable-length bundles (varlen=1, "
-                            "fmha-compile --varlen)");
+  if (cl.has("seqlens-q") && !varlen)
+    fail("--seqlens-q applies to variable-length bundles (varlen=1, "
+         "fmha-compile --varlen)");
+  if (cl.has("seqlens-k") && !varlen && !pageSize)
+    fail("--seqlens-k applies to variable-length bundles (varlen=1, "
+         "fmha-compile --varlen) and paged ones (page_size, fmha-compile "
+         "--page-size)");
+  for (const char *flag : {"pages", "max-pages"})
+    if (cl.has(flag) && !pageSize)
+      fail(flagName(flag) + " applies to paged bundles (page_size, "
+                            "fmha-compile --page-size)");
   if (varlen && loadDir) {
     // cu_seqlens_q.npy and cu_seqlens_k.npy beside q, k, v (batch 1).
     for (const char *flag : {"b", "seqlens-q", "seqlens-k"})
       if (cl.has(flag))
-        fail(flagName(flag) + ": --load reads a variable-length batch's "
-                              "lengths from cu_seqlens_q.npy and "
-                              "cu_seqlens_k.npy");
+        fail(flagName(flag) +
+             ": --load reads a variable-length batch's "
+             "lengths from cu_seqlens_q.npy and " +
+             (pageSize ? "seqlens_k.npy" : "cu_seqlens_k.npy"));
     cuQ = loadOffsets(*loadDir, "cu_seqlens_q.npy");
-    cuK = loadOffsets(*loadDir, "cu_seqlens_k.npy");
-    if (cuQ.size() != cuK.size())
-      fail("cu_seqlens_q.npy holds " + std::to_string(cuQ.size()) +
-           " offsets, cu_seqlens_k.npy " + std::to_string(cuK.size()) +
-           ": B + 1 each");
     b = static_cast<int64_t>(cuQ.size()) - 1;
     check(checkSeqlens("cu_seqlens_q.npy", cuQ.data(), *b, *sq));
-    check(checkSeqlens("cu_seqlens_k.npy", cuK.data(), *b, *sk));
+    if (!pageSize) {
+      cuK = loadOffsets(*loadDir, "cu_seqlens_k.npy");
+      if (cuQ.size() != cuK.size())
+        fail("cu_seqlens_q.npy holds " + std::to_string(cuQ.size()) +
+             " offsets, cu_seqlens_k.npy " + std::to_string(cuK.size()) +
+             ": B + 1 each");
+      check(checkSeqlens("cu_seqlens_k.npy", cuK.data(), *b, *sk));
+    }
   } else if (varlen) {
     if (cl.has("b"))
       fail("-b: a variable-length bundle's B is the number of --seqlens-q "
@@ -398,9 +412,11 @@ int run(int argc, char **argv) {
                                                         kMaxSequence),
                                         lk = cl.lengths("seqlens-k",
                                                         kMaxSequence);
-    if (!lq || !lk)
+    if (!lq || (!lk && !pageSize))
       fail("a variable-length bundle (varlen=1) needs --seqlens-q and "
            "--seqlens-k");
+    if (pageSize)
+      lk = std::vector<int64_t>(lq->size(), 0); // the cache's lengths later
     if (lq->size() != lk->size())
       fail("--seqlens-q gives " + std::to_string(lq->size()) +
            " lengths, --seqlens-k " + std::to_string(lk->size()) +
@@ -425,8 +441,19 @@ int run(int argc, char **argv) {
       return cu;
     };
     cuQ = offsets(*lq, "seqlens-q", sq);
-    cuK = offsets(*lk, "seqlens-k", sk);
+    if (!pageSize)
+      cuK = offsets(*lk, "seqlens-k", sk);
     b = static_cast<int64_t>(lq->size());
+  }
+  // A paged cache: Sk is the longest a sequence may be (max_pages * P).
+  PagedCache cache;
+  if (pageSize) {
+    if (inputKind == "stress")
+      fail("--inputs=stress reshapes contiguous K; a paged bundle's cache "
+           "takes --inputs=normal");
+    cache = pagedCache(cl, pageSize, b, sk, loadDir, loadDir ? kIn.shape[0] : 0,
+                       seed);
+    sk = cache.maxPages * pageSize;
   }
   if (!b)
     fail("-b is required (or --load DIR)");
@@ -467,7 +494,12 @@ int run(int argc, char **argv) {
   p.d = sig.d;
   p.dv = sig.dv;
   p.varlen = varlen;
+  p.pageSize = pageSize;
+  p.pages = cache.pages;
+  p.maxPages = cache.maxPages;
   check(p.validate());
+  if (pageSize)
+    check(checkPaged(p, cache.blockTable.data(), cache.seqlensK.data()));
 
   // Inputs, rounded to the dtype. dO (backward only) comes after q, k, v
   // from the same generator, so that q, k, v equal the forward's.
@@ -477,10 +509,12 @@ int run(int argc, char **argv) {
     const int64_t batch = p.batch();
     if (!checkNpyShape(qIn, joinPath(*loadDir, "q.npy"),
                        {batch, p.hq, p.sq, p.d}, &err) ||
-        !checkNpyShape(kIn, joinPath(*loadDir, "k.npy"),
-                       {batch, p.hk, p.sk, p.d}, &err) ||
-        !checkNpyShape(vIn, joinPath(*loadDir, "v.npy"),
-                       {batch, p.hk, p.sk, p.dv}, &err))
+        !checkNpyShape(kIn,
+                       joinPath(*loadDir, pageSize ? "k_cache.npy" : "k.npy"),
+                       {p.kvBatch(), p.hk, p.kvRows(), p.d}, &err) ||
+        !checkNpyShape(vIn,
+                       joinPath(*loadDir, pageSize ? "v_cache.npy" : "v.npy"),
+                       {p.kvBatch(), p.hk, p.kvRows(), p.dv}, &err))
       fail(err);
     q = std::move(qIn.data);
     k = std::move(kIn.data);
@@ -519,6 +553,12 @@ int run(int argc, char **argv) {
       for (float &x : sinks)
         x = static_cast<float>(2.0 * rng.next());
     }
+    // The cache's slots no sequence holds are NaN: a kernel must not read
+    // them.
+    if (pageSize) {
+      poisonUnusedSlots(p, cache, p.d, k);
+      poisonUnusedSlots(p, cache, p.dv, v);
+    }
   }
   for (float x : sinks)
     if (!std::isfinite(x))
@@ -528,7 +568,7 @@ int run(int argc, char **argv) {
       x = roundTo(x, sig.dtype);
 
   check(kernel.checkProblem(p));
-  Inputs in{q, k, v, dO, sinks, cuQ, cuK};
+  Inputs in{q, k, v, dO, sinks, cuQ, cuK, cache.blockTable, cache.seqlensK};
   BenchCounts counts{warmup, iters};
   return backward ? runBackwardKernel(cl, kernel, fwdKernel.get(), p, sig, in,
                                       counts)

@@ -1208,6 +1208,10 @@ struct FmhaLowerToGpuPass
              << "variable-length batches (cu_seqlens) are tiled by "
                 "fmha-tile-attention; the GPU kernel builders do not take "
                 "them";
+    if (op.isPaged())
+      return op.emitOpError()
+             << "a paged K/V cache (block_table) is tiled by "
+                "fmha-tile-attention; the GPU kernel builders do not take it";
     std::string error =
         checkSupported(op, gpuTarget, chip, k.blockM, k.blockN, k.warpRows,
                        k.qInShared, k.mma == "wgmma");

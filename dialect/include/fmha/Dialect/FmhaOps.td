@@ -61,6 +61,17 @@ def Fmha_AttentionOp : Fmha_DpsOp<"attention", [AttrSizedOperandSegments,
     are left untouched. The offsets are nondecreasing from 0 and end within
     the tensors (the caller's promise; the runtime checks it on the host).
 
+    The optional `block_table` (i32 `[B, max_pages]`) and `seqlens_k` (i32
+    `[B]`), both or neither, make k and v a paged cache (FlashAttention's
+    and vLLM's): k `[num_pages, Hk, P, D]`, v `[num_pages, Hk, P, Dv]` with
+    a static page size P; key j of (batch b, kv head h) is
+    `k[block_table[b, j / P], h, j % P]`, the mask's Sk is `seqlens_k[b]`,
+    and table entries past `ceil(seqlens_k[b] / P)` are never read. A
+    cache of FlashAttention's `[num_pages, P, Hk, D]` memory is this view
+    with strides. With `cu_seqlens_q` alone (no `cu_seqlens_k`: each
+    sequence's keys are its cache's) it is chunked prefill: sequence n's
+    rows against the cache of table row n, `seqlens_k[n]` keys.
+
     Example:
     ```mlir
     %o, %lse = fmha.attention ins(%q, %k, %v : tensor<2x8x?x64xf16>,
@@ -75,6 +86,8 @@ def Fmha_AttentionOp : Fmha_DpsOp<"attention", [AttrSizedOperandSegments,
                        Optional<Fmha_ShapedFloat>:$sinks,
                        Optional<Fmha_ShapedI32>:$cu_seqlens_q,
                        Optional<Fmha_ShapedI32>:$cu_seqlens_k,
+                       Optional<Fmha_ShapedI32>:$block_table,
+                       Optional<Fmha_ShapedI32>:$seqlens_k,
                        Fmha_ShapedFloat:$o,
                        Optional<Fmha_ShapedFloat>:$lse,
                        OptionalAttr<Fmha_MaskAttr>:$mask,
@@ -83,8 +96,10 @@ def Fmha_AttentionOp : Fmha_DpsOp<"attention", [AttrSizedOperandSegments,
   let assemblyFormat = [{
     `ins` `(` $q `,` $k `,` $v `:` type($q) `,` type($k) `,` type($v) `)`
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
-    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:`
-        type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`)?
+    (`cu_seqlens` `(` $cu_seqlens_q^ (`,` $cu_seqlens_k^)? `:`
+        type($cu_seqlens_q) (`,` type($cu_seqlens_k)^)? `)`)?
+    (`paged` `(` $block_table^ `,` $seqlens_k `:`
+        type($block_table) `,` type($seqlens_k) `)`)?
     `outs` `(` $o `:` type($o) (`,` $lse^ `:` type($lse))? `)`
     attr-dict (`->` type($results)^)?
   }];
@@ -98,7 +113,9 @@ def Fmha_AttentionOp : Fmha_DpsOp<"attention", [AttrSizedOperandSegments,
     }
     /// Whether it is a variable-length batch (cu_seqlens operands).
     bool isVarlen() { return getCuSeqlensQ() != nullptr; }
-    /// q, k, v, o and lse (when present) with their names.
+    /// Whether k and v are a paged cache (block_table, seqlens_k).
+    bool isPaged() { return getBlockTable() || getSeqlensK(); }
+    /// q, k, v (unless paged), o and lse (when present) with their names.
     SmallVector<std::pair<StringRef, Value>> batchedOperands();
     /// The mask, `0` when the attribute is absent.
     ::fmha::MaskSpec getMaskSpec();

@@ -182,6 +182,10 @@ struct BundleMeta {
   /// `cu_seqlens_k`, int32 [B + 1]; q, k, v, o and lse of batch 1 holding
   /// every sequence back to back; DESIGN.md section 1).
   bool varlen = false;
+  /// Forward kernels: the page size P of a paged K/V cache (operands
+  /// `block_table` int32 [B, max_pages] and `seqlens_k` int32 [B]; k and v
+  /// [pages, Hk, P, D]; DESIGN.md section 1); 0 when K/V are contiguous.
+  int64_t pageSize = 0;
   int64_t blockM = 0, blockN = 0;
   /// GPU targets: threads per workgroup (1..1024) and bytes of dynamic
   /// shared memory per workgroup (>= 0). 0 and 0 for cpu.

@@ -98,6 +98,22 @@ bool referenceForwardVarlen(const ReferenceConfig &cfg,
                             const std::vector<double> &v, ReferenceForward *out,
                             std::string *err);
 
+/// Forward attention over a paged K/V cache (DESIGN.md section 1): k and v
+/// are `pages` pages [pages, Hk, pageSize, D (Dv)]; sequence n's keys are
+/// the first seqlensK[n] of its pages blockTable[n * maxPages + j]. q, o
+/// and lse are [B, Hq, Sq, ...] (cfg.b = B, cfg.sq = Sq), or with offsets
+/// cuQ ([B + 1], chunked prefill) batch 1 holding the sequences' rows back
+/// to back as in referenceForwardVarlen (rows past cuQ[B] NaN). cfg.sk is
+/// not read. Returns false (and sets *err) when a length is outside the
+/// cache's maxPages * pageSize keys, an entry it reads is not a page, or
+/// the config does not validate.
+bool referenceForwardPaged(
+    const ReferenceConfig &cfg, int64_t pageSize, int64_t pages,
+    int64_t maxPages, const std::vector<int64_t> &blockTable,
+    const std::vector<int64_t> &seqlensK, const std::vector<int64_t> &cuQ,
+    const std::vector<double> &q, const std::vector<double> &k,
+    const std::vector<double> &v, ReferenceForward *out, std::string *err);
+
 /// Merge of two partial results over disjoint key sets, `rows` rows of `dv`
 /// values each: lse = logaddexp(lse1, lse2), o = o1 * exp(lse1 - lse) +
 /// o2 * exp(lse2 - lse). A partial with lse = -inf weighs 0; both empty give

@@ -238,20 +238,38 @@ struct Problem {
   /// in tensors of batch 1, sq and sk the totals along their sequence axes
   /// (at least cu_seqlens_q[b] and cu_seqlens_k[b]).
   bool varlen = false;
+  /// A paged K/V cache (a bundle with page_size=P): k and v are `pages`
+  /// pages [pages, Hk, P, D]; block_table [b, maxPages] and seqlens_k [b]
+  /// give each batch's (each sequence's, with varlen) pages and length; sk
+  /// is then the longest a batch may be, maxPages * P. 0 when contiguous.
+  int64_t pageSize = 0, pages = 0, maxPages = 0;
 
+  bool paged() const { return pageSize > 0; }
   /// The tensors' batch: b, or 1 for a variable-length batch.
   int64_t batch() const { return varlen ? 1 : b; }
   int64_t qElements() const { return batch() * hq * sq * d; }
-  int64_t kElements() const { return batch() * hk * sk * d; }
-  int64_t vElements() const { return batch() * hk * sk * dv; }
+  /// k and v as [kvBatch, Hk, kvRows, D]: (batch, Sk), or of a paged
+  /// cache (pages, P).
+  int64_t kvBatch() const { return paged() ? pages : batch(); }
+  int64_t kvRows() const { return paged() ? pageSize : sk; }
+  int64_t kElements() const { return kvBatch() * hk * kvRows() * d; }
+  int64_t vElements() const { return kvBatch() * hk * kvRows() * dv; }
   int64_t oElements() const { return batch() * hq * sq * dv; }
   int64_t lseElements() const { return batch() * hq * sq; }
 
   /// Section 1 on its own: every size positive, Sq and Sk at most
   /// kMaxSequence, hq % hk == 0, and no element count that overflows int64
-  /// (the counts above are then safe to use).
+  /// (the counts above are then safe to use); of a paged cache, pages and
+  /// maxPages positive and sk = maxPages * pageSize.
   Status validate() const;
 };
+
+/// A paged cache's block_table (int32 [p.b, p.maxPages]) and seqlens_k
+/// (int32 [p.b]) in host memory: each length in [0, maxPages * pageSize]
+/// and each entry a length reaches (the first ceil(len / pageSize) of its
+/// row) in [0, pages); else InvalidArgument naming the entry.
+Status checkPaged(const Problem &p, const int32_t *blockTable,
+                  const int32_t *seqlensK);
 
 /// The offsets `cu` (int32 [b + 1], host memory) of a variable-length batch
 /// over `total` rows: 0 first, nondecreasing, the last at most `total`;
@@ -275,6 +293,11 @@ struct ForwardArgs {
   /// and Sk) of a variable-length batch (varlen=1); null otherwise.
   const int32_t *cuSeqlensQ = nullptr;
   const int32_t *cuSeqlensK = nullptr;
+  /// A paged cache's table (int32 [B, max_pages]) and lengths (int32 [B])
+  /// (page_size=P); null otherwise. With varlen, cuSeqlensK is null: each
+  /// sequence's keys are its pages.
+  const int32_t *blockTable = nullptr;
+  const int32_t *seqlensK = nullptr;
 };
 
 /// Backward arguments (host ABI above): inputs q, k, v, o (the forward's
@@ -347,10 +370,12 @@ int64_t countVisiblePairs(const MaskSpec &mask, int64_t sq, int64_t sk);
 /// Forward FLOPs counting only visible pairs: 2 * (d + dv) * visible * b * hq.
 double forwardFlops(const Problem &p, const MaskSpec &mask);
 
-/// The same for a variable-length batch: the visible pairs of each of the
-/// p.b sequences of offsets cuQ and cuK (int32 [p.b + 1], host memory).
+/// The same for a variable-length batch or a paged cache: the visible pairs
+/// of each of the p.b sequences, sequence n with the rows of offsets cuQ
+/// (int32 [p.b + 1]) or p.sq, the keys of offsets cuK, or seqlensK[n]
+/// (int32 [p.b], paged) or p.sk; each null when not given (host memory).
 double forwardFlops(const Problem &p, const MaskSpec &mask, const int32_t *cuQ,
-                    const int32_t *cuK);
+                    const int32_t *cuK, const int32_t *seqlensK = nullptr);
 
 /// Backward FLOPs: 2.5 * forwardFlops (the usual convention: the backward
 /// does five matmuls to the forward's two).
