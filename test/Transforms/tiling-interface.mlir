@@ -151,3 +151,28 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// A paged cache tiles batches and query heads: a batch tile takes its table
+// rows and lengths, a head tile its kv heads of every page.
+// CHECK-LABEL: func @paged_batches_heads
+// CHECK: scf.for %[[B:.+]] = %c0 to %c4 step %c2
+// CHECK:   scf.for %[[H:.+]] = %c0 to %c4 step %c2
+// CHECK:     %[[KV:.+]] = affine.apply #{{.+}}(%[[H]])
+// CHECK:     %[[Q:.+]] = tensor.extract_slice %arg0[%[[B]], %[[H]], 0, 0] [2, 2, 1, 32]
+// CHECK:     %[[K:.+]] = tensor.extract_slice %arg1[0, %[[KV]], 0, 0] [9, 1, 16, 32]
+// CHECK:     %[[T:.+]] = tensor.extract_slice %arg2[%[[B]], 0] [2, 5]
+// CHECK:     %[[N:.+]] = tensor.extract_slice %arg3[%[[B]]] [2]
+// CHECK:     fmha.attention ins(%[[Q]], %[[K]], %[[K]] : tensor<2x2x1x32xf32>, tensor<9x1x16x32xf32>, tensor<9x1x16x32xf32>) paged(%[[T]], %[[N]] : tensor<2x5xi32>, tensor<2xi32>)
+func.func @paged_batches_heads(%q: tensor<4x4x1x32xf32>, %k: tensor<9x2x16x32xf32>, %t: tensor<4x5xi32>, %n: tensor<4xi32>, %o: tensor<4x4x1x32xf32>) -> tensor<4x4x1x32xf32> {
+  %r = fmha.attention ins(%q, %k, %k : tensor<4x4x1x32xf32>, tensor<9x2x16x32xf32>, tensor<9x2x16x32xf32>) paged(%t, %n : tensor<4x5xi32>, tensor<4xi32>) outs(%o : tensor<4x4x1x32xf32>) -> tensor<4x4x1x32xf32>
+  return %r : tensor<4x4x1x32xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["fmha.attention"]} in %root : (!transform.any_op) -> !transform.any_op
+    %t, %l0, %l1 = transform.structured.tile_using_for %op tile_sizes [2, 2, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}

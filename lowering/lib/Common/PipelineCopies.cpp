@@ -34,8 +34,10 @@
 // One barrier an iteration instead of two; the copies of iteration i + 1
 // are in flight during the products of iteration i. The copies' operands
 // are recomputed for the next iteration from the induction variable (the
-// ops they come from in the loop must be pure and not depend on values the
-// loop carries); a loop that does not have this form is left as it is.
+// ops they come from in the loop must be pure, or loads of an input the
+// kernel never writes such as a paged cache's block table, and not depend
+// on values the loop carries); a loop that does not have this form is left
+// as it is.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,10 +47,12 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::fmha {
 #define GEN_PASS_DEF_FMHAPIPELINECOPIESPASS
@@ -77,6 +81,52 @@ bool isWorkgroupBuffer(gpu::GPUFuncOp func, Value v) {
   return arg && llvm::is_contained(func.getWorkgroupAttributions(), arg);
 }
 
+/// The memref `v` views (through view-like ops).
+Value viewRoot(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// Whether some op of `func` may write the memory of `root` (an argument):
+/// a write effect on a view of it, or an op without declared effects that
+/// takes one.
+bool mayWrite(gpu::GPUFuncOp func, Value root) {
+  bool writes = false;
+  func.walk([&](Operation *op) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects) {
+      if (!op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+        for (Value operand : op->getOperands())
+          writes |= isa<MemRefType>(operand.getType()) &&
+                    viewRoot(operand) == root;
+      return;
+    }
+    SmallVector<MemoryEffects::EffectInstance> list;
+    effects.getEffects(list);
+    for (const MemoryEffects::EffectInstance &e : list)
+      if (isa<MemoryEffects::Write, MemoryEffects::Free>(e.getEffect()))
+        writes |= !e.getValue() || viewRoot(e.getValue()) == root;
+  });
+  return writes;
+}
+
+/// Whether the next iteration's copy operands may recompute `op`: pure and
+/// without regions, or a load of a kernel argument the kernel never writes
+/// (a paged cache's block table: the page of the next kv tile).
+bool isReplayable(gpu::GPUFuncOp func, Operation *op) {
+  if (op->getNumRegions() != 0)
+    return false;
+  if (isPure(op))
+    return true;
+  auto load = dyn_cast<memref::LoadOp>(op);
+  if (!load)
+    return false;
+  auto arg = dyn_cast<BlockArgument>(viewRoot(load.getMemRef()));
+  return arg && arg.getOwner() == &func.getBody().front() &&
+         !mayWrite(func, arg);
+}
+
 /// The copies of `loop` in the form above, when they have it.
 std::optional<Staged> match(gpu::GPUFuncOp func, scf::ForOp loop) {
   Staged s;
@@ -101,7 +151,7 @@ std::optional<Staged> match(gpu::GPUFuncOp func, scf::ForOp loop) {
     }
     if (auto c = dyn_cast<CopyAsyncOp>(op))
       s.copies.insert(s.copies.begin(), c);
-    else if (!isPure(op) || op->getNumRegions() != 0)
+    else if (!isReplayable(func, op))
       return std::nullopt;
   }
   if (!s.before || s.copies.empty())
@@ -145,8 +195,7 @@ std::optional<Staged> match(gpu::GPUFuncOp func, scf::ForOp loop) {
         !loop->isAncestor(v.getParentBlock()->getParentOp()))
       continue;
     Operation *def = v.getDefiningOp();
-    if (!def || def->getBlock() != body || !isPure(def) ||
-        def->getNumRegions() != 0)
+    if (!def || def->getBlock() != body || !isReplayable(func, def))
       return std::nullopt;
     if (slice.insert(def))
       llvm::append_range(work, def->getOperands());

@@ -142,3 +142,73 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+#copy = #fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>
+
+// A paged cache's form: the copy's page is a load of the block table, an
+// argument the kernel never writes. The next iteration's load is recomputed
+// with its copy (in the branch that runs only when there is a next
+// iteration, so no entry past the loop's is read). A load of an argument
+// the kernel writes (%w) is not moved: that loop is left as it is.
+// CHECK-LABEL: gpu.func @table_load
+// CHECK-SAME: (%[[K:[^:]+]]: memref<?x16x16xf16>, %[[T:[^:]+]]: memref<?xi32>
+// CHECK-SAME: workgroup(%[[KB:.+]] : memref<2x16x24xf16, 3>)
+// CHECK: scf.if
+// CHECK-NEXT: %[[E0:.+]] = memref.load %[[T]][%{{.+}}] : memref<?xi32>
+// CHECK-NEXT: %[[P0:.+]] = arith.index_cast %[[E0]]
+// CHECK-NEXT: fmha.copy_async %[[K]][%[[P0]], %{{.+}}, %{{.+}}] to %[[KB]]
+// CHECK: scf.for %[[I:[^ ]+]] =
+// CHECK: %[[NEXT:.+]] = arith.addi %[[I]], %{{.+}} : index
+// CHECK: fmha.copy_wait pending(0)
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[MORE:.+]] = arith.cmpi slt, %[[NEXT]], %{{.+}} : index
+// CHECK-NEXT: scf.if %[[MORE]] {
+// CHECK-NEXT: %[[E1:.+]] = memref.load %[[T]][%[[NEXT]]] : memref<?xi32>
+// CHECK-NEXT: %[[P1:.+]] = arith.index_cast %[[E1]]
+// CHECK-NEXT: fmha.copy_async %[[K]][%[[P1]], %{{.+}}, %{{.+}}] to %[[KB]]
+// CHECK-LABEL: gpu.func @written_table
+// CHECK-SAME: workgroup(%{{.+}} : memref<16x24xf16, 3>)
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK-NEXT: fmha.copy_async
+// CHECK-NEXT: fmha.copy_wait pending(0)
+gpu.module @kernels {
+  gpu.func @table_load(%k: memref<?x16x16xf16>, %t: memref<?xi32>, %o: memref<16x16xf16>, %n: index)
+      workgroup(%kbuf : memref<16x24xf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : f16
+    scf.for %i = %c0 to %n step %c1 {
+      %e = memref.load %t[%i] : memref<?xi32>
+      %page = arith.index_cast %e : i32 to index
+      gpu.barrier
+      fmha.copy_async %k[%page, %c0, %c0] to %kbuf[%c0, %c0] layout(#copy) : memref<?x16x16xf16> to memref<16x24xf16, 3>
+      fmha.copy_wait pending(0)
+      gpu.barrier
+      %ks = vector.transfer_read %kbuf[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x24xf16, 3>, vector<16x16xf16>
+      vector.transfer_write %ks, %o[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf16>, memref<16x16xf16>
+    }
+    gpu.return
+  }
+  gpu.func @written_table(%k: memref<?x16x16xf16>, %w: memref<?xi32>, %o: memref<16x16xf16>, %n: index)
+      workgroup(%kbuf : memref<16x24xf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c7 = arith.constant 7 : i32
+    %pad = arith.constant 0.0 : f16
+    scf.for %i = %c0 to %n step %c1 {
+      %e = memref.load %w[%i] : memref<?xi32>
+      %page = arith.index_cast %e : i32 to index
+      gpu.barrier
+      fmha.copy_async %k[%page, %c0, %c0] to %kbuf[%c0, %c0] layout(#copy) : memref<?x16x16xf16> to memref<16x24xf16, 3>
+      fmha.copy_wait pending(0)
+      gpu.barrier
+      %ks = vector.transfer_read %kbuf[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x24xf16, 3>, vector<16x16xf16>
+      vector.transfer_write %ks, %o[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf16>, memref<16x16xf16>
+      memref.store %c7, %w[%i] : memref<?xi32>
+    }
+    gpu.return
+  }
+}
