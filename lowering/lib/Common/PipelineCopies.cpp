@@ -98,8 +98,8 @@ bool mayWrite(gpu::GPUFuncOp func, Value root) {
     if (!effects) {
       if (!op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
         for (Value operand : op->getOperands())
-          writes |= isa<MemRefType>(operand.getType()) &&
-                    viewRoot(operand) == root;
+          writes |=
+              isa<MemRefType>(operand.getType()) && viewRoot(operand) == root;
       return;
     }
     SmallVector<MemoryEffects::EffectInstance> list;
