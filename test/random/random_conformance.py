@@ -13,7 +13,9 @@ and cuda targets about a third of the signatures are backward kernels
 (--sinks; the backward's dsinks checked too), and on the cpu a sixth take
 head dims 80, 96, 192/128 or 256; on the cpu and cuda a fifth of the
 forward ones are variable-length batches (--varlen: the problem's Sq and Sk split into B
-random lengths, some 0, some rows past the last offset); backward kernels are checked for dq, dk,
+random lengths, some 0, some rows past the last offset) and a fifth read a paged K/V cache
+(--page-size: B cache lengths up to Sk, pages and table entries no length reaches, with
+--varlen chunked prefill); backward kernels are checked for dq, dk,
 dv and, on small
 problems, by finite differences (fmha-run --grad-check). One forward
 problem in five (by its data seed) runs on `fmha-run --inputs stress`.
@@ -253,7 +255,32 @@ def add_serving(seed, index, sig):
             for key in ("warp_rows", "block_m", "block_n", "q_in_shared",
                         "mma"):
                 sig.pop(key, None)
+    # A paged cache (fmha-compile --page-size) on a fifth, from a stream of
+    # its own (the draws above stay those of earlier runs): with --varlen,
+    # chunked prefill. Its block-n is fmha-compile's (a divisor of the page).
+    paged = random.Random(f"fmha-random-paged:{seed}:{index}")
+    if paged.random() < 0.2:
+        sizes = [16, 32, 64, 128, 256]
+        if sig["target"] == "cpu":
+            sizes += [1, 5, 48]
+        sig = dict(sig, page_size=paged.choice(sizes))
+        for key in ("block_n",) if sig["target"] == "cpu" else (
+                "warp_rows", "block_m", "block_n", "q_in_shared", "mma"):
+            sig.pop(key, None)
     return sig
+
+
+def paged_lengths(shape, data_seed, count):
+    """`count` cache lengths of a paged problem of longest Sk (some 0, one
+    the longest), and extra pages and table entries past what they fill
+    (which no kernel may read) one time in three."""
+    b, sq, sk = shape
+    rng = random.Random(f"fmha-random-paged-lengths:{data_seed}")
+    lengths = [rng.choice([0, 1, sk, rng.randint(0, sk)]) for _ in range(count)]
+    lengths[rng.randrange(count)] = sk
+    spare = rng.random() < 1 / 3
+    return lengths, (rng.randint(1, 9) if spare else 0), (
+        rng.randint(1, 3) if spare else 0)
 
 
 def varlen_lengths(shape, data_seed):
@@ -305,6 +332,8 @@ def compile_args(sig):
         args.append("--sinks")
     if sig.get("varlen"):
         args.append("--varlen")
+    if "page_size" in sig:
+        args.append(f"--page-size={sig['page_size']}")
     if "scale" in sig:
         args.append(f"--scale={sig['scale']!r}")
     if "softcap" in sig:
@@ -387,10 +416,31 @@ def run_args(bundle, shape, data_seed, sig=None):
         lq, lk = varlen_lengths(shape, data_seed)
         args[1:3] = ["--seqlens-q", ",".join(map(str, lq)), "--seqlens-k",
                      ",".join(map(str, lk))]
+    if sig and "page_size" in sig:
+        # The cache lengths replace Sk (--seqlens-k's count is B's).
+        count = b
+        lengths, pages, entries = paged_lengths(shape, data_seed, count)
+        at = args.index("--sk")
+        del args[at:at + 2]
+        if "--seqlens-k" in args:
+            at = args.index("--seqlens-k")
+            del args[at:at + 2]
+        else:
+            at = args.index("-b")
+            del args[at:at + 2]
+        args += ["--seqlens-k", ",".join(map(str, lengths))]
+        if pages:
+            page = sig["page_size"]
+            filled = sum((n + page - 1) // page for n in lengths)
+            longest = max(1, max((n + page - 1) // page for n in lengths))
+            args += ["--pages", str(max(filled, 1) + pages), "--max-pages",
+                     str(longest + entries)]
     # One forward problem in five draws stress inputs (row maxima that rise,
     # fall or jump along the keys: the online softmax's rescaling), chosen
-    # by the data seed so that the problems of a seed stay the same.
-    if sig and not sig.get("bwd") and data_seed % 5 == 0:
+    # by the data seed so that the problems of a seed stay the same; not a
+    # paged cache (fmha-run draws its pages normal).
+    if (sig and not sig.get("bwd") and data_seed % 5 == 0 and
+            "page_size" not in sig):
         args += ["--inputs", "stress"]
     if sig and sig.get("bwd") and (b * sq * sk * sig["hq"] *
                                    (sig["d"] + sig["dv"]) <= GRAD_CHECK_WORK):
@@ -402,7 +452,7 @@ def describe(sig, shape):
     b, sq, sk = shape
     extra = "".join(f" {k}={sig[k]}" for k in ("scale", "softcap") if k in sig)
     if "block_m" in sig:
-        extra += f" block={sig['block_m']}x{sig['block_n']}"
+        extra += f" block={sig['block_m']}x{sig.get('block_n', 'page')}"
     if "warp_rows" in sig:
         extra += f" warp_rows={sig['warp_rows']}"
     if sig.get("q_in_shared"):
@@ -418,6 +468,8 @@ def describe(sig, shape):
         extra += " sinks"
     if sig.get("varlen"):
         extra += " varlen"
+    if "page_size" in sig:
+        extra += f" page_size={sig['page_size']}"
     return (f"{sig['dtype']} Hq={sig['hq']} Hk={sig['hk']} D={sig['d']} "
             f"Dv={sig['dv']} mask={sig['mask']}{extra} B={b} Sq={sq} Sk={sk}")
 
