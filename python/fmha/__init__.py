@@ -68,9 +68,11 @@ from ._bundles import (  # noqa: F401
 from ._attention import (  # noqa: F401
     attention,
     attention_varlen,
+    attention_with_kvcache,
     default_deterministic,
     flash_attn_func,
     flash_attn_varlen_func,
+    flash_attn_with_kvcache,
 )
 
 __all__ = [
@@ -78,11 +80,13 @@ __all__ = [
     "Kernel",
     "attention",
     "attention_varlen",
+    "attention_with_kvcache",
     "bundle_name",
     "compile_bundle",
     "find_bundle",
     "flash_attn_func",
     "flash_attn_varlen_func",
+    "flash_attn_with_kvcache",
     "get_num_threads",
     "load_library",
     "runtime_version",

@@ -5,6 +5,7 @@ import sys
 
 from ._capi import _target_value
 from ._kernel import _torch
+from ._checks import _Transposed
 from ._lookup import _find, _kernel_for, _output, _signature, _views
 from . import _ops
 
@@ -257,6 +258,74 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
 
 # FlashAttention's name, for code written against flash_attn.
 flash_attn_varlen_func = attention_varlen
+
+
+def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,
+                           rotary_sin=None, cache_seqlens=None, cache_batch_idx=None,
+                           cache_leftpad=None, block_table=None, softmax_scale=None,
+                           causal=False, window_size=(-1, -1), softcap=0.0,
+                           rotary_interleaved=True, alibi_slopes=None, num_splits=0,
+                           return_softmax_lse=False, mask=None, sinks=None, bundle_dir=None,
+                           block_m=None, block_n=None, out=None, lse=None):
+    """Attention of new queries against a paged K/V cache with FlashAttention's
+    flash_attn_with_kvcache conventions (DESIGN.md section 1, paged K/V): q
+    (B, Sq, Hq, D); k_cache and v_cache (pages, P, Hk, D / Dv); block_table
+    int32 (B, max_pages): batch b's key j is k_cache[block_table[b, j // P],
+    j % P]; cache_seqlens int32 (B,) (or an int for every batch): batch b's
+    keys, the mask's Sk (causal and windows bottom-right aligned: the
+    queries are the cache's last rows, as FlashAttention; or `mask`, a spec
+    string, in their place); table entries past ceil(len / P) are never
+    read. Any strides with a contiguous head dim. The bundle (fmha-compile
+    --page-size P) is found or compiled as fmha.attention's. Returns out (B,
+    Sq, Hq, Dv), and softmax_lse (B, Hq, Sq) too when return_softmax_lse;
+    `out` and `lse` may be given. `sinks`: learned sink logits (float32
+    [Hq]). Not taken (ValueError): new keys k, v (write them into the cache
+    first), rotary embeddings, cache_batch_idx, cache_leftpad, alibi_slopes,
+    a contiguous cache without block_table, inputs that require grad (the
+    forward only); num_splits is accepted and ignored (one kernel, no
+    split yet)."""
+    for name, given in (("k", k is not None), ("v", v is not None),
+                        ("rotary_cos", rotary_cos is not None),
+                        ("rotary_sin", rotary_sin is not None),
+                        ("cache_batch_idx", cache_batch_idx is not None),
+                        ("cache_leftpad", cache_leftpad is not None),
+                        ("alibi_slopes", alibi_slopes is not None)):
+        if given:
+            raise ValueError("attention_with_kvcache: %s is not supported%s" % (
+                name, " (write new keys and values into the cache's pages first)"
+                if name in ("k", "v") else ""))
+    if block_table is None:
+        raise ValueError("attention_with_kvcache: a cache without block_table is not "
+                         "supported; give the paged cache's block_table (B, max_pages)")
+    if cache_seqlens is None:
+        raise ValueError("attention_with_kvcache: give cache_seqlens (int32 (B,) or an int)")
+    if _needs_grad(q, k_cache, v_cache, sinks):
+        raise ValueError("attention_with_kvcache: the forward only; call it under "
+                         "torch.no_grad() or on tensors that require no grad")
+    if mask is None:
+        mask = _flash_mask(causal, window_size)
+    elif causal or tuple(window_size) != (-1, -1):
+        raise ValueError("attention_with_kvcache: give mask= or causal/window_size, not both")
+    if isinstance(cache_seqlens, int):
+        torch = _torch()
+        cache_seqlens = torch.full((int(q.shape[0]),), cache_seqlens, dtype=torch.int32,
+                                   device=q.device)
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+        if len(tuple(t.shape)) != 4:
+            raise ValueError("%s: expected a 4-d tensor (%s), got shape %s" % (
+                name, "B, Sq, Hq, D" if name == "q" else "pages, P, Hk, D", tuple(t.shape)))
+    page_size = int(k_cache.shape[1])
+    signature = _signature(_Transposed(q), _Transposed(k_cache), _Transposed(v_cache), mask,
+                           softmax_scale, softcap if softcap else None, block_m, block_n,
+                           sinks=sinks is not None, page_size=page_size)
+    kernel = _kernel_for(_find(signature, bundle_dir))
+    o, lse = kernel.forward_paged(q, k_cache, v_cache, block_table, cache_seqlens, o=out,
+                                  lse=lse, sinks=sinks)
+    return (o, lse) if return_softmax_lse else o
+
+
+# FlashAttention's name, for code written against flash_attn.
+flash_attn_with_kvcache = attention_with_kvcache
 
 
 class _HeadsView:

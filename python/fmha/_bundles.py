@@ -39,7 +39,7 @@ def _check_kind(kind, deterministic):
 
 def bundle_name(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
                 softcap=None, block_m=None, block_n=None, kind="fwd", deterministic=False,
-                sinks=False, varlen=False):
+                sinks=False, varlen=False, page_size=0):
     """The file name of a bundle for a signature, e.g.
     'fwd-cuda-sm_90a-bf16-hq16-hk4-d128-dv128-mask_b.fmha', or for a
     backward 'bwd-...-mask_b.fmha' ('bwd-...-det.fmha' when deterministic).
@@ -60,6 +60,8 @@ def bundle_name(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
         parts.append("sinks")
     if varlen:
         parts.append("varlen")
+    if page_size:
+        parts.append("page%d" % page_size)
     if block_m:
         parts.append("bm%d" % block_m)
     if block_n:
@@ -95,7 +97,7 @@ def _compiler():
 
 def compile_args(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
                  softcap=None, block_m=None, block_n=None, kind="fwd", deterministic=False,
-                 sinks=False, varlen=False):
+                 sinks=False, varlen=False, page_size=0):
     """The fmha-compile arguments (without -o) for a signature."""
     dv = d if dv is None else dv
     _check_kind(kind, deterministic)
@@ -112,6 +114,8 @@ def compile_args(target, chip, dtype, hq, hk, d, dv=None, mask="0", scale=None,
         args.append("--sinks")
     if varlen:
         args.append("--varlen")
+    if page_size:
+        args.append("--page-size=%d" % page_size)
     if block_m:
         args.append("--block-m=%d" % block_m)
     if block_n:

@@ -36,9 +36,10 @@ def _shape_of(name, t, rank, layout):
 
 
 def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None, strided=(),
-                       sinks=None):
+                       sinks=None, paged=False):
     """Checks tensors against a kernel's signature (`info`: a dict with
-    target, dtype, hq, hk, d, dv). Returns (B, Sq, Sk). Raises ValueError
+    target, dtype, hq, hk, d, dv). Returns (B, Sq, Sk). With `paged`, k and
+    v are a cache's pages [pages, Hk, P, D] (Sk: P). Raises ValueError
     naming the tensor, what was expected and what it got. Tensors named in
     `strided` (the bundle takes them in any strides, Kernel.strided) may be
     views with a contiguous last dim; the others must be contiguous."""
@@ -91,10 +92,14 @@ def check_forward_args(info, q, k, v, o=None, lse=None, device_index=None, strid
 
     expect("q", 1, "Hq", hq, info["hq"])
     expect("q", 3, "D", d, info["d"])
-    expect("k", 0, "B", shapes["k"][0], b)
+    if not paged:
+        expect("k", 0, "B", shapes["k"][0], b)
     expect("k", 1, "Hk", hk, info["hk"])
     expect("k", 3, "D", shapes["k"][3], info["d"])
-    expect("v", 0, "B", shapes["v"][0], b)
+    if paged:  # a cache of pages [pages, Hk, P, D]
+        expect("v", 0, "pages", shapes["v"][0], shapes["k"][0])
+    else:
+        expect("v", 0, "B", shapes["v"][0], b)
     expect("v", 1, "Hk", shapes["v"][1], hk)
     expect("v", 2, "Sk", shapes["v"][2], sk)
     expect("v", 3, "Dv", shapes["v"][3], info["dv"])
@@ -159,21 +164,60 @@ def check_varlen_args(info, q, k, v, cu_seqlens_q, cu_seqlens_k, o=None, lse=Non
     return b, total_q, total_k
 
 
-class _BhsdView:
-    """The BHSD view [1, H, total, D] of a (total, H, D) tensor (or [1, H,
-    total] of an lse (H, total)), for the checks and the launch: its shape,
-    strides, dtype, device and address."""
+def check_paged_args(info, page_size, q, k_cache, v_cache, block_table, cache_seqlens, o=None,
+                     lse=None, device_index=None, strided=(), sinks=None):
+    """Checks the tensors of a paged-cache forward (FlashAttention's
+    flash_attn_with_kvcache layout: q and o (B, Sq, Hq, D / Dv), k_cache and
+    v_cache (pages, P, Hk, D / Dv), block_table int32 (B, max_pages),
+    cache_seqlens int32 (B,), lse (B, Hq, Sq) float32) against a kernel of
+    page size `page_size`. Returns (B, Sq, pages, max_pages). q, o and the
+    caches are taken as their BHSD views (strided: the bundle must take them
+    so); the table, the lengths and lse contiguous. Raises ValueError as
+    check_forward_args."""
+    for name, t, layout in (("q", q, "(B, Sq, Hq, D)"), ("k_cache", k_cache, "(pages, P, Hk, D)"),
+                            ("v_cache", v_cache, "(pages, P, Hk, Dv)"),
+                            ("out", o, "(B, Sq, Hq, Dv)")):
+        if t is None:
+            continue
+        _shape_of(name, t, 4, layout)
+        operand = {"k_cache": "k", "v_cache": "v", "out": "o"}.get(name, name)
+        if operand not in strided:
+            raise ValueError("%s: a paged forward takes the BHSD views of %s memory; the "
+                             "bundle must take strided operands (fmha-compile --strides=any, "
+                             "the default)" % (name, layout))
+    pages, p = (int(x) for x in k_cache.shape[:2])
+    if p != page_size:
+        raise ValueError("k_cache: page size (dim 1) is %d, the bundle's is %d" % (p, page_size))
+    b = int(q.shape[0])
+    for name, t, rank, layout in (("block_table", block_table, 2, "(B, max_pages) int32"),
+                                  ("cache_seqlens", cache_seqlens, 1, "(B,) int32")):
+        shape = _shape_of(name, t, rank, layout)
+        if _dtype_name(t) != "torch.int32":
+            raise ValueError("%s: expected dtype torch.int32, got %s" % (name, _dtype_name(t)))
+        if shape[0] != b:
+            raise ValueError("%s: B (dim 0) is %d, expected %d (q's)" % (name, shape[0], b))
+        if not t.is_contiguous():
+            raise ValueError("%s: expected a contiguous tensor" % name)
+        if _device_name(t) != _device_name(q):
+            raise ValueError("%s is on %s, q on %s" % (name, _device_name(t), _device_name(q)))
+    if int(block_table.shape[1]) < 1:
+        raise ValueError("block_table: expected max_pages >= 1 entries a row, got 0")
 
-    def __init__(self, t, lse=False):
+    def bhsd(t):
+        return None if t is None else _Transposed(t)
+
+    _, sq, _ = check_forward_args(info, bhsd(q), bhsd(k_cache), bhsd(v_cache), bhsd(o), lse,
+                                  device_index, strided, sinks, paged=True)
+    return b, sq, pages, int(block_table.shape[1])
+
+
+class _View:
+    """Another shape and strides of tensor `t`'s memory, for the checks and
+    the launch: its shape, strides, dtype, device and address."""
+
+    def __init__(self, t, shape, strides):
         self._t = t
-        if lse:
-            h, n = (int(x) for x in t.shape)
-            sh, sn = (int(x) for x in t.stride())
-            self.shape, self._strides = (1, h, n), (h * sh, sh, sn)
-        else:
-            n, h, d = (int(x) for x in t.shape)
-            sn, sh, sd = (int(x) for x in t.stride())
-            self.shape, self._strides = (1, h, n, d), (n * sn, sh, sn, sd)
+        self.shape, self._strides = tuple(shape), tuple(strides)
         self.dtype = t.dtype
         self.device = t.device
 
@@ -190,6 +234,31 @@ class _BhsdView:
 
     def data_ptr(self):
         return self._t.data_ptr()
+
+
+class _BhsdView(_View):
+    """The BHSD view [1, H, total, D] of a (total, H, D) tensor (or [1, H,
+    total] of an lse (H, total))."""
+
+    def __init__(self, t, lse=False):
+        if lse:
+            h, n = (int(x) for x in t.shape)
+            sh, sn = (int(x) for x in t.stride())
+            super().__init__(t, (1, h, n), (h * sh, sh, sn))
+        else:
+            n, h, d = (int(x) for x in t.shape)
+            sn, sh, sd = (int(x) for x in t.stride())
+            super().__init__(t, (1, h, n, d), (n * sn, sh, sn, sd))
+
+
+class _Transposed(_View):
+    """A 4-d tensor with dims 1 and 2 swapped: BSHD memory as BHSD, a
+    (pages, P, Hk, D) cache as [pages, Hk, P, D]."""
+
+    def __init__(self, t):
+        s = tuple(int(x) for x in t.shape)
+        st = tuple(int(x) for x in t.stride())
+        super().__init__(t, (s[0], s[2], s[1], s[3]), (st[0], st[2], st[1], st[3]))
 
 
 def _rows_contiguous(t):

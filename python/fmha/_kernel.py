@@ -17,8 +17,8 @@ from ._capi import (
     _launch_args,
     load_library,
 )
-from ._checks import (_BhsdView, _check_like, _dtype_name, _rows_contiguous, _strided_arg,
-                      check_forward_args, check_varlen_args)
+from ._checks import (_BhsdView, _Transposed, _check_like, _dtype_name, _rows_contiguous,
+                      _strided_arg, check_forward_args, check_paged_args, check_varlen_args)
 
 #
 # Kernels
@@ -201,11 +201,7 @@ class Kernel:
         if self.info["kind"] != "fwd" or not self.takes_varlen:
             raise ValueError("bundle '%s' is not a variable-length forward (fmha-compile "
                              "--varlen)" % self.path)
-        if self.takes_sinks != (sinks is not None):
-            raise ValueError(
-                "sinks: bundle '%s' %s learned sink logits; %s" % (
-                    self.path, "takes" if self.takes_sinks else "takes no",
-                    "give sinks= (float32 [Hq])" if self.takes_sinks else "drop sinks="))
+        self._check_sinks(sinks)
         device_index = self.device_index if self.info["target"] == "cuda" else None
         st = self.strided
         b, total_q, total_k = check_varlen_args(self.info, q, k, v, cu_seqlens_q, cu_seqlens_k,
@@ -229,6 +225,69 @@ class Kernel:
         self.launch({"b": b, "sq": total_q, "sk": total_k}, tensors, stream=stream)
         return o, lse
 
+    def _check_sinks(self, sinks):
+        """Raises ValueError unless `sinks` is given exactly when the bundle
+        takes learned sink logits."""
+        if self.takes_sinks != (sinks is not None):
+            raise ValueError(
+                "sinks: bundle '%s' %s learned sink logits; %s" % (
+                    self.path, "takes" if self.takes_sinks else "takes no",
+                    "give sinks= (float32 [Hq])" if self.takes_sinks else "drop sinks="))
+
+    @property
+    def page_size(self):
+        """The page size of a paged-cache bundle (fmha-compile --page-size:
+        its k operand's pages [pages, Hk, P, D]), 0 for contiguous K/V."""
+        for line in self.manifest.splitlines():
+            words = line.split()
+            if words[:2] == ["operand", "k"] and len(words) > 5 and words[4] == "pages":
+                return int(words[6])
+        return 0
+
+    def forward_paged(self, q, k_cache, v_cache, block_table, cache_seqlens, o=None, lse=None,
+                      stream=None, sinks=None):
+        """o, lse = kernel.forward_paged(q, k_cache, v_cache, block_table,
+        cache_seqlens) for a paged-cache bundle (fmha-compile --page-size P),
+        on FlashAttention's flash_attn_with_kvcache layout: q (B, Sq, Hq, D),
+        k_cache and v_cache (pages, P, Hk, D / Dv), any strides with a
+        contiguous last dim; block_table int32 (B, max_pages): batch b's key j
+        is k_cache[block_table[b, j // P], j % P]; cache_seqlens int32 (B,):
+        its keys (the mask's Sk; entries past ceil(len / P) are never read;
+        a cpu bundle checks the lengths and the entries they reach, a cuda
+        one reads them as given). o (B, Sq, Hq, Dv) and lse (B, Hq, Sq)
+        float32 are allocated when not given. Returns (o, lse)."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        page = self.page_size
+        if self.info["kind"] != "fwd" or not page or self.takes_varlen:
+            raise ValueError("bundle '%s' is not a paged-cache forward of fixed-length "
+                             "queries (fmha-compile --page-size)" % self.path)
+        self._check_sinks(sinks)
+        device_index = self.device_index if self.info["target"] == "cuda" else None
+        st = self.strided
+        b, sq, pages, max_pages = check_paged_args(
+            self.info, page, q, k_cache, v_cache, block_table, cache_seqlens, o, lse,
+            device_index, st, sinks)
+        if o is None or lse is None:
+            torch = _torch()
+            if o is None:
+                o = torch.empty((b, sq, self.info["hq"], self.info["dv"]), dtype=q.dtype,
+                                device=q.device)
+            if lse is None:
+                lse = torch.empty((b, self.info["hq"], sq), dtype=torch.float32,
+                                  device=q.device)
+        if stream is None:
+            stream = _current_stream(q) if self.info["target"] == "cuda" else 0
+        tensors = {name: _strided_arg(_Transposed(t), name in st)
+                   for name, t in (("q", q), ("k", k_cache), ("v", v_cache), ("o", o))}
+        for name, t in (("lse", lse), ("block_table", block_table),
+                        ("seqlens_k", cache_seqlens), ("sinks", sinks)):
+            if t is not None:
+                tensors[name] = _strided_arg(t, name in st)
+        self.launch({"b": b, "sq": sq, "pages": pages, "max_pages": max_pages}, tensors,
+                    stream=stream)
+        return o, lse
+
     def forward_ptrs(self, b, sq, sk, q, k, v, o, lse, stream=0, sinks=0):
         """Launches on raw addresses (ints): device pointers for a cuda
         bundle, host pointers for a cpu bundle; `stream` a CUstream (int).
@@ -249,11 +308,7 @@ class Kernel:
         logits (float32 [Hq], contiguous) a bundle built with them takes
         (Kernel.takes_sinks), and only such a bundle. Returns (o, lse)."""
         device_index = self.device_index if self.info["target"] == "cuda" else None
-        if self.takes_sinks != (sinks is not None):
-            raise ValueError(
-                "sinks: bundle '%s' %s learned sink logits; %s" % (
-                    self.path, "takes" if self.takes_sinks else "takes no",
-                    "give sinks= (float32 [Hq])" if self.takes_sinks else "drop sinks="))
+        self._check_sinks(sinks)
         b, sq, sk = check_forward_args(self.info, q, k, v, o, lse, device_index,
                                        self.strided, sinks)
         if o is None or lse is None:
@@ -314,11 +369,7 @@ class Kernel:
         if self.info["kind"] != "bwd":
             raise ValueError("%s is a %s bundle; backward needs a kind=bwd one"
                              % (self.path, self.info["kind"]))
-        if self.takes_sinks != (sinks is not None):
-            raise ValueError(
-                "sinks: bundle '%s' %s learned sink logits; %s" % (
-                    self.path, "takes" if self.takes_sinks else "takes no",
-                    "give sinks= (float32 [Hq])" if self.takes_sinks else "drop sinks="))
+        self._check_sinks(sinks)
         if dsinks is not None and sinks is None:
             raise ValueError("dsinks= needs sinks=")
         cuda = self.info["target"] == "cuda"

@@ -56,9 +56,10 @@ def _views(kernel, named):
 
 
 def _signature(q, k, v, mask, scale, softcap, block_m, block_n, sinks=False,
-               varlen=False):
+               varlen=False, page_size=0):
     """The forward signature of BHSD q, k, v (bundle_name's arguments);
-    `sinks`: with learned sink logits; `varlen`: a variable-length batch."""
+    `sinks`: with learned sink logits; `varlen`: a variable-length batch;
+    `page_size`: k and v a paged cache of pages of that many keys."""
     dtype = _BUNDLE_DTYPES.get(_dtype_name(q))
     if dtype is None:
         raise ValueError("q: dtype %s is not supported (float16, bfloat16, float32)"
@@ -68,4 +69,5 @@ def _signature(q, k, v, mask, scale, softcap, block_m, block_n, sinks=False,
                 hk=int(k.shape[1]), d=int(q.shape[3]), dv=int(v.shape[3]), mask=mask,
                 scale=scale, softcap=softcap, block_m=block_m, block_n=block_n,
                 **({"sinks": True} if sinks else {}),
-                **({"varlen": True} if varlen else {}))
+                **({"varlen": True} if varlen else {}),
+                **({"page_size": page_size} if page_size else {}))
