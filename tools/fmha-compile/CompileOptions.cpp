@@ -288,7 +288,7 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     return error("--varlen builds the forward of a variable-length batch (not "
                  "--bwd, --merge or --accumulate: their variable-length "
                  "kernels are not built yet)");
-  if (pageSize.getNumOccurrences() && (merge || accumulate || bwd))
+  if (pageSize && (merge || accumulate || bwd))
     return error("--page-size builds the forward over a paged K/V cache (not "
                  "--bwd, --merge or --accumulate)");
   if (pageSize < 0 || pageSize > (int64_t(1) << 30))
@@ -581,6 +581,14 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
     if (strides.getNumOccurrences() && strides == "any")
       return error("--bundle-version=1 takes contiguous operands only (its "
                    "ABI has no strides); drop --strides=any");
+    // Their operands are named by a version-2 bundle's manifest only.
+    if (meta.sinks || meta.varlen || meta.pageSize)
+      return error(std::string("--bundle-version=1 has no operand for ") +
+                   (meta.sinks    ? "--sinks"
+                    : meta.varlen ? "--varlen"
+                                  : "--page-size") +
+                   " (a version-2 bundle's manifest names it); write "
+                   "version 2");
     strides = "contiguous";
   }
   // --from-tensors keeps --strides: with 'any' (the default) the function
