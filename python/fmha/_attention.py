@@ -210,7 +210,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
                      window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                      deterministic=False, return_attn_probs=False, mask=None, sinks=None,
                      bundle_dir=None, block_m=None, block_n=None, out=None, lse=None,
-                     return_lse=False):
+                     return_lse=False, block_table=None, seqused_k=None):
     """Attention over a variable-length batch with FlashAttention's
     flash_attn_varlen_func conventions (DESIGN.md section 1): q (total_q,
     Hq, D), k and v (total_k, Hk, D / Dv), any strides with a contiguous
@@ -226,7 +226,13 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
     (fmha-compile --varlen) is found or compiled as fmha.attention's. The
     forward only: a call whose inputs require grad raises ValueError (the
     variable-length backward is not built yet), as do dropout_p > 0,
-    alibi_slopes and return_attn_probs."""
+    alibi_slopes and return_attn_probs.
+
+    With `block_table` (int32 (B, max_pages)), chunked prefill as
+    FlashAttention's paged varlen call: k and v are a paged cache (pages, P,
+    Hk, D), sequence b's keys the first seqused_k[b] (int32 (B,)) of its
+    table row, or cu_seqlens_k[b + 1] - cu_seqlens_k[b] of them when
+    seqused_k is not given; through a --varlen --page-size P bundle."""
     if dropout_p:
         raise ValueError("attention_varlen: dropout_p=%r is not supported (0.0 only)"
                          % (dropout_p,))
@@ -242,6 +248,12 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
         mask = _flash_mask(causal, window_size)
     elif causal or tuple(window_size) != (-1, -1):
         raise ValueError("attention_varlen: give mask= or causal/window_size, not both")
+    if block_table is not None:
+        return _chunked_prefill(q, k, v, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
+                                mask, softmax_scale, softcap, sinks, bundle_dir, block_m,
+                                block_n, out, lse, return_lse)
+    if seqused_k is not None:
+        raise ValueError("attention_varlen: seqused_k applies to a paged cache (block_table)")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if len(tuple(t.shape)) != 3:
             raise ValueError("%s: expected a 3-d (total, H, D) tensor, got shape %s"
@@ -258,6 +270,33 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
 
 # FlashAttention's name, for code written against flash_attn.
 flash_attn_varlen_func = attention_varlen
+
+
+def _chunked_prefill(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
+                     mask, softmax_scale, softcap, sinks, bundle_dir, block_m, block_n, out,
+                     lse, return_lse):
+    """attention_varlen with a block table: variable-length queries against
+    a paged cache (fmha-compile --varlen --page-size P)."""
+    if len(tuple(q.shape)) != 3:
+        raise ValueError("q: expected a 3-d (total, H, D) tensor, got shape %s"
+                         % (tuple(q.shape),))
+    for name, t in (("k", k_cache), ("v", v_cache)):
+        if len(tuple(t.shape)) != 4:
+            raise ValueError("%s: with block_table, a paged cache (pages, P, Hk, D), got "
+                             "shape %s" % (name, tuple(t.shape)))
+    if seqused_k is None:
+        if cu_seqlens_k is None:
+            raise ValueError("attention_varlen: with block_table, give seqused_k or "
+                             "cu_seqlens_k (each sequence's cache length)")
+        seqused_k = (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).contiguous()
+    signature = _signature(_HeadsView(q), _Transposed(k_cache), _Transposed(v_cache), mask,
+                           softmax_scale, softcap if softcap else None, block_m, block_n,
+                           sinks=sinks is not None, varlen=True,
+                           page_size=int(k_cache.shape[1]))
+    kernel = _kernel_for(_find(signature, bundle_dir))
+    o, lse = kernel.forward_chunked(q, k_cache, v_cache, cu_seqlens_q, block_table, seqused_k,
+                                    o=out, lse=lse, sinks=sinks)
+    return (o, lse) if return_lse else o
 
 
 def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,

@@ -185,30 +185,74 @@ def check_paged_args(info, page_size, q, k_cache, v_cache, block_table, cache_se
             raise ValueError("%s: a paged forward takes the BHSD views of %s memory; the "
                              "bundle must take strided operands (fmha-compile --strides=any, "
                              "the default)" % (name, layout))
-    pages, p = (int(x) for x in k_cache.shape[:2])
-    if p != page_size:
-        raise ValueError("k_cache: page size (dim 1) is %d, the bundle's is %d" % (p, page_size))
     b = int(q.shape[0])
-    for name, t, rank, layout in (("block_table", block_table, 2, "(B, max_pages) int32"),
-                                  ("cache_seqlens", cache_seqlens, 1, "(B,) int32")):
-        shape = _shape_of(name, t, rank, layout)
-        if _dtype_name(t) != "torch.int32":
-            raise ValueError("%s: expected dtype torch.int32, got %s" % (name, _dtype_name(t)))
-        if shape[0] != b:
-            raise ValueError("%s: B (dim 0) is %d, expected %d (q's)" % (name, shape[0], b))
-        if not t.is_contiguous():
-            raise ValueError("%s: expected a contiguous tensor" % name)
-        if _device_name(t) != _device_name(q):
-            raise ValueError("%s is on %s, q on %s" % (name, _device_name(t), _device_name(q)))
-    if int(block_table.shape[1]) < 1:
-        raise ValueError("block_table: expected max_pages >= 1 entries a row, got 0")
+    pages, max_pages = _check_cache(page_size, q, k_cache, block_table, cache_seqlens, b, "q's")
 
     def bhsd(t):
         return None if t is None else _Transposed(t)
 
     _, sq, _ = check_forward_args(info, bhsd(q), bhsd(k_cache), bhsd(v_cache), bhsd(o), lse,
                                   device_index, strided, sinks, paged=True)
-    return b, sq, pages, int(block_table.shape[1])
+    return b, sq, pages, max_pages
+
+
+def check_chunked_args(info, page_size, q, k_cache, v_cache, cu_seqlens_q, block_table,
+                       seqlens_k, o=None, lse=None, device_index=None, strided=(), sinks=None):
+    """Checks the tensors of chunked prefill (variable-length queries
+    against a paged cache: q and o (total_q, Hq, D / Dv), lse (Hq, total_q),
+    cu_seqlens_q int32 (N + 1,), the caches, block_table (N, max_pages) and
+    seqlens_k (N,) as check_paged_args). Returns (N, total_q, pages,
+    max_pages)."""
+    for name, t in (("q", q), ("out", o)):
+        if t is None:
+            continue
+        _shape_of(name, t, 3, "(total, H, D)")
+        if {"out": "o"}.get(name, name) not in strided:
+            raise ValueError("%s: a variable-length batch's tensors are views [1, H, total, "
+                             "D] of (total, H, D) memory; the bundle must take strided "
+                             "operands (fmha-compile --strides=any, the default)" % name)
+    _shape_of("k_cache", k_cache, 4, "(pages, P, Hk, D)")
+    shape = _shape_of("cu_seqlens_q", cu_seqlens_q, 1, "(N + 1,) int32")
+    if _dtype_name(cu_seqlens_q) != "torch.int32":
+        raise ValueError("cu_seqlens_q: expected dtype torch.int32, got %s"
+                         % _dtype_name(cu_seqlens_q))
+    if shape[0] < 1 or not cu_seqlens_q.is_contiguous():
+        raise ValueError("cu_seqlens_q: expected N + 1 >= 1 offsets, contiguous")
+    if _device_name(cu_seqlens_q) != _device_name(q):
+        raise ValueError("cu_seqlens_q is on %s, q on %s"
+                         % (_device_name(cu_seqlens_q), _device_name(q)))
+    n = shape[0] - 1
+    pages, max_pages = _check_cache(page_size, q, k_cache, block_table, seqlens_k, n,
+                                    "cu_seqlens_q's N")
+    if lse is not None:
+        _shape_of("lse", lse, 2, "(Hq, total_q)")
+    check_forward_args(info, _BhsdView(q), _Transposed(k_cache), _Transposed(v_cache),
+                       None if o is None else _BhsdView(o),
+                       None if lse is None else _BhsdView(lse, lse=True), device_index,
+                       strided, sinks, paged=True)
+    return n, int(q.shape[0]), pages, max_pages
+
+
+def _check_cache(page_size, q, k_cache, block_table, seqlens_k, b, what):
+    """The page size of k_cache (pages, P, Hk, D) and the int32 table (b,
+    max_pages) and lengths (b,) on q's device; returns (pages, max_pages)."""
+    pages, p = (int(x) for x in k_cache.shape[:2])
+    if p != page_size:
+        raise ValueError("k_cache: page size (dim 1) is %d, the bundle's is %d" % (p, page_size))
+    for name, t, rank, layout in (("block_table", block_table, 2, "(B, max_pages) int32"),
+                                  ("cache_seqlens", seqlens_k, 1, "(B,) int32")):
+        shape = _shape_of(name, t, rank, layout)
+        if _dtype_name(t) != "torch.int32":
+            raise ValueError("%s: expected dtype torch.int32, got %s" % (name, _dtype_name(t)))
+        if shape[0] != b:
+            raise ValueError("%s: B (dim 0) is %d, expected %d (%s)" % (name, shape[0], b, what))
+        if not t.is_contiguous():
+            raise ValueError("%s: expected a contiguous tensor" % name)
+        if _device_name(t) != _device_name(q):
+            raise ValueError("%s is on %s, q on %s" % (name, _device_name(t), _device_name(q)))
+    if int(block_table.shape[1]) < 1:
+        raise ValueError("block_table: expected max_pages >= 1 entries a row, got 0")
+    return pages, int(block_table.shape[1])
 
 
 class _View:

@@ -18,7 +18,8 @@ from ._capi import (
     load_library,
 )
 from ._checks import (_BhsdView, _Transposed, _check_like, _dtype_name, _rows_contiguous,
-                      _strided_arg, check_forward_args, check_paged_args, check_varlen_args)
+                      _strided_arg, check_chunked_args, check_forward_args, check_paged_args,
+                      check_varlen_args)
 
 #
 # Kernels
@@ -206,16 +207,8 @@ class Kernel:
         st = self.strided
         b, total_q, total_k = check_varlen_args(self.info, q, k, v, cu_seqlens_q, cu_seqlens_k,
                                                 o, lse, device_index, st, sinks)
-        if o is None or lse is None:
-            torch = _torch()
-            if o is None:
-                o = torch.empty((total_q, self.info["hq"], self.info["dv"]), dtype=q.dtype,
-                                device=q.device)
-            if lse is None:
-                lse = torch.empty((self.info["hq"], total_q), dtype=torch.float32,
-                                  device=q.device)
-        if stream is None:
-            stream = _current_stream(q) if self.info["target"] == "cuda" else 0
+        o, lse, stream = self._outputs(q, o, (total_q, self.info["hq"], self.info["dv"]), lse,
+                                       (self.info["hq"], total_q), stream)
         tensors = {name: _strided_arg(_BhsdView(t, lse=name == "lse"), name in st)
                    for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse))}
         tensors["cu_seqlens_q"] = _strided_arg(cu_seqlens_q, "cu_seqlens_q" in st)
@@ -224,6 +217,20 @@ class Kernel:
             tensors["sinks"] = _strided_arg(sinks, "sinks" in st)
         self.launch({"b": b, "sq": total_q, "sk": total_k}, tensors, stream=stream)
         return o, lse
+
+    def _outputs(self, q, o, o_shape, lse, lse_shape, stream):
+        """o (q's dtype and device) and lse (float32) of the given shapes
+        where not given, and the stream: torch's current one of a cuda
+        bundle unless given."""
+        if o is None or lse is None:
+            torch = _torch()
+            if o is None:
+                o = torch.empty(o_shape, dtype=q.dtype, device=q.device)
+            if lse is None:
+                lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
+        if stream is None:
+            stream = _current_stream(q) if self.info["target"] == "cuda" else 0
+        return o, lse, stream
 
     def _check_sinks(self, sinks):
         """Raises ValueError unless `sinks` is given exactly when the bundle
@@ -268,16 +275,8 @@ class Kernel:
         b, sq, pages, max_pages = check_paged_args(
             self.info, page, q, k_cache, v_cache, block_table, cache_seqlens, o, lse,
             device_index, st, sinks)
-        if o is None or lse is None:
-            torch = _torch()
-            if o is None:
-                o = torch.empty((b, sq, self.info["hq"], self.info["dv"]), dtype=q.dtype,
-                                device=q.device)
-            if lse is None:
-                lse = torch.empty((b, self.info["hq"], sq), dtype=torch.float32,
-                                  device=q.device)
-        if stream is None:
-            stream = _current_stream(q) if self.info["target"] == "cuda" else 0
+        o, lse, stream = self._outputs(q, o, (b, sq, self.info["hq"], self.info["dv"]), lse,
+                                       (b, self.info["hq"], sq), stream)
         tensors = {name: _strided_arg(_Transposed(t), name in st)
                    for name, t in (("q", q), ("k", k_cache), ("v", v_cache), ("o", o))}
         for name, t in (("lse", lse), ("block_table", block_table),
@@ -285,6 +284,43 @@ class Kernel:
             if t is not None:
                 tensors[name] = _strided_arg(t, name in st)
         self.launch({"b": b, "sq": sq, "pages": pages, "max_pages": max_pages}, tensors,
+                    stream=stream)
+        return o, lse
+
+    def forward_chunked(self, q, k_cache, v_cache, cu_seqlens_q, block_table, seqlens_k,
+                        o=None, lse=None, stream=None, sinks=None):
+        """o, lse = kernel.forward_chunked(q, k_cache, v_cache, cu_seqlens_q,
+        block_table, seqlens_k) for chunked prefill (fmha-compile --varlen
+        --page-size P): sequence n's rows [cu_q[n], cu_q[n + 1]) of q
+        (total_q, Hq, D) against the keys of table row n, seqlens_k[n] of
+        them (the new rows the cache's last: bottom-right masks end at them).
+        o (total_q, Hq, Dv) and lse (Hq, total_q) are allocated when not
+        given; rows past cu_seqlens_q[N] are left as they are. Returns (o,
+        lse)."""
+        if self._handle is None:
+            raise ValueError("the kernel is closed")
+        page = self.page_size
+        if self.info["kind"] != "fwd" or not page or not self.takes_varlen:
+            raise ValueError("bundle '%s' is not a chunked-prefill forward (fmha-compile "
+                             "--varlen --page-size)" % self.path)
+        self._check_sinks(sinks)
+        device_index = self.device_index if self.info["target"] == "cuda" else None
+        st = self.strided
+        n, total_q, pages, max_pages = check_chunked_args(
+            self.info, page, q, k_cache, v_cache, cu_seqlens_q, block_table, seqlens_k, o, lse,
+            device_index, st, sinks)
+        o, lse, stream = self._outputs(q, o, (total_q, self.info["hq"], self.info["dv"]), lse,
+                                       (self.info["hq"], total_q), stream)
+        tensors = {"q": _strided_arg(_BhsdView(q), "q" in st),
+                   "o": _strided_arg(_BhsdView(o), "o" in st),
+                   "lse": _strided_arg(_BhsdView(lse, lse=True), "lse" in st),
+                   "k": _strided_arg(_Transposed(k_cache), "k" in st),
+                   "v": _strided_arg(_Transposed(v_cache), "v" in st)}
+        for name, t in (("cu_seqlens_q", cu_seqlens_q), ("block_table", block_table),
+                        ("seqlens_k", seqlens_k), ("sinks", sinks)):
+            if t is not None:
+                tensors[name] = _strided_arg(t, name in st)
+        self.launch({"b": n, "sq": total_q, "pages": pages, "max_pages": max_pages}, tensors,
                     stream=stream)
         return o, lse
 

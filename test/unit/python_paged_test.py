@@ -193,6 +193,73 @@ class Paged(unittest.TestCase):
                 fmha.attention_with_kvcache(q, kc, vc, **args)
             self.assertIn(message, str(cm.exception))
 
+    def test_chunked_prefill(self):
+        """Variable-length queries against the paged cache (--varlen
+        --page-size): Kernel.forward_chunked and attention_varlen with a
+        block table; rows past the last offset stay as they were."""
+        fmha = self.fmha
+        hq, hk, d, page = 4, 2, 8, 4
+        rnd = random.Random(17)
+        _, kc, vc, table, lengths, tt, lt = self.problem(rnd, hq, hk, d, d, page)
+        lq = [3, 0, 2]  # the new rows of each sequence: the cache's last
+        cu = [0, 3, 3, 5]
+        total = cu[-1] + 2
+        q = self.random((total, hq, d), rnd)
+        nan = float("nan")
+        o = HostTensor((total, hq, d), values=[nan] * (total * hq * d))
+        lse = HostTensor((hq, total), values=[nan] * (hq * total))
+        cq = HostTensor((4,), "i", cu)
+        path = os.path.join(self.tmp.name, "c.fmha")
+        fmha.compile_bundle(path, target="cpu", chip="", dtype="f32", hq=hq, hk=hk, d=d, dv=d,
+                            mask="b", varlen=True, page_size=page)
+        kernel = fmha.Kernel(path)
+        kernel.forward_chunked(q, kc, vc, cq, tt, lt, o, lse)
+
+        class Rows:
+            """Sequence n's rows of q as a batch of one (B, Sq, Hq, D)."""
+
+            def __init__(self, n):
+                self.n, self.shape = n, (1, lq[n], hq, d)
+
+            def at(self, b, i, h, e):
+                return q.at(cu[self.n] + i, h, e)
+
+        for n in range(3):
+            ref_o, ref_lse = reference(Rows(n), kc, vc, [table[n]], [lengths[n]], page, hq,
+                                       hk, d, d, "b:-1,0")
+            for (_, i, h), want in ref_o.items():
+                for e in range(d):
+                    self.assertAlmostEqual(o.at(cu[n] + i, h, e), want[e],
+                                           delta=1e-4 * (1 + abs(want[e])))
+            for (_, h, i), want in ref_lse.items():
+                if math.isinf(want):
+                    self.assertEqual(lse.at(h, cu[n] + i), want)
+                else:
+                    self.assertAlmostEqual(lse.at(h, cu[n] + i), want, delta=1e-4 * (1 + abs(want)))
+        for row in range(cu[-1], total):
+            self.assertTrue(math.isnan(lse.at(0, row)) and math.isnan(o.at(row, 0, 0)))
+
+        # attention_varlen with FlashAttention's paged arguments.
+        bundles = os.path.join(self.tmp.name, "chunked")
+        o2 = HostTensor((total, hq, d), values=[nan] * (total * hq * d))
+        fmha.attention_varlen(q, kc, vc, cq, None, 3, 12, causal=True, block_table=tt,
+                              seqused_k=lt, bundle_dir=bundles, out=o2,
+                              lse=HostTensor((hq, total)))
+        self.assertEqual([x for x in o2.base if x == x], [x for x in o.base if x == x])
+        self.assertTrue(os.path.exists(os.path.join(bundles, fmha.bundle_name(
+            "cpu", "", "f32", hq, hk, d, d, mask="b", varlen=True, page_size=page))))
+        with self.assertRaises(ValueError) as cm:
+            fmha.attention_varlen(q, kc, vc, cq, None, 3, 12, causal=True, block_table=tt,
+                                  bundle_dir=bundles)
+        self.assertIn("with block_table, give seqused_k or cu_seqlens_k", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            kernel.forward_chunked(q, kc, vc, cq, HostTensor((2, 3), "i", [0] * 6), lt, o, lse)
+        self.assertEqual(str(cm.exception),
+                         "block_table: B (dim 0) is 2, expected 3 (cu_seqlens_q's N)")
+        with self.assertRaises(ValueError) as cm:
+            kernel.forward_paged(HostTensor((3, 2, hq, d)), kc, vc, tt, lt)
+        self.assertIn("is not a paged-cache forward of fixed-length queries", str(cm.exception))
+
 
 if __name__ == "__main__":
     if len(sys.argv) < 3:
