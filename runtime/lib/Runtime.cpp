@@ -449,11 +449,11 @@ Status forwardArgs(const ForwardArgs &a, const Problem &p,
   const bool given = a.cuSeqlensQ || (a.cuSeqlensK && !p.paged());
   if (p.varlen) {
     // A paged cache's sequences take their keys from the cache.
-    const Named offsets[] = {
-        {"cu_seqlens_q", a.cuSeqlensQ},
-        {"cu_seqlens_k",
-         p.paged() ? static_cast<const void *>(&a) : a.cuSeqlensK}};
-    s = checkPointers(offsets);
+    const Named queries[] = {{"cu_seqlens_q", a.cuSeqlensQ}};
+    const Named keys[] = {{"cu_seqlens_k", a.cuSeqlensK}};
+    s = checkPointers(queries);
+    if (s.ok() && !p.paged())
+      s = checkPointers(keys);
     if (s.ok() && hostOffsets)
       s = checkSeqlens("cu_seqlens_q", a.cuSeqlensQ, p.b, p.sq);
     if (s.ok() && hostOffsets && !p.paged())

@@ -178,6 +178,9 @@ TEST(Bundle, StructuralErrors) {
             "bundle 'x.fmha': unknown key 'flavour' on line 6");
   EXPECT_EQ(parseError(withLine("dtype", "dtype=bf16\ndtype=f32")),
             "bundle 'x.fmha': key 'dtype' appears twice");
+  EXPECT_EQ(parseError(withLine("dtype", "dtype=bf16\npage_size=16k")),
+            "bundle 'x.fmha': bad value for 'page_size': '16k' (expected a "
+            "decimal integer)");
   EXPECT_EQ(parseError(withLine("hq", "hq=32\x01")),
             "bundle 'x.fmha': bad value for 'hq': '32\\x01' (expected a "
             "decimal integer)");

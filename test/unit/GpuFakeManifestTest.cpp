@@ -228,4 +228,63 @@ TEST(GpuFakeManifest, BadArgumentsLaunchNothing) {
   fmhaKernelDestroy(kernel);
 }
 
+// A chunked-prefill bundle (varlen=1, page_size=16): a problem that leaves
+// out the page size, or arguments that give cu_seqlens_k (a paged cache's
+// keys are its own), are refused before anything is launched.
+TEST(GpuFakeManifest, PagedProblemsAndArguments) {
+  BundleMeta m = fakeMeta(DType::F32, 1, 1, 1, 1);
+  m.kernel = "probe";
+  m.blockThreads = 64;
+  m.blockN = 16;
+  m.abi = kAbiManifest;
+  m.varlen = true;
+  m.pageSize = 16;
+  std::string err;
+  ASSERT_TRUE(Manifest::parse("call gpu\n"
+                              "size b\nsize sq\nsize pages\nsize max_pages\n"
+                              "operand q in f32 1 1 sq 1\n"
+                              "operand k in f32 pages 1 16 1\n"
+                              "operand v in f32 pages 1 16 1\n"
+                              "operand cu_seqlens_q in i32 b+1\n"
+                              "operand block_table in i32 b max_pages\n"
+                              "operand seqlens_k in i32 b\n"
+                              "operand o out f32 1 1 sq 1\n"
+                              "kernel probe\n"
+                              "grid 1 1 1\nblock 64 1 1\nshared 0\n"
+                              "param o.ptr ptr @o\n",
+                              1, &m.manifest, &err))
+      << err;
+  Expected<std::unique_ptr<Kernel>> loaded =
+      loadFake(m, "kind=probe\nparams=1\n");
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  Kernel &kernel = **loaded;
+  Problem p = makeProblem(m, 2, 3, 32);
+  p.varlen = true;
+  Status s = kernel.checkProblem(p);
+  EXPECT_EQ(s.code(), ErrorCode::ProblemMismatch);
+  EXPECT_EQ(s.message(), "bundle 'fake.fmha' takes a paged K/V cache of page "
+                         "size 16: set Problem::pageSize (got 0) and give "
+                         "block_table and seqlens_k");
+  p.pageSize = 16;
+  p.pages = 4;
+  p.maxPages = 2;
+  ASSERT_TRUE(kernel.checkProblem(p).ok());
+  float x = 0;
+  int32_t ints[4] = {0, 1, 2, 3};
+  ForwardArgs args;
+  args.q = args.k = args.v = &x;
+  args.o = &x;
+  args.cuSeqlensQ = args.cuSeqlensK = ints;
+  args.blockTable = args.seqlensK = ints;
+  clearLog();
+  s = kernel.run(p, args);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "cu_seqlens_k given to a paged cache's kernel: each "
+                         "sequence's keys are seqlens_k's");
+  args.cuSeqlensK = nullptr;
+  args.seqlensK = nullptr;
+  EXPECT_EQ(kernel.run(p, args).message(), "null pointer for seqlens_k");
+  EXPECT_FALSE(contains(readLog(), "probe kernel")) << readLog();
+}
+
 } // namespace

@@ -339,6 +339,12 @@ TEST(Reference, PagedIsEachSequenceOnItsOwnCache) {
   EXPECT_FALSE(referenceForwardPaged(c, page, pages, maxPages, table,
                                      {10, 1, 7}, {}, q, k, v, &ref, &err));
   EXPECT_EQ(err, "reference: block_table[1, 0]=99 is not one of the 8 pages");
+  // A table of the wrong size.
+  EXPECT_FALSE(referenceForwardPaged(c, page, pages, maxPages + 1, table,
+                                     lengths, {}, q, k, v, &ref, &err));
+  EXPECT_EQ(err, "reference: a paged cache needs positive page size, pages "
+                 "and max_pages, seqlens_k [B], block_table [B, max_pages] "
+                 "and k, v [pages, Hk, page size, D]");
 }
 
 TEST(Reference, LearnedSinksFoldAfterTheSoftmax) {

@@ -261,6 +261,9 @@ TEST(Paged, TablesAreChecked) {
   p.pages = 0;
   EXPECT_EQ(p.validate().message(), "problem pages of a paged cache must be "
                                     "in [1, 2^30], got 0");
+  p.pageSize = -1;
+  EXPECT_EQ(p.validate().message(),
+            "problem page size -1 is negative (0: contiguous K/V)");
 }
 
 TEST(Paged, ProblemAndBundleAgree) {

@@ -87,7 +87,8 @@ PagedCache pagedCache(const CommandLine &cl, int64_t pageSize,
   } else {
     if (!b || !sk)
       fail("a paged bundle (page_size=" + std::to_string(pageSize) +
-           ") needs --seqlens-k, or -b and --sk (every sequence's length)");
+           ") needs --seqlens-k (each sequence's cache length) or --sk "
+           "(every sequence's, with -b unless --seqlens-q gives them)");
     lengths.assign(*b, *sk);
   }
   b = static_cast<int64_t>(lengths.size());

@@ -415,9 +415,8 @@ int run(int argc, char **argv) {
     if (!lq || (!lk && !pageSize))
       fail("a variable-length bundle (varlen=1) needs --seqlens-q and "
            "--seqlens-k");
-    if (pageSize)
-      lk = std::vector<int64_t>(lq->size(), 0); // the cache's lengths later
-    if (lq->size() != lk->size())
+    // A paged cache's lengths (--seqlens-k) are pagedCache's to check.
+    if (!pageSize && lq->size() != lk->size())
       fail("--seqlens-q gives " + std::to_string(lq->size()) +
            " lengths, --seqlens-k " + std::to_string(lk->size()) +
            ": one of each per sequence");
