@@ -271,14 +271,21 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
   const bool varlen = op.isVarlen();
   Value cuQ = op.getCuSeqlensQ(), cuK = op.getCuSeqlensK();
   // A paged cache: k and v are [pages, Hk, P, D], each kv tile within one
-  // page (block-n divides P), its page read from the batch's table row.
+  // page (block-n divides P), its page read from the batch's table row; of
+  // static tiles, a kv tile may also span whole pages (P divides block-n),
+  // one slice of each.
   const bool paged = op.isPaged();
   Value table = op.getBlockTable(), seqlensK = op.getSeqlensK();
   const int64_t pageSize = kType.getDimSize(2);
-  if (paged && pageSize % bn != 0)
-    return op.emitOpError() << "the page size of a paged cache (" << pageSize
-                            << ") must be a multiple of block-n (" << bn
-                            << "): a kv tile lies within one page";
+  const bool multiPage =
+      paged && options.staticTiles && bn > pageSize && bn % pageSize == 0;
+  if (paged && pageSize % bn != 0 && !multiPage)
+    return op.emitOpError()
+           << "the page size of a paged cache (" << pageSize
+           << ") must be a multiple of block-n (" << bn
+           << "): a kv tile lies within one page"
+           << (options.staticTiles ? " or, of static tiles, spans whole pages"
+                                   : " (static tiles may span whole pages)");
   Value numSeqs;
   if (varlen) {
     numSeqs = im.sub(im.dim(cuQ, 0), one);
@@ -442,6 +449,28 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
       bounds.sinkEnd = im.select(active, bounds.sinkEnd, zero);
   }
 
+  // A kv tile over bn / P whole pages of the cache: the concatenation of a
+  // padded slice of each page. The tile starts at a page (c0 a multiple of
+  // P); a page past the sequence's last (its slice empty) takes that last
+  // page's table entry, so that no entry past the length is read.
+  auto pagesTile = [&](OpBuilder &builder, Value cache, Value c0, Value cols,
+                       int64_t width) {
+    IndexMath bi{builder, loc};
+    Value first = bi.div(c0, bi.c(pageSize));
+    Value last = bi.div(bi.sub(sk, bi.c(1)), bi.c(pageSize));
+    SmallVector<Value> pieces;
+    for (int64_t j = 0; j < bn / pageSize; ++j) {
+      Value entry = bi.min(bi.add(first, bi.c(j)), last);
+      Value page = readOffset(builder, loc, table, {tableRow, entry});
+      Value keys = bi.max(
+          bi.c(0), bi.min(bi.c(pageSize), bi.sub(cols, bi.c(j * pageSize))));
+      pieces.push_back(paddedInputTile(
+          builder, loc, cache, {page, kvHead, i0, i0}, keys, pageSize, width));
+    }
+    return tensor::ConcatOp::create(builder, loc, /*dim=*/0, pieces)
+        .getResult();
+  };
+
   // One kv tile: scores (element mask only on tiles that cross a mask
   // edge), online softmax, accumulate. Returns the updated state.
   auto emitVisit = [&](OpBuilder &builder, Value kt, ValueRange in) {
@@ -452,15 +481,19 @@ LogicalResult mlir::fmha::tileAttention(RewriterBase &rewriter, AttentionOp op,
     // offset), or of a page of the cache.
     OpFoldResult kvBatch = b;
     Value key0 = bi.add(kBase, c0);
-    if (paged) {
-      kvBatch = readOffset(builder, loc, table,
-                           {tableRow, bi.div(c0, bi.c(pageSize))});
-      key0 = bi.rem(c0, bi.c(pageSize));
+    Value kTile, vTile;
+    if (multiPage) {
+      kTile = pagesTile(builder, k, c0, cols, d);
+      vTile = pagesTile(builder, v, c0, cols, dv);
+    } else {
+      if (paged) {
+        kvBatch = readOffset(builder, loc, table,
+                             {tableRow, bi.div(c0, bi.c(pageSize))});
+        key0 = bi.rem(c0, bi.c(pageSize));
+      }
+      kTile = inputTile(builder, k, {kvBatch, kvHead, key0, i0}, cols, bn, d);
+      vTile = inputTile(builder, v, {kvBatch, kvHead, key0, i0}, cols, bn, dv);
     }
-    Value kTile =
-        inputTile(builder, k, {kvBatch, kvHead, key0, i0}, cols, bn, d);
-    Value vTile =
-        inputTile(builder, v, {kvBatch, kvHead, key0, i0}, cols, bn, dv);
     Value sTile = padded
                       ? tensor::EmptyOp::create(builder, loc, {bm, bn}, f32)
                       : tileView(builder, loc, sBuf, {i0, i0}, {rows, cols}, 2);

@@ -314,6 +314,33 @@ struct TileVectorizer {
     return readTile(pad, slice, padding);
   }
 
+  /// A tile made of tiles along its rows (a kv tile over several pages of
+  /// a paged cache): their vectors inserted at their rows into a vector of
+  /// zeros.
+  LogicalResult visitConcat(tensor::ConcatOp concat) {
+    if (!isTileType(concat.getType()) || concat.getDim() != 0)
+      return success();
+    OpBuilder b(concat);
+    Location loc = concat.getLoc();
+    VectorType type = vectorTypeOf(concat.getType());
+    Value tile = VectorMath{b, loc}.splat(type, 0);
+    int64_t row = 0;
+    for (Value input : concat.getInputs()) {
+      Value piece = vectorOf(input);
+      if (!piece)
+        return concat.emitOpError()
+               << "fmha-vectorize-tiles: a tile made of tiles that are "
+                  "not static tiles";
+      tile = vector::InsertStridedSliceOp::create(b, loc, piece, tile,
+                                                  ArrayRef<int64_t>{row, 0},
+                                                  ArrayRef<int64_t>{1, 1});
+      row += cast<VectorType>(piece.getType()).getDimSize(0);
+    }
+    define(b, concat.getResult(), tile);
+    replaced.push_back(concat);
+    return success();
+  }
+
   LogicalResult visitTileInit(TileInitOp op) {
     OpBuilder b(op);
     VectorMath vm{b, op.getLoc()};
@@ -335,6 +362,9 @@ struct TileVectorizer {
   static std::optional<int64_t> paddedCols(Value tile) {
     while (auto convert = tile.getDefiningOp<ConvertLayoutOp>())
       tile = convert.getSource();
+    // A tile of page slices (visitConcat): each padded alike.
+    if (auto concat = tile.getDefiningOp<tensor::ConcatOp>())
+      tile = concat.getInputs().front();
     auto pad = tile.getDefiningOp<tensor::PadOp>();
     Value padding = pad ? pad.getConstantPaddingValue() : Value();
     if (!padding || !(matchPattern(padding, m_AnyZeroFloat()) ||
@@ -636,6 +666,8 @@ struct TileVectorizer {
   LogicalResult visit(Operation *op) {
     if (auto pad = dyn_cast<tensor::PadOp>(op))
       return visitPad(pad);
+    if (auto concat = dyn_cast<tensor::ConcatOp>(op))
+      return visitConcat(concat);
     if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
       // A static tile sliced from an operand without padding.
       if (isTileType(slice.getType()) && !vectorOf(slice.getSource()) &&

@@ -320,10 +320,11 @@ std::string BundleMeta::validate() const {
   if (pageSize && formatVersion == 1)
     return "page_size needs a version-2 bundle (a manifest naming the "
            "block_table and seqlens_k operands)";
-  if (pageSize % blockN != 0)
+  if (pageSize && pageSize % blockN != 0 && blockN % pageSize != 0)
     return "page_size (" + std::to_string(pageSize) +
-           ") must be a multiple of block_n (" + std::to_string(blockN) +
-           "): a kv tile lies within one page";
+           ") must be a multiple or a divisor of block_n (" +
+           std::to_string(blockN) +
+           "): a kv tile lies within one page or spans whole pages";
   if (indexBits != 64 && indexBits != 32)
     return "index_bits must be 32 or 64, got " + std::to_string(indexBits);
   if (indexBits == 32 && target == Target::Cpu)

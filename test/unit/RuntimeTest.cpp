@@ -288,12 +288,16 @@ TEST(Paged, ProblemAndBundleAgree) {
   s = kernel->run(problem(1, 4, 2, 1, 1, 32, 16), args);
   EXPECT_EQ(s.message(), "block_table or seqlens_k given to a kernel of "
                          "contiguous K/V (its bundle has no page_size)");
-  // page_size is a forward's, in a version-2 bundle, a multiple of block_n.
+  // page_size is a forward's, in a version-2 bundle, a multiple or a
+  // divisor of block_n (a kv tile over whole pages).
   BundleMeta m = testMeta("naive_f32", DType::F32, 4, 2, 32, 16);
-  m.pageSize = 16;
+  m.pageSize = 48;
   m.blockN = 32;
-  EXPECT_EQ(m.validate(), "page_size (16) must be a multiple of block_n "
-                          "(32): a kv tile lies within one page");
+  EXPECT_EQ(m.validate(), "page_size (48) must be a multiple or a divisor of "
+                          "block_n (32): a kv tile lies within one page or "
+                          "spans whole pages");
+  m.pageSize = 16;
+  EXPECT_EQ(m.validate(), "");
   m.blockN = 16;
   m.kind = KernelKind::Backward;
   EXPECT_EQ(m.validate(), "page_size is only valid for a forward kernel "

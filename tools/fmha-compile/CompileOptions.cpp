@@ -72,8 +72,10 @@ cl::opt<int64_t> pageSize(
              "'seqlens_k' (int32 [B]) after v, k and v [pages, Hk, P, D]; "
              "with --varlen, chunked prefill (cu_seqlens_q only); the "
              "forward (on GPU targets the staged kernel, P a multiple of "
-             "16). Each kv tile lies within a page: block-n is the largest "
-             "power of two dividing P up to its default"),
+             "16). A kv tile lies within a page (block-n the largest power "
+             "of two dividing P up to its default) or, of static tiles (the "
+             "staged GPU forward, --static-tiles, --vector-tiles), spans "
+             "whole pages where P divides block-n"),
     cl::init(0), cl::cat(category));
 cl::opt<bool> deterministic(
     "deterministic",
@@ -482,17 +484,28 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                      "leave out: add --vector-tiles");
     }
     // A paged cache's kv tiles lie within a page: block-n divides P (the
-    // largest power of two that does, up to the chosen one, unless given).
+    // largest power of two that does, up to the chosen one, unless given);
+    // static tiles (the staged GPU forward, the CPU's --static-tiles and
+    // --vector-tiles) may instead span whole pages (P divides block-n), one
+    // copy a page.
     if (pageSize) {
-      if (blockN.getNumOccurrences() && pageSize % blockN != 0)
+      const bool spans = (vectorTiles || staticTiles) && blockN > pageSize &&
+                         blockN % pageSize == 0;
+      if (blockN.getNumOccurrences() && pageSize % blockN != 0 && !spans)
         return error("--page-size (" + llvm::Twine(pageSize.getValue()) +
                      ") must be a multiple of --block-n (" +
                      llvm::Twine(blockN.getValue()) +
-                     "): a kv tile lies within one page");
-      int64_t fit = blockN;
-      while (pageSize % fit != 0)
-        fit /= 2;
-      meta.blockN = blockN = fit;
+                     "): a kv tile lies within one page" +
+                     (vectorTiles || staticTiles
+                          ? " or spans whole pages (a multiple of it)"
+                          : " (with --static-tiles or --vector-tiles it may "
+                            "also span whole pages)"));
+      if (!spans) {
+        int64_t fit = blockN;
+        while (pageSize % fit != 0)
+          fit /= 2;
+        meta.blockN = blockN = fit;
+      }
     }
     if (meta.target != rt::Target::Cpu) {
       const std::string t = "--target=" + target.getValue();
@@ -544,9 +557,8 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                      llvm::Twine(warpRows) + ") and at most 512");
       if (pageSize % 16 != 0)
         return error(t +
-                     " needs --page-size a multiple of 16 (a kv tile "
-                     "lies within a page, and the matrix instructions "
-                     "take keys 16 at a time), got " +
+                     " needs --page-size a multiple of 16 (the matrix "
+                     "instructions take keys 16 at a time), got " +
                      llvm::Twine(pageSize.getValue()));
       if (blockN % 16 != 0)
         return error(t + " needs --block-n a multiple of 16");

@@ -156,8 +156,9 @@ std::optional<Staged> match(gpu::GPUFuncOp func, scf::ForOp loop) {
   }
   if (!s.before || s.copies.empty())
     return std::nullopt;
-  // No other copy in the loop; each buffer written by its copy alone and
-  // read by transfers in the loop alone.
+  // No other copy in the loop; each buffer written by its copies alone (a
+  // tile over several pages: one copy a page) and read by transfers in the
+  // loop alone.
   bool other = false;
   loop.getBody()->walk([&](Operation *op) {
     if (isa<CopyAsyncOp, CopyWaitOp>(op) && !llvm::is_contained(s.copies, op) &&
@@ -172,7 +173,7 @@ std::optional<Staged> match(gpu::GPUFuncOp func, scf::ForOp loop) {
         !cast<MemRefType>(buffer.getType()).hasStaticShape())
       return std::nullopt;
     for (Operation *user : buffer.getUsers()) {
-      if (user == c.getOperation())
+      if (isa<CopyAsyncOp>(user) && llvm::is_contained(s.copies, user))
         continue;
       auto read = dyn_cast<vector::TransferReadOp>(user);
       if (!read || read.getBase() != buffer || !loop->isProperAncestor(read) ||
@@ -229,14 +230,16 @@ void pipeline(Staged &s) {
   scf::ForOp loop = s.loop;
   Location loc = loop.getLoc();
   // Each buffer gets a leading dim of two stages.
-  for (CopyAsyncOp c : s.copies) {
-    auto type = cast<MemRefType>(c.getDest().getType());
+  SetVector<Value> buffers;
+  for (CopyAsyncOp c : s.copies)
+    buffers.insert(c.getDest());
+  for (Value buffer : buffers) {
+    auto type = cast<MemRefType>(buffer.getType());
     SmallVector<int64_t> shape{2};
     llvm::append_range(shape, type.getShape());
-    cast<BlockArgument>(c.getDest())
-        .setType(MemRefType::get(shape, type.getElementType(),
-                                 MemRefLayoutAttrInterface(),
-                                 type.getMemorySpace()));
+    cast<BlockArgument>(buffer).setType(
+        MemRefType::get(shape, type.getElementType(),
+                        MemRefLayoutAttrInterface(), type.getMemorySpace()));
   }
   OpBuilder b(loop);
   Value lb = loop.getLowerBound(), ub = loop.getUpperBound();
@@ -271,8 +274,7 @@ void pipeline(Staged &s) {
     emitCopies(then, s, next, other);
   }
   // The reads take this iteration's stage.
-  for (CopyAsyncOp c : s.copies) {
-    Value buffer = c.getDest();
+  for (Value buffer : buffers) {
     for (Operation *user : llvm::make_early_inc_range(buffer.getUsers())) {
       auto read = dyn_cast<vector::TransferReadOp>(user);
       if (!read)

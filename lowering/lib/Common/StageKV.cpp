@@ -99,27 +99,36 @@ bool mlir::fmha::isCopyableTile(vector::TransferReadOp read) {
          read.getPermutationMap().isMinorIdentity();
 }
 
+FailureOr<LayoutAttr> mlir::fmha::copyLayoutOf(Operation *at, VectorType type,
+                                               const GpuTarget &target,
+                                               int64_t warps, StringRef pass) {
+  ::fmha::LinearLayout copy =
+      ::fmha::copyLayout(type.getDimSize(0), type.getDimSize(1),
+                         type.getElementType().getIntOrFloatBitWidth(),
+                         target.getWarpSize(), warps);
+  if (!copy.validate().empty())
+    return at->emitOpError() << pass << ": no copy layout for a " << type
+                             << " tile (" << copy.validate() << ")";
+  return LayoutAttr::get(at->getContext(), copy);
+}
+
 FailureOr<std::pair<LayoutAttr, Value>>
-mlir::fmha::addStagingBuffer(gpu::GPUFuncOp func, vector::TransferReadOp read,
-                             const GpuTarget &target, int64_t warps,
-                             StringRef pass, int64_t swizzle) {
-  VectorType type = read.getVectorType();
+mlir::fmha::addStagingBuffer(gpu::GPUFuncOp func, Operation *at,
+                             VectorType type, const GpuTarget &target,
+                             int64_t warps, StringRef pass, int64_t swizzle) {
   Type element = type.getElementType();
   const int64_t bits = element.getIntOrFloatBitWidth();
   if (swizzle != 0 && swizzle != kSwizzleBytes)
-    return read.emitOpError() << pass << ": swizzle must be 0 or "
-                              << kSwizzleBytes << ", got " << swizzle;
+    return at->emitOpError() << pass << ": swizzle must be 0 or "
+                             << kSwizzleBytes << ", got " << swizzle;
   if (swizzle && (bits != 16 || type.getDimSize(1) % 64 != 0 ||
                   type.getDimSize(0) % 8 != 0))
-    return read.emitOpError()
+    return at->emitOpError()
            << pass << ": the 128-byte swizzle takes tiles of 16-bit elements, "
            << "rows a multiple of 8 and columns of 64, not " << type;
-  ::fmha::LinearLayout copy =
-      ::fmha::copyLayout(type.getDimSize(0), type.getDimSize(1), bits,
-                         target.getWarpSize(), warps);
-  if (!copy.validate().empty())
-    return read.emitOpError() << pass << ": no copy layout for a " << type
-                              << " tile (" << copy.validate() << ")";
+  FailureOr<LayoutAttr> copy = copyLayoutOf(at, type, target, warps, pass);
+  if (failed(copy))
+    return failure();
   MLIRContext *ctx = func.getContext();
   Attribute workgroup = IntegerAttr::get(IntegerType::get(ctx, 64),
                                          target.getWorkgroupAddressSpace());
@@ -127,12 +136,12 @@ mlir::fmha::addStagingBuffer(gpu::GPUFuncOp func, vector::TransferReadOp read,
   auto bufferType =
       MemRefType::get({type.getDimSize(0), type.getDimSize(1) + pad}, element,
                       MemRefLayoutAttrInterface(), workgroup);
-  Value buffer = func.addWorkgroupAttribution(bufferType, read.getLoc());
+  Value buffer = func.addWorkgroupAttribution(bufferType, at->getLoc());
   if (swizzle)
     func.setWorkgroupAttributionAttr(
         func.getNumWorkgroupAttributions() - 1, kSwizzleAttrName,
         IntegerAttr::get(IntegerType::get(ctx, 64), swizzle));
-  return std::pair(LayoutAttr::get(ctx, copy), buffer);
+  return std::pair(*copy, buffer);
 }
 
 int64_t mlir::fmha::workgroupSwizzle(Value buffer) {
@@ -163,13 +172,71 @@ Value mlir::fmha::swizzledOffset(OpBuilder &b, Location loc, Value row,
 
 namespace {
 
+/// A tile to stage: read whole (`pieces` one read at row 0) or made of reads
+/// stacked along its rows (a kv tile over several pages of a paged cache),
+/// each copied into its rows of the buffer.
+struct StagedTile {
+  Value tile;
+  SmallVector<std::pair<vector::TransferReadOp, int64_t>> pieces;
+};
+
+/// The reads and first rows of a tile made of copyable reads stacked along
+/// its rows, `vector.insert_strided_slice` of each (its only use) at (row,
+/// 0) into a vector of zeros, covering every row; none where `last` does not
+/// end such a chain.
+SmallVector<std::pair<vector::TransferReadOp, int64_t>>
+stackedReads(vector::InsertStridedSliceOp last) {
+  SmallVector<std::pair<vector::TransferReadOp, int64_t>> pieces;
+  VectorType type = last.getDestVectorType();
+  if (type.getRank() != 2)
+    return {};
+  Value at = last.getResult();
+  while (auto insert = at.getDefiningOp<vector::InsertStridedSliceOp>()) {
+    if (at != last.getResult() && !insert->hasOneUse())
+      return {};
+    auto read =
+        insert.getValueToStore().getDefiningOp<vector::TransferReadOp>();
+    SmallVector<int64_t> offsets =
+        llvm::to_vector(llvm::map_range(insert.getOffsets(), [](Attribute a) {
+          return cast<IntegerAttr>(a).getInt();
+        }));
+    if (!read || !read->hasOneUse() || !isCopyableTile(read) ||
+        offsets[1] != 0 ||
+        read.getVectorType().getDimSize(1) != type.getDimSize(1))
+      return {};
+    pieces.insert(pieces.begin(), {read, offsets[0]});
+    at = insert.getDest();
+  }
+  if (!(matchPattern(at, m_AnyZeroFloat()) || matchPattern(at, m_Zero())))
+    return {};
+  llvm::sort(pieces, [](auto &x, auto &y) { return x.second < y.second; });
+  int64_t row = 0;
+  for (auto &[read, first] : pieces) {
+    if (first != row)
+      return {};
+    row += read.getVectorType().getDimSize(0);
+  }
+  if (row != type.getDimSize(0))
+    return {};
+  return pieces;
+}
+
 LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target,
                     int64_t swizzle) {
-  // Blocks of the tiles to stage, in order, with their reads in order.
-  llvm::MapVector<Block *, SmallVector<vector::TransferReadOp>> groups;
-  func.walk([&](vector::TransferReadOp read) {
-    if (isStageable(read))
-      groups[read->getBlock()].push_back(read);
+  // Blocks of the tiles to stage, in order, with their tiles in order.
+  llvm::MapVector<Block *, SmallVector<StagedTile>> groups;
+  func.walk([&](Operation *op) {
+    if (auto read = dyn_cast<vector::TransferReadOp>(op)) {
+      if (isStageable(read))
+        groups[read->getBlock()].push_back({read, {{read, 0}}});
+      return;
+    }
+    auto insert = dyn_cast<vector::InsertStridedSliceOp>(op);
+    if (!insert || !feedsProductsAs(insert.getResult(), 1, false))
+      return;
+    auto pieces = stackedReads(insert);
+    if (!pieces.empty())
+      groups[insert->getBlock()].push_back({insert.getResult(), pieces});
   });
   if (groups.empty())
     return success();
@@ -177,45 +244,75 @@ LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target,
   if (failed(warps))
     return failure();
   MLIRContext *ctx = func.getContext();
-  for (auto &[parent, reads] : groups) {
+  for (auto &[parent, tiles] : groups) {
     SmallVector<std::pair<LayoutAttr, Value>> copies; // (layout, buffer)
-    for (vector::TransferReadOp read : reads) {
+    SmallVector<SmallVector<LayoutAttr>> pieceLayouts;
+    for (StagedTile &tile : tiles) {
+      Operation *at = tile.tile.getDefiningOp();
+      auto type = cast<VectorType>(tile.tile.getType());
       FailureOr<std::pair<LayoutAttr, Value>> copy = addStagingBuffer(
-          func, read, target, *warps, "fmha-stage-kv", swizzle);
+          func, at, type, target, *warps, "fmha-stage-kv", swizzle);
       if (failed(copy))
         return failure();
       copies.push_back(*copy);
+      SmallVector<LayoutAttr> &layouts = pieceLayouts.emplace_back();
+      for (auto &[read, row] : tile.pieces) {
+        if (read.getVectorType() == type) {
+          layouts.push_back(copy->first);
+          continue;
+        }
+        FailureOr<LayoutAttr> layout = copyLayoutOf(
+            read, read.getVectorType(), target, *warps, "fmha-stage-kv");
+        if (failed(layout))
+          return failure();
+        layouts.push_back(*layout);
+      }
     }
     // After the last tile's read: a barrier (the last iteration's reads of
-    // the buffers are done), the copies, the wait and a barrier (the copies
-    // are visible), then the reads the products take.
+    // the buffers are done), the copies (of a tile of stacked reads, each
+    // into its rows), the wait and a barrier (the copies are visible), then
+    // the reads the products take.
     OpBuilder b(ctx);
-    b.setInsertionPointAfter(reads.back());
-    Location loc = reads.back().getLoc();
+    b.setInsertionPointAfter(tiles.back().tile.getDefiningOp());
+    Location loc = tiles.back().tile.getLoc();
     gpu::BarrierOp::create(b, loc);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    for (auto [read, copy] : llvm::zip(reads, copies))
-      CopyAsyncOp::create(b, loc, read.getBase(), read.getIndices(),
-                          copy.second, ValueRange{zero, zero}, copy.first);
+    for (auto [tile, copy, layouts] : llvm::zip(tiles, copies, pieceLayouts))
+      for (auto [piece, layout] : llvm::zip(tile.pieces, layouts)) {
+        Value row = piece.second
+                        ? arith::ConstantIndexOp::create(b, loc, piece.second)
+                        : zero;
+        CopyAsyncOp::create(b, loc, piece.first.getBase(),
+                            piece.first.getIndices(), copy.second,
+                            ValueRange{row, zero}, layout);
+      }
     CopyWaitOp::create(b, loc, 0);
     gpu::BarrierOp::create(b, loc);
-    for (auto [read, copy] : llvm::zip(reads, copies)) {
+    for (auto [tile, copy] : llvm::zip(tiles, copies)) {
       // One read of the buffer for each layout the anchors take (each
       // folds into its products: ldmatrix with and without .trans of one
       // buffer); the anchors move below their read.
       llvm::MapVector<Attribute, SmallVector<Operation *>> byLayout;
-      for (Operation *user : read.getResult().getUsers())
+      for (Operation *user : tile.tile.getUsers())
         byLayout[cast<ToLayoutOp>(user).getLayout()].push_back(user);
+      Value padding = tile.pieces.front().first.getPadding();
       for (auto &[layout, anchors] : byLayout) {
         Value staged = vector::TransferReadOp::create(
-            b, loc, read.getVectorType(), copy.second, ValueRange{zero, zero},
-            read.getPadding(), ArrayRef<bool>{true, true});
+            b, loc, cast<VectorType>(tile.tile.getType()), copy.second,
+            ValueRange{zero, zero}, padding, ArrayRef<bool>{true, true});
         for (Operation *anchor : anchors) {
           anchor->moveAfter(staged.getDefiningOp());
-          anchor->replaceUsesOfWith(read.getResult(), staged);
+          anchor->replaceUsesOfWith(tile.tile, staged);
         }
       }
-      read.erase();
+      // The tile's ops: its chain of inserts, last first, then the reads.
+      for (Value at = tile.tile;
+           auto insert = at.getDefiningOp<vector::InsertStridedSliceOp>();) {
+        at = insert.getDest();
+        insert.erase();
+      }
+      for (auto &[read, row] : tile.pieces)
+        read.erase();
     }
   }
   return success();

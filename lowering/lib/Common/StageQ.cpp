@@ -85,7 +85,8 @@ LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target,
     return failure();
   for (vector::TransferReadOp read : reads) {
     FailureOr<std::pair<LayoutAttr, Value>> copy =
-        addStagingBuffer(func, read, target, *warps, "fmha-stage-q", swizzle);
+        addStagingBuffer(func, read, read.getVectorType(), target, *warps,
+                         "fmha-stage-q", swizzle);
     if (failed(copy))
       return failure();
     Value buffer = copy->second;

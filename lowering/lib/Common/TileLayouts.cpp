@@ -112,6 +112,13 @@ FailureOr<Tiling> mlir::fmha::asTiling(const LinearLayout &layout,
 
 bool mlir::fmha::feedsProductsAs(vector::TransferReadOp read, unsigned operand,
                                  bool oneLayout) {
+  return feedsProductsAs(read.getResult(), operand, oneLayout);
+}
+
+bool mlir::fmha::feedsProductsAs(Value tile, unsigned operand, bool oneLayout) {
+  Operation *read = tile.getDefiningOp();
+  if (!read)
+    return false;
   // In a loop, products of the same loop; outside any loop, in a branch
   // (the product after a loop, fmha-defer-pv's last one), products of the
   // read's block. A read at the kernel's top level is read once, in

@@ -79,6 +79,8 @@ FailureOr<Tiling> asTiling(const ::fmha::LinearLayout &layout,
 /// products use it, or staged once per iteration.
 bool feedsProductsAs(vector::TransferReadOp read, unsigned operand,
                      bool oneLayout = true);
+/// The same of a tile made by any op (a tile of page slices).
+bool feedsProductsAs(Value tile, unsigned operand, bool oneLayout = true);
 inline bool feedsProductsAsB(vector::TransferReadOp read,
                              bool oneLayout = true) {
   return feedsProductsAs(read, 1, oneLayout);
@@ -103,16 +105,23 @@ LogicalResult forEachGpuFunc(
 /// buffer (zero-filling the rows past the source).
 bool isCopyableTile(vector::TransferReadOp read);
 
-/// A workgroup buffer for the tile `read` reads (a workgroup attribution of
-/// `func`) and the layout in which `warps` warps copy it (fmha::copyLayout,
-/// 16 bytes a thread); an error naming `pass` where the tile has no such
-/// layout. With `swizzle` 0, each row padded by 16 bytes so that the lanes
-/// of a fragment read fall in distinct banks; with 128, the tile unpadded in
-/// the 128-byte swizzle that warpgroup products read (kSwizzleAttrName).
+/// A workgroup buffer for a tile of `type` made at `at` (a workgroup
+/// attribution of `func`) and the layout in which `warps` warps copy it
+/// (fmha::copyLayout, 16 bytes a thread); an error naming `pass` where the tile
+/// has no such layout. With `swizzle` 0, each row padded by 16 bytes so that
+/// the lanes of a fragment read fall in distinct banks; with 128, the tile
+/// unpadded in the 128-byte swizzle that warpgroup products read
+/// (kSwizzleAttrName).
 FailureOr<std::pair<LayoutAttr, Value>>
-addStagingBuffer(gpu::GPUFuncOp func, vector::TransferReadOp read,
+addStagingBuffer(gpu::GPUFuncOp func, Operation *at, VectorType type,
                  const GpuTarget &target, int64_t warps, StringRef pass,
                  int64_t swizzle = 0);
+
+/// The layout in which `warps` warps copy a tile of `type` (fmha::copyLayout,
+/// 16 bytes a thread); an error at `at` naming `pass` where it has none.
+FailureOr<LayoutAttr> copyLayoutOf(Operation *at, VectorType type,
+                                   const GpuTarget &target, int64_t warps,
+                                   StringRef pass);
 
 /// The workgroup attribution attribute of a buffer in the 128-byte swizzle
 /// (`fmha.swizzle = 128`): each [rows][cols] stage of 16-bit elements

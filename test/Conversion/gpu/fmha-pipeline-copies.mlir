@@ -212,3 +212,57 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+#copy = #fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>
+
+// A tile over two pages (fmha-stage-kv's form of a paged kv tile spanning
+// pages): two copies fill one buffer, each into its rows. The buffer gets
+// two stages once; both pages' table loads are recomputed with their copies
+// for the next iteration.
+// CHECK-LABEL: gpu.func @pages
+// CHECK-SAME: (%[[K:[^:]+]]: memref<?x16x16xf16>, %[[T:[^:]+]]: memref<?xi32>
+// CHECK-SAME: workgroup(%[[KB:.+]] : memref<2x32x24xf16, 3>)
+// CHECK: scf.if
+// CHECK: fmha.copy_async %[[K]][%{{.+}}] to %[[KB]][%{{.+}}, %{{.+}}, %{{.+}}]
+// CHECK-NEXT: fmha.copy_async %[[K]][%{{.+}}] to %[[KB]][%{{.+}}, %[[SIXTEEN:.+]], %{{.+}}]
+// CHECK: scf.for %[[I:[^ ]+]] =
+// CHECK: %[[OTHER:[^ ]+]] = arith.subi %c1
+// CHECK: %[[NEXT:.+]] = arith.addi %[[I]], %{{.+}} : index
+// CHECK: fmha.copy_wait pending(0)
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[MORE:.+]] = arith.cmpi slt, %[[NEXT]], %{{.+}} : index
+// CHECK-NEXT: scf.if %[[MORE]] {
+// CHECK: memref.load %[[T]]
+// CHECK: memref.load %[[T]]
+// CHECK: fmha.copy_async %[[K]][%{{.+}}] to %[[KB]][%[[OTHER]], %{{.+}}, %{{.+}}]
+// CHECK-NEXT: fmha.copy_async %[[K]][%{{.+}}] to %[[KB]][%[[OTHER]], %[[SIXTEEN]], %{{.+}}]
+// CHECK-NEXT: }
+// CHECK: vector.transfer_read %[[KB]][%{{.+}}, %{{.+}}, %{{.+}}]{{.*}} : memref<2x32x24xf16, 3>, vector<32x16xf16>
+gpu.module @kernels {
+  gpu.func @pages(%k: memref<?x16x16xf16>, %t: memref<?xi32>, %o: memref<32x16xf16>, %n: index)
+      workgroup(%kbuf : memref<32x24xf16, 3>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c16 = arith.constant 16 : index
+    %pad = arith.constant 0.0 : f16
+    scf.for %i = %c0 to %n step %c1 {
+      %j0 = arith.muli %i, %c2 : index
+      %j1 = arith.addi %j0, %c1 : index
+      %e0 = memref.load %t[%j0] : memref<?xi32>
+      %p0 = arith.index_cast %e0 : i32 to index
+      %e1 = memref.load %t[%j1] : memref<?xi32>
+      %p1 = arith.index_cast %e1 : i32 to index
+      gpu.barrier
+      fmha.copy_async %k[%p0, %c0, %c0] to %kbuf[%c0, %c0] layout(#copy) : memref<?x16x16xf16> to memref<32x24xf16, 3>
+      fmha.copy_async %k[%p1, %c0, %c0] to %kbuf[%c16, %c0] layout(#copy) : memref<?x16x16xf16> to memref<32x24xf16, 3>
+      fmha.copy_wait pending(0)
+      gpu.barrier
+      %ks = vector.transfer_read %kbuf[%c0, %c0], %pad {in_bounds = [true, true]} : memref<32x24xf16, 3>, vector<32x16xf16>
+      vector.transfer_write %ks, %o[%c0, %c0] {in_bounds = [true, true]} : vector<32x16xf16>, memref<32x16xf16>
+    }
+    gpu.return
+  }
+}
