@@ -195,3 +195,49 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+#c = #fmha.layout<16x32, register = [[0, 1], [8, 0], [0, 8], [0, 16]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#bt = #fmha.layout<32x16, register = [[0, 1], [0, 8], [8, 0], [16, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// With two warps and two pages, each page falls to a warp of its own: the
+// page's copy layout has the 32 lanes of one warp and a zero warp basis (the
+// other warp holds a replica), the second page's copy `replica(1)`.
+// CHECK: #[[OWN:layout[0-9]*]] = #fmha.layout<16x16, register = {{\[\[}}0, 1], [0, 2], [0, 4]], lane = {{\[\[}}0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = {{\[\[}}0, 0]]>
+// CHECK-LABEL: gpu.func @pages_own_warps
+// CHECK: fmha.copy_async %{{.+}} to %{{.+}} layout(#[[OWN]]) : memref
+// CHECK-NEXT: arith.constant 16 : index
+// CHECK-NEXT: fmha.copy_async %{{.+}} to %{{.+}} layout(#[[OWN]]) replica(1) : memref
+gpu.module @kernels {
+  gpu.func @pages_own_warps(%q: memref<16x16xf16>, %k: memref<?x16x16xf16>, %t: memref<?xi32>, %o: memref<16x32xf32>, %n: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<16x32xf32>
+    %none = arith.constant dense<0.0> : vector<32x16xf16>
+    %init = fmha.to_layout %zero to layout(#c) : vector<16x32xf32>
+    %qa = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (vector<16x32xf32>) {
+      %j0 = arith.muli %i, %c2 : index
+      %j1 = arith.addi %j0, %c1 : index
+      %e0 = memref.load %t[%j0] : memref<?xi32>
+      %p0 = arith.index_cast %e0 : i32 to index
+      %e1 = memref.load %t[%j1] : memref<?xi32>
+      %p1 = arith.index_cast %e1 : i32 to index
+      %s0 = memref.subview %k[%p0, 0, 0] [1, 16, 16] [1, 1, 1] : memref<?x16x16xf16> to memref<16x16xf16, strided<[16, 1], offset: ?>>
+      %k0 = vector.transfer_read %s0[%c0, %c0], %pad {in_bounds = [false, true]} : memref<16x16xf16, strided<[16, 1], offset: ?>>, vector<16x16xf16>
+      %s1 = memref.subview %k[%p1, 0, 0] [1, 16, 16] [1, 1, 1] : memref<?x16x16xf16> to memref<16x16xf16, strided<[16, 1], offset: ?>>
+      %k1 = vector.transfer_read %s1[%c0, %c0], %pad {in_bounds = [false, true]} : memref<16x16xf16, strided<[16, 1], offset: ?>>, vector<16x16xf16>
+      %kt0 = vector.insert_strided_slice %k0, %none {offsets = [0, 0], strides = [1, 1]} : vector<16x16xf16> into vector<32x16xf16>
+      %kt = vector.insert_strided_slice %k1, %kt0 {offsets = [16, 0], strides = [1, 1]} : vector<16x16xf16> into vector<32x16xf16>
+      %kb = fmha.to_layout %kt to layout(#bt) : vector<32x16xf16>
+      %st = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %qa, %kb, %acc : vector<16x16xf16>, vector<32x16xf16> into vector<16x32xf32>
+      %sc = fmha.to_layout %st to layout(#c) : vector<16x32xf32>
+      scf.yield %sc : vector<16x32xf32>
+    }
+    vector.transfer_write %r, %o[%c0, %c0] {in_bounds = [true, true]} : vector<16x32xf32>, memref<16x32xf32>
+    gpu.return
+  }
+}
