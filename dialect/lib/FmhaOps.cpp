@@ -511,18 +511,6 @@ LogicalResult CopyAsyncOp::verify() {
   std::string why = l.validate();
   if (!why.empty())
     return emitOpError("layout: ") << why;
-  if (std::optional<int64_t> replica = getReplica()) {
-    int64_t replicas = 1;
-    for (::fmha::LayoutInput in :
-         {::fmha::LayoutInput::Lane, ::fmha::LayoutInput::Warp})
-      for (const ::fmha::TileCoord &c : l.getBases(in))
-        if (c.isZero())
-          replicas *= 2;
-    if (*replica < 0 || *replica >= replicas)
-      return emitOpError("replica ")
-             << *replica << " of a layout of " << replicas
-             << " replica(s) (its zero lane and warp bases)";
-  }
   auto fits = [&](MemRefType t, int64_t dim, int64_t size) {
     return t.isDynamicDim(dim) || t.getDimSize(dim) >= size;
   };

@@ -688,14 +688,6 @@ func.func @f(%k: memref<?x16xf32>, %buf: memref<16x24xf16, 3>, %i: index) {
 
 // -----
 
-func.func @f(%k: memref<?x16xf16>, %buf: memref<16x24xf16, 3>, %i: index) {
-  // expected-error @+1 {{'fmha.copy_async' op replica 2 of a layout of 2 replica(s) (its zero lane and warp bases)}}
-  fmha.copy_async %k[%i, %i] to %buf[%i, %i] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = [[0, 0]]>) replica(2) : memref<?x16xf16> to memref<16x24xf16, 3>
-  return
-}
-
-// -----
-
 func.func @f(%k: memref<?x16xf16>, %buf: memref<8x24xf16, 3>, %i: index) {
   // expected-error @+1 {{'fmha.copy_async' op the 16x16 tile does not fit in 'memref<8x24xf16, 3>'}}
   fmha.copy_async %k[%i, %i] to %buf[%i, %i] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>) : memref<?x16xf16> to memref<8x24xf16, 3>

@@ -244,14 +244,10 @@ func.func @to_layout(%s: vector<16x8xf32>, %m: vector<16xf32>) -> (vector<16x8xf
 // a 3-D buffer, and the wait for it.
 // CHECK-LABEL: func @copy_async
 // CHECK: fmha.copy_async %{{.+}}[%{{.+}}, %{{.+}}] to %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] layout(#{{.+}}) : memref<?x16xf16> to memref<2x16x24xf16, 3>
-// With a layout of two warps that hold the same elements (a zero warp
-// basis), `replica(1)` gives the copy to the second warp.
-// CHECK: fmha.copy_async %{{.+}} layout(#{{.+}}) replica(1) : memref<?x16xf16> to memref<2x16x24xf16, 3>
 // CHECK: fmha.copy_wait pending(1)
 func.func @copy_async(%k: memref<?x16xf16>, %buf: memref<2x16x24xf16, 3>, %row: index, %slot: index) {
   %c0 = arith.constant 0 : index
   fmha.copy_async %k[%row, %c0] to %buf[%slot, %c0, %c0] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = []>) : memref<?x16xf16> to memref<2x16x24xf16, 3>
-  fmha.copy_async %k[%row, %c0] to %buf[%slot, %c0, %c0] layout(#fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = [[0, 0]]>) replica(1) : memref<?x16xf16> to memref<2x16x24xf16, 3>
   fmha.copy_wait pending(1)
   return
 }

@@ -220,25 +220,19 @@ LogicalResult Distributor::transferRead(vector::TransferReadOp op) {
 }
 
 void Distributor::onlyFirstReplica(OpBuilder &b, Location loc,
-                                   const LinearLayout &layout,
-                                   int64_t replica) {
+                                   const LinearLayout &layout) {
   IndexMath im{b, loc};
-  // The lanes and warps whose replicated bits (zero bases) are the
-  // replica's: its bits in order, the lane's first.
+  // The lanes and warps whose replicated bits (zero bases) are 0.
   Value first;
   auto only = [&](Value id, const std::vector<TileCoord> &bases) {
-    int64_t mask = 0, want = 0;
+    int64_t mask = 0;
     for (auto [bit, c] : llvm::enumerate(bases))
-      if (c.isZero()) {
+      if (c.isZero())
         mask |= int64_t(1) << bit;
-        want |= (replica & 1) << bit;
-        replica >>= 1;
-      }
     if (!mask)
       return;
-    Value zero =
-        im.cmp(arith::CmpIPredicate::eq,
-               arith::AndIOp::create(b, loc, id, im.c(mask)), im.c(want));
+    Value zero = im.cmp(arith::CmpIPredicate::eq,
+                        arith::AndIOp::create(b, loc, id, im.c(mask)), im.c(0));
     first = first ? arith::AndIOp::create(b, loc, first, zero) : zero;
   };
   only(lane, layout.getBases(LayoutInput::Lane));
@@ -287,7 +281,7 @@ LogicalResult Distributor::copyAsync(CopyAsyncOp op) {
                    : Value();
   {
     OpBuilder::InsertionGuard guard(b);
-    onlyFirstReplica(b, loc, layout, op.getReplica().value_or(0));
+    onlyFirstReplica(b, loc, layout);
     IndexMath in{b, loc};
     for (auto [first, n] : runs(layout, element)) {
       Value row = coord(b, loc, layout, first, /*row=*/true);

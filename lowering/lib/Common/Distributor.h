@@ -223,11 +223,9 @@ struct Distributor {
   LogicalResult transferWrite(vector::TransferWriteOp op);
 
   /// From here on, only the threads that hold the first replica of each
-  /// element of `layout` (a branch when some hold copies), or the
-  /// `replica`-th (its bits those of the zero lane bases, then warp bases).
+  /// element of `layout` (a branch when some hold copies).
   void onlyFirstReplica(OpBuilder &b, Location loc,
-                        const ::fmha::LinearLayout &layout,
-                        int64_t replica = 0);
+                        const ::fmha::LinearLayout &layout);
 
   /// fmha.copy_async: each thread its registers' runs, as the target's
   /// asynchronous copies; then every thread closes its group.

@@ -222,7 +222,7 @@ void emitCopies(OpBuilder &b, const Staged &s, Value iv, Value slot) {
     for (Value i : c.getSourceIndices())
       from.push_back(map.lookupOrDefault(i));
     CopyAsyncOp::create(b, c.getLoc(), map.lookupOrDefault(c.getSource()), from,
-                        c.getDest(), dest, c.getLayout(), c.getReplicaAttr());
+                        c.getDest(), dest, c.getLayout());
   }
 }
 

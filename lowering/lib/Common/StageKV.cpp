@@ -221,44 +221,6 @@ stackedReads(vector::InsertStridedSliceOp last) {
   return pieces;
 }
 
-/// The copy layout of piece `j` of a tile of `count` stacked pieces and the
-/// replica of it that copies: each piece falls to warps of its own (the
-/// workgroup's warps split among the pieces, or with more pieces than
-/// warps, piece j to warp j mod warps), so that a thread computes the
-/// address of one page, not of every page, and the warps' copies add up to
-/// one pass over the tile.
-FailureOr<std::pair<LayoutAttr, int64_t>>
-pieceCopyLayout(vector::TransferReadOp read, int64_t count, int64_t j,
-                const GpuTarget &target, int64_t warps) {
-  VectorType type = read.getVectorType();
-  const int64_t own =
-      count < warps && warps % count == 0 ? warps / count : int64_t(1);
-  ::fmha::LinearLayout piece = ::fmha::copyLayout(
-      type.getDimSize(0), type.getDimSize(1),
-      type.getElementType().getIntOrFloatBitWidth(), target.getWarpSize(), own);
-  if (!piece.validate().empty())
-    return read.emitOpError() << "fmha-stage-kv: no copy layout for a " << type
-                              << " tile (" << piece.validate() << ")";
-  // The other warps hold replicas (zero bases above the piece's own); the
-  // piece's replica is its group of warps: bits above the replicated bits
-  // of the lanes and of its own warps (a piece smaller than its threads).
-  std::vector<::fmha::TileCoord> warpBases =
-      piece.getBases(::fmha::LayoutInput::Warp);
-  int64_t below = 0;
-  for (::fmha::LayoutInput in :
-       {::fmha::LayoutInput::Lane, ::fmha::LayoutInput::Warp})
-    for (const ::fmha::TileCoord &c : piece.getBases(in))
-      below += c.isZero();
-  while (int64_t(1) << warpBases.size() < warps)
-    warpBases.push_back({});
-  ::fmha::LinearLayout layout(piece.getRows(), piece.getCols(),
-                              piece.getBases(::fmha::LayoutInput::Register),
-                              piece.getBases(::fmha::LayoutInput::Lane),
-                              warpBases);
-  return std::pair(LayoutAttr::get(read.getContext(), layout),
-                   (j % (warps / own)) << below);
-}
-
 LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target,
                     int64_t swizzle) {
   // Blocks of the tiles to stage, in order, with their tiles in order.
@@ -284,8 +246,7 @@ LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target,
   MLIRContext *ctx = func.getContext();
   for (auto &[parent, tiles] : groups) {
     SmallVector<std::pair<LayoutAttr, Value>> copies; // (layout, buffer)
-    // Each piece's copy layout and the replica that copies it.
-    SmallVector<SmallVector<std::pair<LayoutAttr, int64_t>>> pieceCopies;
+    SmallVector<SmallVector<LayoutAttr>> pieceLayouts;
     for (StagedTile &tile : tiles) {
       Operation *at = tile.tile.getDefiningOp();
       auto type = cast<VectorType>(tile.tile.getType());
@@ -294,15 +255,14 @@ LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target,
       if (failed(copy))
         return failure();
       copies.push_back(*copy);
-      auto &layouts = pieceCopies.emplace_back();
-      for (auto [j, piece] : llvm::enumerate(tile.pieces)) {
-        vector::TransferReadOp read = piece.first;
+      SmallVector<LayoutAttr> &layouts = pieceLayouts.emplace_back();
+      for (auto &[read, row] : tile.pieces) {
         if (read.getVectorType() == type) {
-          layouts.push_back({copy->first, 0});
+          layouts.push_back(copy->first);
           continue;
         }
-        FailureOr<std::pair<LayoutAttr, int64_t>> layout =
-            pieceCopyLayout(read, tile.pieces.size(), j, target, *warps);
+        FailureOr<LayoutAttr> layout = copyLayoutOf(
+            read, read.getVectorType(), target, *warps, "fmha-stage-kv");
         if (failed(layout))
           return failure();
         layouts.push_back(*layout);
@@ -317,15 +277,14 @@ LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target,
     Location loc = tiles.back().tile.getLoc();
     gpu::BarrierOp::create(b, loc);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    for (auto [tile, copy, layouts] : llvm::zip(tiles, copies, pieceCopies))
+    for (auto [tile, copy, layouts] : llvm::zip(tiles, copies, pieceLayouts))
       for (auto [piece, layout] : llvm::zip(tile.pieces, layouts)) {
         Value row = piece.second
                         ? arith::ConstantIndexOp::create(b, loc, piece.second)
                         : zero;
-        CopyAsyncOp::create(
-            b, loc, piece.first.getBase(), piece.first.getIndices(),
-            copy.second, ValueRange{row, zero}, layout.first,
-            layout.second ? b.getI64IntegerAttr(layout.second) : IntegerAttr());
+        CopyAsyncOp::create(b, loc, piece.first.getBase(),
+                            piece.first.getIndices(), copy.second,
+                            ValueRange{row, zero}, layout);
       }
     CopyWaitOp::create(b, loc, 0);
     gpu::BarrierOp::create(b, loc);

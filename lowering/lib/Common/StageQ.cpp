@@ -94,7 +94,7 @@ LogicalResult stage(gpu::GPUFuncOp func, const GpuTarget &target,
     Location loc = read.getLoc();
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     CopyAsyncOp::create(b, loc, read.getBase(), read.getIndices(), buffer,
-                        ValueRange{zero, zero}, copy->first, IntegerAttr());
+                        ValueRange{zero, zero}, copy->first);
     CopyWaitOp::create(b, loc, 0);
     gpu::BarrierOp::create(b, loc);
     // Each product reads the buffer right before it.

@@ -339,31 +339,6 @@ gpu.module @kernels {
 
 // -----
 
-// `replica(1)`: the warp whose replicated bit (warp basis 0) is 1 copies.
-#copy = #fmha.layout<16x16, register = [[0, 1], [0, 2], [0, 4]], lane = [[0, 8], [1, 0], [2, 0], [4, 0], [8, 0]], warp = [[0, 0]]>
-// CHECK-LABEL: gpu.func @second_replica
-// CHECK: %[[TID:.+]] = gpu.thread_id x
-// CHECK: %[[WARP:.+]] = arith.divui %[[TID]], %{{.+}} : index
-// CHECK: %[[MASK:.+]] = arith.constant 1 : index
-// CHECK-NEXT: %[[W0:.+]] = arith.andi %[[WARP]], %[[MASK]] : index
-// CHECK-NEXT: %[[WANT:.+]] = arith.constant 1 : index
-// CHECK-NEXT: %[[SECOND:.+]] = arith.cmpi eq, %[[W0]], %[[WANT]] : index
-// CHECK-NEXT: scf.if %[[SECOND]] {
-// CHECK: nvgpu.device_async_copy {{.+}} : memref<?x16xf16> to memref<16x24xf16, 3>
-// CHECK-NEXT: }
-// CHECK-NEXT: nvvm.cp.async.commit.group
-gpu.module @kernels {
-  gpu.func @second_replica(%k: memref<?x16xf16>, %row: index)
-      workgroup(%kb : memref<16x24xf16, 3>) kernel {
-    %c0 = arith.constant 0 : index
-    fmha.copy_async %k[%row, %c0] to %kb[%c0, %c0] layout(#copy) replica(1) : memref<?x16xf16> to memref<16x24xf16, 3>
-    fmha.copy_wait pending(0)
-    gpu.return
-  }
-}
-
-// -----
-
 // A tile wider than its source (a head dim of 8 padded to 16 columns): a
 // run past the source's columns is zero-filled as one past its rows (source
 // size 0, its address the tile's first row and column).

@@ -451,12 +451,7 @@ def Fmha_CopyAsyncOp : Fmha_Op<"copy_async", [AttrSizedOperandSegments]> {
     source's columns are a whole number of each thread's runs.
     `layout` (a `#fmha.layout` of the tile) says which thread copies which
     elements: each thread its registers' runs along a row (16 bytes where
-    the layout is `fmha::copyLayout`'s). Where the layout holds replicas
-    (zero lane or warp bases: threads that hold the same elements), one of
-    them copies: the first, or with `replica(k)` the k-th (k's bits are the
-    replicated bits of the lane id, then of the warp id), so that copies of
-    several small tiles may each fall to other warps (the pages of a paged
-    kv tile).
+    the layout is `fmha::copyLayout`'s).
 
     The copy is asynchronous: each `fmha.copy_async` is one group of the
     issuing thread's copies, complete for that thread after an
@@ -477,12 +472,10 @@ def Fmha_CopyAsyncOp : Fmha_Op<"copy_async", [AttrSizedOperandSegments]> {
                        Variadic<Index>:$source_indices,
                        Arg<AnyMemRef, "", [MemWrite]>:$dest,
                        Variadic<Index>:$dest_indices,
-                       Fmha_LayoutAttr:$layout,
-                       OptionalAttr<I64Attr>:$replica);
+                       Fmha_LayoutAttr:$layout);
   let assemblyFormat = [{
     $source `[` $source_indices `]` `to` $dest `[` $dest_indices `]`
-    `layout` `(` $layout `)` (`replica` `(` $replica^ `)`)? attr-dict `:`
-    type($source) `to` type($dest)
+    `layout` `(` $layout `)` attr-dict `:` type($source) `to` type($dest)
   }];
   let hasVerifier = 1;
 }
