@@ -2,7 +2,9 @@
 """CPU conformance sweep: fmha-compile + fmha-run --validate over the problem
 space of DESIGN.md section 1 (every mask kind, windows and sinks, GQA 1:1,
 2:1, 8:1 and MQA, Sq != Sk both ways, sizes that are not tile multiples,
-Sq = 1 decoding, D/Dv in {32, 64, 128} with Dv != D and 80, 96, 192/128,
+a paged K/V cache of 16- and 32-key pages (the static and vector tiles over
+several pages), Sq = 1 decoding, D/Dv in {32, 64, 128} with Dv != D and 80,
+96, 192/128,
 48/112 (padded to powers of two by the static tiles), rows with no visible
 key, softcap, scale, f32/f16/bf16). Every run is checked by fmha-run against
 the float64 reference; this script fails if any run fails or if an f32 run's
@@ -69,6 +71,14 @@ def signatures():
     for block in ((16, 32), (32, 16), (128, 64)):
         for mask in ("t", "b:40,0,4", "t:3,5"):
             out.append((("f32", 4, 2, 32, 32, mask, (), block), SHAPES))
+    # A paged K/V cache (--page-size; fmha-run draws each batch's pages in
+    # a random order, spare slots NaN): the static and vector tiles span
+    # several pages (block-n a multiple of P), the memref tiles lie within
+    # one (block-n cut to P, check_signature).
+    for page, mask in itertools.product((16, 32), ("0", "b", "b:40,0,4",
+                                                   "t:3,5")):
+        out.append((("f32" if page == 16 else "f16", 4, 2, 32, 32, mask,
+                     (f"--page-size={page}",), (128, 64)), SHAPES))
     # Head dims that are not powers of two: the static and vector tiles pad
     # them to the next one (the GPU's layouts), the products stopping at D.
     for n, (d, dv) in enumerate(PADDED_DIMS):
@@ -130,6 +140,11 @@ def check_signature(args, tmp, index, sig, shapes):
     if args.vector_tiles:
         blocks = VECTOR_BWD_BLOCKS if "--bwd" in extra else VECTOR_BLOCKS
         bm, bn = blocks.get((bm, bn), (bm, bn))
+    page = next((int(e.split("=")[1]) for e in extra
+                 if e.startswith("--page-size=")), 0)
+    if page and not (args.static_tiles or args.vector_tiles):
+        while page % bn:  # memref tiles lie within a page
+            bn //= 2
     bundle = os.path.join(tmp, f"s{index}.fmha")
     compile_cmd = [os.path.join(args.bin, "fmha-compile"), "--target=cpu",
                    f"--dtype={dtype}", f"--hq={hq}", f"--hk={hk}", "-d", str(d),
