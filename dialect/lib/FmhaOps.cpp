@@ -133,15 +133,25 @@ LogicalResult verifyTileEncoding(Operation *op, const Twine &what,
   return verifyLayoutShape(op, what, layout, tensor.getShape(), tensor);
 }
 
-LogicalResult verifyTileOperands(Operation *op) {
-  std::optional<bool> tensors;
+LogicalResult verifyTileOperands(Operation *op, bool valuesIntoBuffer) {
+  // Values into a buffer: tensor ins, the out a memref written in place.
+  auto dps = cast<DestinationStyleOpInterface>(op);
+  bool anyTensor = false, anyMemref = false, intoBuffer = true;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<ShapedType>(operand.get().getType()))
+      continue;
+    bool isTensor = isa<TensorType>(operand.get().getType());
+    (isTensor ? anyTensor : anyMemref) = true;
+    intoBuffer &= isTensor != dps.isDpsInit(&operand);
+  }
+  if (anyTensor && anyMemref && !(valuesIntoBuffer && intoBuffer))
+    return op->emitOpError()
+           << (valuesIntoBuffer ? "takes all tensors, all memrefs or tensors "
+                                  "into a memref out, not another mix"
+                                : "takes all tensors or all memrefs, not both");
   for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
     if (!isa<ShapedType>(operand.getType()))
       continue;
-    bool isTensor = isa<TensorType>(operand.getType());
-    if (tensors && *tensors != isTensor)
-      return op->emitOpError() << "takes all tensors or all memrefs, not both";
-    tensors = isTensor;
     auto tensor = dyn_cast<RankedTensorType>(operand.getType());
     if (tensor &&
         failed(verifyTileEncoding(op, "operand #" + Twine(i), tensor)))

@@ -41,8 +41,9 @@ LogicalResult verifyTileEncoding(Operation *op, const Twine &what,
                                  RankedTensorType tensor);
 
 /// A tile op takes all tensors (values) or all memrefs (buffers), each
-/// tensor with a valid encoding.
-LogicalResult verifyTileOperands(Operation *op);
+/// tensor with a valid encoding; with `valuesIntoBuffer` also tensor ins
+/// with a memref out (written in place).
+LogicalResult verifyTileOperands(Operation *op, bool valuesIntoBuffer = false);
 
 } // namespace mlir::fmha::detail
 

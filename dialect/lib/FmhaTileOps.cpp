@@ -97,7 +97,7 @@ LogicalResult TileBwdProbsOp::verify() {
 }
 
 LogicalResult TileStoreOp::verify() {
-  if (failed(verifyTileOperands(*this)))
+  if (failed(verifyTileOperands(*this, /*valuesIntoBuffer=*/true)))
     return failure();
   for (int64_t i = 0; i < 2; ++i) {
     int64_t a = dimOf(getSrc(), i), b = dimOf(getDst(), i);
@@ -148,4 +148,16 @@ LogicalResult TileBwdDsOp::verify() {
     return emitOpError() << "takes the capped scores exactly when it has a "
                             "'softcap'";
   return verifyRowVector(*this, getP(), getDsum(), "dsum", getTransposed());
+}
+
+LogicalResult AtomicAddOp::verify() {
+  auto value = cast<ShapedType>(getValue().getType());
+  MemRefType dest = getDest().getType();
+  if (!value.hasStaticShape() || !dest.hasStaticShape() ||
+      dest.getShape() != value.getShape())
+    return emitOpError() << "adds a " << value << " into " << dest
+                         << ": both need the same static shape";
+  if (auto tensor = dyn_cast<RankedTensorType>(value))
+    return verifyTileEncoding(*this, "value", tensor);
+  return success();
 }

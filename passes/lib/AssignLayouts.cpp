@@ -21,8 +21,10 @@
 // the row slice. The dK/dV loop's tiles are transposed (keys as rows): S^T =
 // K Q^T and dP^T = V dO^T take k and v as A and q and dO as B transposed,
 // dV += P^T dO and dK += dS^T Q take P^T and dS^T as A and dO and q as B,
-// and the lse and Dsum, one value a query, are the column slice of C. A
-// product that reads its `a` transposed has no layout (a diagnostic).
+// and the lse and Dsum, one value a query, are the column slice of C. Its
+// atomic dQ += dS K reads dS^T transposed: the tile takes the transpose of
+// A's layout (the queries across the warps), a conversion from its C layout
+// (the keys across them) that goes through workgroup memory on the GPU.
 //
 // The pass walks the function in order: a tile op's `tensor.empty` outs are
 // rebuilt in their layout, any other operand in another layout (q, k and v
@@ -60,7 +62,7 @@ using ::fmha::WarpSplit;
 namespace {
 
 /// What a tile is to the matrix instruction.
-enum class Role { A, BTransposed, B, C, Row, Col };
+enum class Role { A, ATransposed, BTransposed, B, C, Row, Col };
 
 /// The roles of a tile op's tensor operands, in order; empty for other ops.
 SmallVector<Role> rolesOf(Operation *op) {
@@ -89,11 +91,12 @@ SmallVector<Role> rolesOf(Operation *op) {
                                  Role::Row};
       })
       .Case([](TileFillOp) { return SmallVector<Role>{Role::C}; })
+      .Case([](AtomicAddOp) { return SmallVector<Role>{Role::C}; })
       .Case([](TileStoreOp) { return SmallVector<Role>{Role::C, Role::C}; })
-      // The caller refuses a transposed a (no fragment holds A^T).
       .Case([](TileMatmulOp mm) {
         return SmallVector<Role>{
-            Role::A, mm.getTransposeB() ? Role::BTransposed : Role::B, Role::C};
+            mm.getTransposeA() ? Role::ATransposed : Role::A,
+            mm.getTransposeB() ? Role::BTransposed : Role::B, Role::C};
       })
       .Case([](TileRowDotOp) {
         return SmallVector<Role>{Role::C, Role::C, Role::Row};
@@ -184,6 +187,9 @@ struct LayoutAssigner {
     case Role::A:
       layout = tileFragments(instr.a, rows, cols, warps, &error);
       break;
+    case Role::ATransposed:
+      layout = tileFragments(instr.a, cols, rows, warps, &error).transposed();
+      break;
     case Role::B:
       layout = tileFragments(instr.b, rows, cols, warps, &error,
                              WarpSplit::Replicated);
@@ -239,9 +245,11 @@ struct LayoutAssigner {
       }
       operand.set(convertOnce(operand.get(), *want));
     }
-    auto dps = cast<DestinationStyleOpInterface>(op);
     for (OpResult result : op->getResults())
-      result.setType(dps.getTiedOpOperand(result)->get().getType());
+      result.setType(cast<DestinationStyleOpInterface>(op)
+                         .getTiedOpOperand(result)
+                         ->get()
+                         .getType());
     return success();
   }
 
@@ -301,13 +309,6 @@ struct LayoutAssigner {
     SmallVector<tensor::EmptyOp> empties;
     root->walk([&](tensor::EmptyOp empty) { empties.push_back(empty); });
     WalkResult walk = root->walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (auto mm = dyn_cast<TileMatmulOp>(op); mm && mm.getTransposeA()) {
-        op->emitOpError()
-            << "reads its 'a' transposed: no fragment layout holds A^T (tile "
-               "the backward on values, whose dK/dV loop has its tiles "
-               "transposed)";
-        return WalkResult::interrupt();
-      }
       SmallVector<Role> roles = rolesOf(op);
       if (!roles.empty())
         return failed(assignTileOp(op, roles)) ? WalkResult::interrupt()

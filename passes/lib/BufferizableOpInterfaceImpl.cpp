@@ -71,6 +71,39 @@ struct FmhaDpsModel : public DstBufferizableOpInterfaceExternalModel<
   }
 };
 
+/// fmha.atomic_add of a value: the same op on its buffer (read, not
+/// written; the dest is a buffer already).
+struct AtomicAddModel
+    : public BufferizableOpInterface::ExternalModel<AtomicAddModel,
+                                                    mlir::fmha::AtomicAddOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto add = cast<mlir::fmha::AtomicAddOp>(op);
+    FailureOr<Value> buffer =
+        getBuffer(rewriter, add.getValue(), options, state);
+    if (failed(buffer))
+      return failure();
+    rewriter.setInsertionPoint(op);
+    mlir::fmha::AtomicAddOp::create(rewriter, op->getLoc(), *buffer,
+                                    add.getDest());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fmha::registerBufferizableOpInterfaceExternalModels(
@@ -102,5 +135,6 @@ void mlir::fmha::registerBufferizableOpInterfaceExternalModels(
     TileBwdProbsOp::attachInterface<FmhaDpsModel<TileBwdProbsOp, false, false>>(
         *ctx);
     TileBwdDsOp::attachInterface<FmhaDpsModel<TileBwdDsOp, true, false>>(*ctx);
+    AtomicAddOp::attachInterface<AtomicAddModel>(*ctx);
   });
 }

@@ -18,12 +18,15 @@
 // past the edges of Sq and Sk and to the next power of two of the head dims,
 // the lse with +inf so that padded rows have P = 0): each loop an scf.forall
 // whose shared outs are Dsum, dK and dV, or dQ, the accumulators carried by
-// the loops; dQ is always recomputed (no atomics on values). The dK/dV loop
-// computes its tiles transposed (S^T = K Q^T, P^T, dP^T = V dO^T, dS^T: the
-// keys as rows, FlashAttention-3's swapped products), so that every product
-// of both loops is A B^T or A B with its rows in the loop's own tile: dV +=
-// P^T dO and dK += dS^T Q take P^T and dS^T as they come, as the forward's
-// O += P V takes P.
+// the loops. dQ is recomputed per q tile when the op is deterministic;
+// otherwise the dK/dV loop adds scale dS K into an f32 accumulator (a
+// buffer all its iterations share, fmha.atomic_add), zeroed by the Dsum loop,
+// and the last loop rounds it into dQ: one sweep over K and V instead of two.
+// The dK/dV loop computes its tiles transposed (S^T = K Q^T, P^T, dP^T = V
+// dO^T, dS^T: the keys as rows, FlashAttention-3's swapped products), so that
+// every product of both loops is A B^T or A B with its rows in the loop's own
+// tile: dV += P^T dO and dK += dS^T Q take P^T and dS^T as they come, as the
+// forward's O += P V takes P.
 //
 //===----------------------------------------------------------------------===//
 
@@ -239,8 +242,28 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
     return std::make_pair(p, ds);
   };
 
+  // Not deterministic: dQ's f32 accumulator, [B, Hq, q tiles x bm, D
+  // padded] (whole tiles: no edge), the launch manifest's workspace
+  // "dq_accum".
+  Value dqAcc;
+  if (!op.getDeterministic()) {
+    auto alloc = memref::AllocOp::create(
+        rewriter, loc,
+        MemRefType::get({ShapedType::kDynamic, hq, ShapedType::kDynamic, dTile},
+                        f32),
+        ValueRange{pb.batch, im.mul(pb.numQTiles, im.c(bm))});
+    alloc->setAttr("fmha.workspace", rewriter.getStringAttr("dq_accum"));
+    dqAcc = alloc;
+  }
+  /// The accumulator's tile of q tile r0 / bm of head h.
+  auto dqAccTile = [&](OpBuilder &b, Value bi, Value h, Value r0) {
+    return tileView(b, loc, dqAcc, {bi, h, r0, i0},
+                    {i1, i1, b.getIndexAttr(bm), b.getIndexAttr(dTile)}, 2);
+  };
+
   // --- 1. Dsum = rowsum(dO o) per (b, hq, q tile), into a buffer of its
-  // own (freed after the dQ loop: bufferization adds no deallocation). ---
+  // own (freed after the dQ loop: bufferization adds no deallocation); the
+  // dQ accumulator's tile zeroed. ---
   Value dsumInit = bufferization::AllocTensorOp::create(
       rewriter, loc,
       RankedTensorType::get({ShapedType::kDynamic, hq, ShapedType::kDynamic},
@@ -260,6 +283,9 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
         Value rowDot = TileRowDotOp::create(b, loc, TypeRange{init.getType()},
                                             doTile, oTile, init)
                            ->getResult(0);
+        if (dqAcc)
+          TileStoreOp::create(b, loc, TypeRange{}, zeros(b, {bm, dTile}),
+                              dqAccTile(b, bi, h, r0));
         return SmallVector<Insert>{{tileView(b, loc, rowDot, {i0}, {rows}, 1),
                                     {bi, h, r0},
                                     {i1, i1, rows}}};
@@ -293,6 +319,14 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
                                          /*transposeA=*/false,
                                          /*transposeB=*/false,
                                          /*accumulate=*/true);
+                    // dQ += scale dS K, shared with the other kv tiles.
+                    if (dqAcc)
+                      AtomicAddOp::create(
+                          qb2, loc,
+                          matmul(qb2, dsT, kv.k, zeros(qb2, {bm, dTile}),
+                                 pb.scale, /*transposeA=*/true,
+                                 /*transposeB=*/false, /*accumulate=*/false),
+                          dqAccTile(qb2, bi, h, t.r0));
                     scf::YieldOp::create(qb2, loc, ValueRange{dkAcc, dvAcc});
                   });
               qLoop->setAttr("fmha.q_loop", hb.getUnitAttr());
@@ -305,11 +339,28 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
                     dvDim)};
       });
 
-  // --- 3. dQ per (b, hq, q tile), over its visible kv tiles in order. ---
+  // --- 3. dQ per (b, hq, q tile): the accumulator rounded, or recomputed
+  // over its visible kv tiles in order. ---
+  Value dqAccValues;
+  if (dqAcc)
+    dqAccValues = bufferization::ToTensorOp::create(
+        rewriter, loc,
+        RankedTensorType::get(cast<MemRefType>(dqAcc.getType()).getShape(),
+                              f32),
+        dqAcc, /*restrict=*/true, /*writable=*/false);
   Value dq = forallOver(
       im.c(hq), pb.numQTiles, bm, op.getDq(),
       [&](OpBuilder &b, Value bi, Value h, Value qt, ValueRange outs) {
         IndexMath m{b, loc};
+        if (dqAcc) {
+          Value r0 = m.mul(qt, m.c(bm));
+          Value rows = m.min(m.c(bm), m.sub(pb.sq, r0));
+          Value acc =
+              tileView(b, loc, dqAccValues, {bi, h, r0, i0},
+                       {i1, i1, b.getIndexAttr(bm), b.getIndexAttr(dTile)}, 2);
+          return SmallVector<Insert>{
+              outTile(b, acc, outs[0], bi, h, r0, rows, d)};
+        }
         Value kvHead = group == 1 ? h : m.div(h, m.c(group));
         QTile t = qTileAt(b, dsum, bi, h, qt);
         KvLoopBounds bounds =
@@ -339,6 +390,8 @@ LogicalResult tileAttentionBwdOnValues(RewriterBase &rewriter,
       })[0];
 
   bufferization::DeallocTensorOp::create(rewriter, loc, dsum);
+  if (dqAcc)
+    memref::DeallocOp::create(rewriter, loc, dqAcc);
   rewriter.replaceOp(op, ValueRange{dq, dkdv[0], dkdv[1]});
   return success();
 }

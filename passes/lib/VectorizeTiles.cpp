@@ -20,9 +20,11 @@
 //   tile_pv          p in v's element type, vector.contract (i, j, c) into acc
 //   tile_finalize    acc / l, m + log l, in o's element type
 //   tile_fill        a splat constant; tile_store a cast to the out's type
+//                    (into a buffer out: a vector.transfer_write of it)
 //   tile_matmul      vector.contract whose maps read a or b transposed in
 //                    place, the operands in the narrower element type (P and
 //                    dS as the matrix instructions take them), alpha after
+//   atomic_add       the same op on the tile's vector
 //   tile_row_dot     products and a row sum (the backward's Dsum)
 //   tile_bwd_probs   exp(s - lse), 0 on rows with lse = -inf
 //   tile_bwd_ds      p (dp - dsum) [times 1 - (s / cap)^2], 0 where p = 0
@@ -509,10 +511,34 @@ struct TileVectorizer {
   LogicalResult visitTileStore(TileStoreOp op, ArrayRef<Value> vs) {
     OpBuilder b(op);
     VectorMath vm{b, op.getLoc()};
-    return replaceTileOp(
-        b, op,
-        {vm.cast(vs[0],
-                 cast<ShapedType>(op.getDst().getType()).getElementType())});
+    Value stored = vm.cast(
+        vs[0], cast<ShapedType>(op.getDst().getType()).getElementType());
+    if (isa<MemRefType>(op.getDst().getType()))
+      return intoBuffer(b, op, [&] {
+        auto type = cast<VectorType>(stored.getType());
+        Value zero = arith::ConstantIndexOp::create(b, op.getLoc(), 0);
+        vector::TransferWriteOp::create(
+            b, op.getLoc(), stored, op.getDst(),
+            SmallVector<Value>(type.getRank(), zero),
+            AffineMapAttr::get(b.getMultiDimIdentityMap(type.getRank())),
+            b.getBoolArrayAttr(SmallVector<bool>(type.getRank(), true)));
+      });
+    return replaceTileOp(b, op, {stored});
+  }
+
+  /// A tile op on values whose out is a buffer: `write` writes it; the op
+  /// goes with the tile level. The buffer must have the tile's static shape.
+  LogicalResult intoBuffer(OpBuilder &b, Operation *op,
+                           function_ref<void()> write) {
+    Value out = cast<DestinationStyleOpInterface>(op).getDpsInits().front();
+    if (!cast<MemRefType>(out.getType()).hasStaticShape())
+      return op->emitOpError()
+             << "fmha-vectorize-tiles: writes values into a buffer of "
+                "dynamic shape "
+             << out.getType() << "; a tile's buffer has its static shape";
+    write();
+    replaced.push_back(op);
+    return success();
   }
 
   /// c (+)= alpha op(a) op(b): one contraction whose maps read the
@@ -701,6 +727,18 @@ struct TileVectorizer {
     }
     if (auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(op))
       return visitParallelInsert(insert);
+    if (auto add = dyn_cast<AtomicAddOp>(op)) {
+      if (!isa<TensorType>(add.getValue().getType()))
+        return success();
+      Value tile = vectorOf(add.getValue());
+      if (!tile)
+        return add.emitOpError() << "fmha-vectorize-tiles: adds a value that "
+                                    "is not a static tile";
+      OpBuilder b(op);
+      AtomicAddOp::create(b, add.getLoc(), tile, add.getDest());
+      replaced.push_back(op);
+      return success();
+    }
     if (!isa<TileInitOp, TileQKOp, TileSoftmaxOp, TilePVOp, TileFinalizeOp,
              TileFillOp, TileStoreOp, TileMatmulOp, TileRowDotOp,
              TileBwdProbsOp, TileBwdDsOp>(op))

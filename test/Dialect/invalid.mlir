@@ -434,6 +434,40 @@ func.func @f(%a: tensor<16x64xf32>, %b: memref<64x32xf32>, %c: tensor<16x32xf32>
 
 // -----
 
+// A value may go into a buffer (tile_store's memref out); a buffer into a
+// value may not.
+func.func @f(%a: memref<16x32xf32>, %b: tensor<16x32xbf16>) {
+  // expected-error @+1 {{'fmha.tile_store' op takes all tensors, all memrefs or tensors into a memref out, not another mix}}
+  %r = fmha.tile_store %a into %b : memref<16x32xf32>, tensor<16x32xbf16> -> tensor<16x32xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<16x32xf32>, %b: memref<16x16xf32>) {
+  // expected-error @+1 {{'fmha.atomic_add' op adds a 'tensor<16x32xf32>' into 'memref<16x16xf32>': both need the same static shape}}
+  fmha.atomic_add %a, %b : tensor<16x32xf32>, memref<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: vector<16x32xf32>, %b: memref<?x32xf32>) {
+  // expected-error @+1 {{'fmha.atomic_add' op adds a 'vector<16x32xf32>' into 'memref<?x32xf32>': both need the same static shape}}
+  fmha.atomic_add %a, %b : vector<16x32xf32>, memref<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: vector<16x32xf16>, %b: memref<16x32xf32>) {
+  // expected-error @+1 {{'fmha.atomic_add' op operand #0 must be}}
+  fmha.atomic_add %a, %b : vector<16x32xf16>, memref<16x32xf32>
+  return
+}
+
+// -----
+
 func.func @f(%a: memref<16x64xf32>, %b: memref<16x32xf32>, %o: memref<16xf32>) {
   // expected-error @+1 {{'fmha.tile_row_dot' op 'a' and 'b' must have the same shape}}
   fmha.tile_row_dot %a, %b into %o : memref<16x64xf32>, memref<16x32xf32>, memref<16xf32>

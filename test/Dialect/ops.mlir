@@ -292,3 +292,21 @@ func.func @attention_paged(%q: tensor<?x8x1x64xbf16>, %kc: tensor<?x2x16x64xbf16
   fmha.attention ins(%mq, %mk, %mk : memref<1x4x?x32xf32>, memref<9x2x32x32xf32>, memref<9x2x32x32xf32>) cu_seqlens(%mc : memref<4xi32>) paged(%mt, %mn : memref<3x5xi32>, memref<3xi32>) outs(%mq : memref<1x4x?x32xf32>)
   return %0 : tensor<?x8x1x64xbf16>
 }
+
+// -----
+
+// The values form's dQ accumulator: a value tile stored into a buffer (its
+// zeroing) and f32 tiles added into it atomically, as values, as vectors
+// and as buffers.
+// CHECK-LABEL: func @dq_accumulator
+// CHECK: fmha.tile_store %{{.+}} into %{{.+}} : tensor<16x32xf32>, memref<16x32xf32>
+// CHECK: fmha.atomic_add %{{.+}}, %{{.+}} : tensor<16x32xf32>, memref<16x32xf32>
+// CHECK: fmha.atomic_add %{{.+}}, %{{.+}} : vector<16x32xf32>, memref<16x32xf32, strided<[64, 1], offset: ?>>
+// CHECK: fmha.atomic_add %{{.+}}, %{{.+}} : memref<16x32xf32>, memref<16x32xf32>
+func.func @dq_accumulator(%t: tensor<16x32xf32>, %v: vector<16x32xf32>, %m: memref<16x32xf32>, %acc: memref<16x32xf32>, %view: memref<16x32xf32, strided<[64, 1], offset: ?>>) {
+  fmha.tile_store %t into %acc : tensor<16x32xf32>, memref<16x32xf32>
+  fmha.atomic_add %t, %acc : tensor<16x32xf32>, memref<16x32xf32>
+  fmha.atomic_add %v, %view : vector<16x32xf32>, memref<16x32xf32, strided<[64, 1], offset: ?>>
+  fmha.atomic_add %m, %acc : memref<16x32xf32>, memref<16x32xf32>
+  return
+}

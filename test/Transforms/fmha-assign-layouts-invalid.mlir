@@ -15,14 +15,3 @@ func.func @f(%q: tensor<1x4x?x64xf16>, %o: tensor<1x4x?x64xf16>) -> tensor<1x4x?
   %0 = fmha.attention ins(%q, %q, %q : tensor<1x4x?x64xf16>, tensor<1x4x?x64xf16>, tensor<1x4x?x64xf16>) outs(%o : tensor<1x4x?x64xf16>) -> tensor<1x4x?x64xf16>
   return %0 : tensor<1x4x?x64xf16>
 }
-
-// A product that reads its `a` transposed (the tiled backward on memrefs
-// writes dK/dV that way; the one on values has its tiles transposed
-// instead) has no fragment layout.
-// RUN: not fmha-opt %s --split-input-file --fmha-assign-layouts 2>&1 | FileCheck %s --check-prefix=TRANSA
-// TRANSA: error: 'fmha.tile_matmul' op reads its 'a' transposed: no fragment layout holds A^T (tile the backward on values, whose dK/dV loop has its tiles transposed)
-// -----
-func.func @transposed_a(%p: tensor<64x32xf32>, %q: tensor<64x64xbf16>, %acc: tensor<32x64xf32>) -> tensor<32x64xf32> {
-  %r = fmha.tile_matmul %p, %q into %acc {accumulate, alpha = 1.0 : f32, transpose_a} : tensor<64x32xf32>, tensor<64x64xbf16>, tensor<32x64xf32> -> tensor<32x64xf32>
-  return %r : tensor<32x64xf32>
-}

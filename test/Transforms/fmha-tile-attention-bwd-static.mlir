@@ -5,7 +5,8 @@
 // 32, a bottom-right window with sinks and a softcap): three scf.forall,
 // Dsum per (b, hq, q tile); dK and dV per (b, hk, kv tile), carried by the
 // group loop and the q loop, on tiles with the keys as rows; dQ per (b, hq, q tile) over the sink and window
-// kv loops (no atomics). The lse pads with +inf (P = 0 on rows past Sq).
+// kv loops (deterministic: no atomics). The lse pads with +inf (P = 0 on
+// rows past Sq).
 // CHECK-LABEL: func @bwd
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x4x?x48xbf16>, %[[K:[^:]+]]: tensor<?x2x?x48xbf16>, %[[V:[^:]+]]: tensor<?x2x?x32xbf16>, %[[O:[^:]+]]: tensor<?x4x?x32xbf16>, %[[L:[^:]+]]: tensor<?x4x?xf32>, %[[DO:[^:]+]]: tensor<?x4x?x32xbf16>, %[[DQ:[^:]+]]: tensor<?x4x?x48xbf16>, %[[DK:[^:]+]]: tensor<?x2x?x48xbf16>, %[[DV:[^:]+]]: tensor<?x2x?x32xbf16>)
 // CHECK: %[[DS0:.+]] = bufferization.alloc_tensor(%{{.+}}, %{{.+}}) : tensor<?x4x?xf32>
@@ -76,6 +77,39 @@
 // BUF: memref.dealloc
 // BUF-NOT: -> tensor<
 func.func @bwd(%q: tensor<?x4x?x48xbf16>, %k: tensor<?x2x?x48xbf16>, %v: tensor<?x2x?x32xbf16>, %o: tensor<?x4x?x32xbf16>, %lse: tensor<?x4x?xf32>, %do: tensor<?x4x?x32xbf16>, %dq: tensor<?x4x?x48xbf16>, %dk: tensor<?x2x?x48xbf16>, %dv: tensor<?x2x?x32xbf16>) -> (tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>) {
-  %r:3 = fmha.attention_bwd ins(%q, %k, %v, %o, %lse, %do : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>, tensor<?x4x?x32xbf16>, tensor<?x4x?xf32>, tensor<?x4x?x32xbf16>) outs(%dq, %dk, %dv : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>) {mask = #fmha.mask<"b:40,0,4">, softcap = 20.0 : f32} -> tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>
+  %r:3 = fmha.attention_bwd ins(%q, %k, %v, %o, %lse, %do : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>, tensor<?x4x?x32xbf16>, tensor<?x4x?xf32>, tensor<?x4x?x32xbf16>) outs(%dq, %dk, %dv : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>) {deterministic, mask = #fmha.mask<"b:40,0,4">, softcap = 20.0 : f32} -> tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>
+}
+
+// Not deterministic: dQ is added atomically by the dK/dV loop into an f32
+// accumulator of whole tiles (D 48 padded to 64, the rows to q tiles),
+// the launch manifest's workspace "dq_accum". The Dsum loop zeroes its
+// tile of each q tile; the dK/dV loop adds scale dS K, dS^T read
+// transposed; the last loop rounds the accumulator into dQ (no kv loop).
+// CHECK-LABEL: func @bwd_atomic
+// CHECK: %[[ACC:.+]] = memref.alloc(%{{.+}}, %{{.+}}) {fmha.workspace = "dq_accum"} : memref<?x4x?x64xf32>
+// CHECK: scf.forall (%[[B1:.+]], %[[H1:.+]], %{{.+}}) in
+// CHECK:   fmha.tile_row_dot
+// CHECK:   %[[Z:.+]] = fmha.tile_fill %{{.+}}, 0.000000e+00 : tensor<32x64xf32>
+// CHECK:   %[[ZV:.+]] = memref.subview %[[ACC]][%[[B1]], %[[H1]], %{{.+}}, 0] [1, 1, 32, 64] [1, 1, 1, 1]
+// CHECK:   fmha.tile_store %[[Z]] into %[[ZV]] : tensor<32x64xf32>, memref<32x64xf32, strided<[64, 1], offset: ?>>
+// CHECK: scf.forall
+// CHECK:       %[[DST:.+]] = fmha.tile_bwd_ds {{.+}} transposed
+// CHECK:       %[[PART:.+]] = fmha.tile_matmul %[[DST]], %{{.+}} into %{{.+}} {alpha = 0.144337565 : f32, transpose_a} : tensor<16x32xf32>, tensor<16x64xbf16>, tensor<32x64xf32> -> tensor<32x64xf32>
+// CHECK:       %[[AV:.+]] = memref.subview %[[ACC]]
+// CHECK:       fmha.atomic_add %[[PART]], %[[AV]] : tensor<32x64xf32>, memref<32x64xf32, strided<[64, 1], offset: ?>>
+// CHECK:     } {fmha.q_loop}
+// CHECK: %[[ACCT:.+]] = bufferization.to_tensor %[[ACC]] restrict
+// CHECK: scf.forall
+// CHECK-NOT: scf.for
+// CHECK:   %[[T:.+]] = tensor.extract_slice %[[ACCT]][%{{.+}}, %{{.+}}, %{{.+}}, 0] [1, 1, 32, 64] [1, 1, 1, 1] : tensor<?x4x?x64xf32> to tensor<32x64xf32>
+// CHECK:   fmha.tile_store %[[T]] into %{{.+}} : tensor<32x64xf32>, tensor<32x64xbf16>
+// CHECK: memref.dealloc %[[ACC]]
+// BUF-LABEL: func @bwd_atomic
+// BUF: fmha.tile_store %{{.+}} into %{{.+}} : memref<32x64xf32>, memref<32x64xf32, strided<[64, 1], offset: ?>>
+// BUF: fmha.atomic_add %{{.+}}, %{{.+}} : memref<32x64xf32>, memref<32x64xf32, strided<[64, 1], offset: ?>>
+// BUF: fmha.tile_store %{{.+}} into %{{.+}} : memref<32x64xf32, strided<[64, 1], offset: ?>>, memref<32x64xbf16>
+func.func @bwd_atomic(%q: tensor<?x4x?x48xbf16>, %k: tensor<?x2x?x48xbf16>, %v: tensor<?x2x?x32xbf16>, %o: tensor<?x4x?x32xbf16>, %lse: tensor<?x4x?xf32>, %do: tensor<?x4x?x32xbf16>, %dq: tensor<?x4x?x48xbf16>, %dk: tensor<?x2x?x48xbf16>, %dv: tensor<?x2x?x32xbf16>) -> (tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>) {
+  %r:3 = fmha.attention_bwd ins(%q, %k, %v, %o, %lse, %do : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>, tensor<?x4x?x32xbf16>, tensor<?x4x?xf32>, tensor<?x4x?x32xbf16>) outs(%dq, %dk, %dv : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>) {mask = #fmha.mask<"t">} -> tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>
   return %r#0, %r#1, %r#2 : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>
 }

@@ -13,6 +13,7 @@
 // CHECK-DAG: #[[BT:.+]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-DAG: #[[C:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-DAG: #[[B:.+]] = affine_map<(d0, d1, d2) -> (d2, d1)>
+// CHECK-DAG: #[[AT:.+]] = affine_map<(d0, d1, d2) -> (d2, d0)>
 // CHECK-LABEL: func @bwd
 // CHECK: scf.forall
 // CHECK:   %[[DO:.+]] = vector.transfer_read {{.+}} : tensor<?x40xbf16>, vector<32x64xbf16>
@@ -64,6 +65,27 @@
 // CHECK:   } {fmha.kv_loop = "window"}
 // CHECK-NOT: fmha.tile_
 func.func @bwd(%q: tensor<?x4x?x48xbf16>, %k: tensor<?x2x?x48xbf16>, %v: tensor<?x2x?x40xbf16>, %o: tensor<?x4x?x40xbf16>, %lse: tensor<?x4x?xf32>, %do: tensor<?x4x?x40xbf16>, %dq: tensor<?x4x?x48xbf16>, %dk: tensor<?x2x?x48xbf16>, %dv: tensor<?x2x?x40xbf16>) -> (tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x40xbf16>) {
-  %r:3 = fmha.attention_bwd ins(%q, %k, %v, %o, %lse, %do : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x40xbf16>, tensor<?x4x?x40xbf16>, tensor<?x4x?xf32>, tensor<?x4x?x40xbf16>) outs(%dq, %dk, %dv : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x40xbf16>) {mask = #fmha.mask<"t">, softcap = 20.0 : f32} -> tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x40xbf16>
+  %r:3 = fmha.attention_bwd ins(%q, %k, %v, %o, %lse, %do : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x40xbf16>, tensor<?x4x?x40xbf16>, tensor<?x4x?xf32>, tensor<?x4x?x40xbf16>) outs(%dq, %dk, %dv : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x40xbf16>) {deterministic, mask = #fmha.mask<"t">, softcap = 20.0 : f32} -> tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x40xbf16>
   return %r#0, %r#1, %r#2 : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x40xbf16>
+}
+
+// Not deterministic: the Dsum loop zeroes the dQ accumulator's tile with a
+// whole-tile write; the dK/dV loop's scale dS K reads dS^T (the one
+// truncation dK's product takes too) transposed in place (lhs map (k, i))
+// and adds into the accumulator atomically (fmha.atomic_add of the vector).
+// CHECK-LABEL: func @bwd_atomic
+// CHECK: %[[ACC:.+]] = memref.alloc({{.+}}) {fmha.workspace = "dq_accum"}
+// CHECK: scf.forall
+// CHECK:   %[[ZV:.+]] = memref.subview %[[ACC]]
+// CHECK:   vector.transfer_write %{{.+}}, %[[ZV]][%{{.+}}, %{{.+}}] {in_bounds = [true, true]} : vector<32x64xf32>, memref<32x64xf32, strided<[64, 1], offset: ?>>
+// CHECK: scf.forall
+// CHECK:         vector.contract {indexing_maps = [#[[A]], #[[B]], #[[C]]], {{.+}} %[[DS:[^,]+]], %{{.+}}, %{{.+}} : vector<16x32xbf16>, vector<32x64xbf16> into vector<16x64xf32>
+// CHECK:         %[[P:.+]] = vector.contract {indexing_maps = [#[[AT]], #[[B]], #[[C]]], {{.+}} %[[DS]], %{{.+}}, %{{.+}} : vector<16x32xbf16>, vector<16x64xbf16> into vector<32x64xf32>
+// CHECK:         %[[PS:.+]] = arith.mulf %[[P]], %{{.+}} : vector<32x64xf32>
+// CHECK:         %[[AV:.+]] = memref.subview %[[ACC]]
+// CHECK:         fmha.atomic_add %[[PS]], %[[AV]] : vector<32x64xf32>, memref<32x64xf32, strided<[64, 1], offset: ?>>
+// CHECK:       } {fmha.q_loop}
+func.func @bwd_atomic(%q: tensor<?x4x?x48xbf16>, %k: tensor<?x2x?x48xbf16>, %v: tensor<?x2x?x32xbf16>, %o: tensor<?x4x?x32xbf16>, %lse: tensor<?x4x?xf32>, %do: tensor<?x4x?x32xbf16>, %dq: tensor<?x4x?x48xbf16>, %dk: tensor<?x2x?x48xbf16>, %dv: tensor<?x2x?x32xbf16>) -> (tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>) {
+  %r:3 = fmha.attention_bwd ins(%q, %k, %v, %o, %lse, %do : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>, tensor<?x4x?x32xbf16>, tensor<?x4x?xf32>, tensor<?x4x?x32xbf16>) outs(%dq, %dk, %dv : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>) {mask = #fmha.mask<"t">} -> tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>
+  return %r#0, %r#1, %r#2 : tensor<?x4x?x48xbf16>, tensor<?x2x?x48xbf16>, tensor<?x2x?x32xbf16>
 }

@@ -6,7 +6,8 @@
 # a CUDA toolkit): vector_tiles.sh --make DIR writes the bundles into DIR/vt;
 # on the GPU machine: vector_tiles.sh DIR validates them (DIR/bin/fmha-run,
 # DIR/lib/libfmha_runtime.so). DIR/vtb holds the staged backward's bundles
-# (--bwd --vector-tiles), validated and grad-checked the same way.
+# (--bwd --vector-tiles, deterministic and with --dq-atomics), validated and
+# grad-checked the same way.
 set -u
 if [ "${1:-}" = "--make" ]; then
   dir=${2:?usage: vector_tiles.sh --make DIR [BIN]}; bin=${3:-build/bin}
@@ -42,6 +43,20 @@ if [ "${1:-}" = "--make" ]; then
   wait
   mb mmaqs_bf16_d128_gqa4_b --dtype=bf16 --mask=b --hq=8 --hk=2 -d 128 --mma=mma.sync --q-in-shared &
   mb mma_f16_d80_gqa2_t --dtype=f16 --mask=t --hq=4 --hk=2 -d 80 --mma=mma.sync &
+  wait
+  # dQ added atomically by the dK/dV kernel (--dq-atomics: an f32
+  # workspace, then a kernel that rounds it into dq).
+  mb dq_bf16_d64_gqa4_t --dtype=bf16 --mask=t --hq=8 --hk=2 -d 64 --dq-atomics &
+  mb dq_f16_d64_full --dtype=f16 --mask=0 --hq=4 --hk=4 -d 64 --dq-atomics &
+  wait
+  mb dq_bf16_d128_gqa4_b --dtype=bf16 --mask=b --hq=8 --hk=2 -d 128 --dq-atomics &
+  mb dq_f16_d64_sink_window_softcap --dtype=f16 --mask=b:40,0,4 --softcap=30 --hq=4 --hk=2 -d 64 --dq-atomics &
+  wait
+  mb dq_bf16_d32_mqa_b --dtype=bf16 --mask=b --hq=4 --hk=1 -d 32 --dq-atomics &
+  mb dq_f16_d80_gqa2_t --dtype=f16 --mask=t --hq=4 --hk=2 -d 80 --dq-atomics &
+  wait
+  mb dq_mma_bf16_d64_gqa4_t --dtype=bf16 --mask=t --hq=8 --hk=2 -d 64 --mma=mma.sync --dq-atomics &
+  mb dq_mmaqs_bf16_d128_gqa4_b --dtype=bf16 --mask=b --hq=8 --hk=2 -d 128 --mma=mma.sync --q-in-shared --dq-atomics &
   wait
   # A head dim the builder's backward does not take: fmha-compile --bwd
   # builds the staged one by itself.

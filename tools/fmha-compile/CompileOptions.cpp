@@ -85,6 +85,15 @@ cl::opt<bool> deterministic(
              "backward (as --vector-tiles), which is deterministic by "
              "construction"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> dqAtomics(
+    "dq-atomics",
+    cl::desc("With --bwd and the staged backward on a GPU (--vector-tiles): "
+             "the dK/dV kernel adds scale dS K into an f32 workspace "
+             "(dq_accum) atomically and a last kernel rounds it into dq, "
+             "instead of a dQ kernel that sweeps K and V again; not "
+             "deterministic. The CPU's static and vector tiles add dQ so "
+             "whenever the backward is not --deterministic"),
+    cl::init(false), cl::cat(category));
 cl::opt<bool> merge(
     "merge",
     cl::desc("Compile the merge of two attention partials (fmha.merge, "
@@ -365,6 +374,8 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
   } else {
     if (deterministic && !bwd)
       return error("--deterministic needs --bwd");
+    if (dqAtomics && (!bwd || deterministic))
+      return error("--dq-atomics needs --bwd and no --deterministic");
     meta.kind = bwd ? rt::KernelKind::Backward : rt::KernelKind::Forward;
     meta.deterministic = deterministic;
     if (hq <= 0 || hk <= 0 || headDim <= 0)
@@ -473,8 +484,11 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       // The staged backward (three kernels, each gradient tile summed in
       // one workgroup's registers, no atomics) is deterministic whatever
       // --deterministic says.
-      if (vectorTiles && bwd)
+      if (vectorTiles && bwd && !dqAtomics)
         meta.deterministic = true;
+      if (dqAtomics && !vectorTiles)
+        return error("--dq-atomics is the staged backward's: add "
+                     "--vector-tiles");
       if ((sinks || varlen || pageSize) && !bwd && !vectorTiles)
         return error(std::string(sinks    ? "--sinks"
                                  : varlen ? "--varlen"

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -446,10 +447,12 @@ struct FmhaLowerToCpuPass
   void runOnOperation() override {
     // The loops write buffers: tile ops on values are bufferized first.
     WalkResult onValues = getOperation()->walk([](Operation *op) {
-      if (!isa<TileInitOp, TileQKOp, TileSoftmaxOp, TilePVOp, TileFinalizeOp,
-               TileFillOp, TileStoreOp, TileMatmulOp, TileRowDotOp,
-               TileBwdProbsOp, TileBwdDsOp>(op) ||
-          op->getNumResults() == 0)
+      auto add = dyn_cast<AtomicAddOp>(op);
+      if (add ? !isa<TensorType>(add.getValue().getType())
+              : (!isa<TileInitOp, TileQKOp, TileSoftmaxOp, TilePVOp,
+                      TileFinalizeOp, TileFillOp, TileStoreOp, TileMatmulOp,
+                      TileRowDotOp, TileBwdProbsOp, TileBwdDsOp>(op) ||
+                 op->getNumResults() == 0))
         return WalkResult::advance();
       op->emitOpError() << "is lowered on memrefs: bufferize it first "
                            "(one-shot-bufferize; fmha-to-cpu-pipeline does)";
@@ -540,6 +543,41 @@ struct StridedCopyLowering : OpRewritePattern<memref::CopyOp> {
   }
 };
 
+/// dest += value, one atomic add an element: a buffer's in loops, a
+/// vector's (the vector tiles) element by element, unrolled.
+struct AtomicAddLowering : OpRewritePattern<AtomicAddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AtomicAddOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value value = op.getValue(), dest = op.getDest();
+    auto add = [&](OpBuilder &b, Value x, ValueRange at) {
+      memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, x, dest,
+                                  at);
+    };
+    if (auto type = dyn_cast<VectorType>(value.getType())) {
+      for (int64_t i = 0; i < type.getDimSize(0); ++i)
+        for (int64_t j = 0; j < type.getDimSize(1); ++j)
+          add(rewriter,
+              vector::ExtractOp::create(rewriter, loc, value,
+                                        ArrayRef<int64_t>{i, j}),
+              {arith::ConstantIndexOp::create(rewriter, loc, i),
+               arith::ConstantIndexOp::create(rewriter, loc, j)});
+    } else if (isa<MemRefType>(value.getType())) {
+      LoopBuilder lb{rewriter, loc};
+      lb.forEach(lb.dim(dest, 0), [&](LoopBuilder &row, Value i) {
+        row.forEach(row.dim(dest, 1), [&](LoopBuilder &col, Value j) {
+          add(col.b, col.load(value, {i, j}), {i, j});
+        });
+      });
+    } else {
+      return rewriter.notifyMatchFailure(op, "a tensor (bufferize first)");
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fmha::populateFmhaTileOpsToLoopsPatterns(
@@ -547,6 +585,6 @@ void mlir::fmha::populateFmhaTileOpsToLoopsPatterns(
   patterns.add<TileInitLowering, TileQKLowering, TileSoftmaxLowering,
                TilePVLowering, TileFinalizeLowering, TileFillLowering,
                TileStoreLowering, TileMatmulLowering, TileRowDotLowering,
-               TileBwdProbsLowering, TileBwdDsLowering, StridedCopyLowering>(
-      patterns.getContext());
+               TileBwdProbsLowering, TileBwdDsLowering, StridedCopyLowering,
+               AtomicAddLowering>(patterns.getContext());
 }

@@ -84,25 +84,30 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
     return AffineMap::get(3, 0, e, ctx);
   };
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  bool aTransposed = maps[0] == map({k, i});
   bool bTransposed = maps[1] == map({j, k});
-  if (maps.size() != 3 || maps[0] != map({i, k}) || maps[2] != map({i, j}) ||
-      !(bTransposed || maps[1] == map({k, j})))
+  if (maps.size() != 3 || !(aTransposed || maps[0] == map({i, k})) ||
+      maps[2] != map({i, j}) || !(bTransposed || maps[1] == map({k, j})))
     return fail(op, "a contraction other than C[i, j] += A[i, k] B[k, j] "
-                    "(or B[j, k])");
+                    "(or A[k, i], B[j, k])");
   LayoutAttr la = layouts.lookup(op.getLhs()), lb = layouts.lookup(op.getRhs()),
              lc = layouts.lookup(op.getResult());
   if (!la || !lb || !lc)
     return fail(op, "an operand without a register layout");
   const ::fmha::MmaInstruction &instr = target.getMma();
+  // A transposed operand's layout is the transpose of the fragments' (the
+  // same registers).
+  LinearLayout aLayout =
+      aTransposed ? la.getLayout().transposed() : la.getLayout();
   LinearLayout bLayout =
       bTransposed ? lb.getLayout().transposed() : lb.getLayout();
-  FailureOr<Tiling> ta = asTiling(la.getLayout(), instr.a);
+  FailureOr<Tiling> ta = asTiling(aLayout, instr.a);
   FailureOr<Tiling> tb = asTiling(bLayout, instr.b);
   FailureOr<Tiling> tc = asTiling(lc.getLayout(), instr.c);
   if (failed(ta) || failed(tb) || failed(tc))
     return fail(op, "the operands' layouts are not tilings of ")
            << instr.name << "'s A, B and C fragments";
-  if (la.getLayout().getBases(LayoutInput::Warp) !=
+  if (aLayout.getBases(LayoutInput::Warp) !=
           lc.getLayout().getBases(LayoutInput::Warp) ||
       llvm::any_of(bLayout.getBases(LayoutInput::Warp),
                    [](TileCoord c) { return !c.isZero(); }))
@@ -119,6 +124,8 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
   // memory here, one k step at a time.
   vector::TransferReadOp aRead = folded.lookup(op.getLhs());
   vector::TransferReadOp bRead = folded.lookup(op.getRhs());
+  if (aRead && aTransposed)
+    return fail(op, "reads a transposed A from memory; only from registers");
   if (bRead && workgroupSwizzle(bRead.getBase()))
     return warpgroupContraction(op, bTransposed, *ta, *tc, aRead, bRead);
   if (aRead && workgroupSwizzle(aRead.getBase()))
@@ -231,7 +238,7 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
   // accumulator (two fragments of rows share each B fragment, and a folded
   // operand holds one k step at a time).
   const int64_t numC = instr.c.getNumRegisters();
-  const int64_t kTile = tileType(op.getLhs()).getDimSize(1);
+  const int64_t kTile = tileType(op.getRhs()).getDimSize(bTransposed ? 1 : 0);
   SmallVector<Key> rows, cols;
   SmallVector<SmallVector<Value>> accs;
   for (size_t r = 0; r < tc->element.size(); r += numC) {

@@ -352,3 +352,23 @@ LogicalResult Distributor::transferWrite(vector::TransferWriteOp op) {
   }
   return success();
 }
+
+LogicalResult Distributor::atomicAdd(AtomicAddOp op) {
+  Value value = op.getValue();
+  LayoutAttr l = layouts.lookup(value);
+  if (!l)
+    return fail(op, "adds a tile without a register layout");
+  FailureOr<Value> regs = registersOf(value, op);
+  if (failed(regs))
+    return failure();
+  const LinearLayout layout = l.getLayout();
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  onlyFirstReplica(b, loc, layout);
+  for (int64_t r = 0; r < layout.getNumRegisters(); ++r)
+    target.emitWorkspaceAtomicAdd(
+        b, loc, extract(b, loc, *regs, r), op.getDest(),
+        ValueRange{coord(b, loc, layout, r, /*row=*/true),
+                   coord(b, loc, layout, r, /*row=*/false)});
+  return success();
+}

@@ -433,6 +433,10 @@ LogicalResult Distributor::rewrite(Operation *op) {
     replaced.push_back(op);
     return success();
   }
+  if (auto add = dyn_cast<AtomicAddOp>(op)) {
+    replaced.push_back(op);
+    return atomicAdd(add);
+  }
   if (auto write = dyn_cast<vector::TransferWriteOp>(op)) {
     if (!isTile(write.getVector()))
       return success();

@@ -156,7 +156,7 @@ LogicalResult Distributor::warpgroupContraction(vector::ContractionOp op,
   };
   Value group = im.div(warp, im.c(kWarpgroupWarps));
   Value groupRows = im.mul(group, im.c(kWarpgroupRows));
-  const int64_t kTile = tileType(op.getLhs()).getDimSize(1);
+  const int64_t kTile = tileType(op.getRhs()).getDimSize(bTransposed ? 1 : 0);
   auto bType = cast<MemRefType>(bRead.getBase().getType());
   const int64_t bRows = bType.getDimSize(bType.getRank() - 2);
   target.emitWarpgroupFence(b, loc);

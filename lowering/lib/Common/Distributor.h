@@ -221,6 +221,9 @@ struct Distributor {
   LogicalResult transferRead(vector::TransferReadOp op);
 
   LogicalResult transferWrite(vector::TransferWriteOp op);
+  /// fmha.atomic_add: each register added at its (row, col) of the buffer
+  /// (the target's workspace add), by the first replica only.
+  LogicalResult atomicAdd(AtomicAddOp op);
 
   /// From here on, only the threads that hold the first replica of each
   /// element of `layout` (a branch when some hold copies).

@@ -127,9 +127,9 @@ Value GpuTarget::emitTanh(OpBuilder &b, Location loc, Value x) const {
 }
 
 void GpuTarget::emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
-                                       Value memref, Value idx) const {
+                                       Value memref, ValueRange indices) const {
   memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, value, memref,
-                              ValueRange{idx});
+                              indices);
 }
 
 void GpuTarget::emitCopyAsync(OpBuilder &b, Location loc, Value src,

@@ -6,10 +6,11 @@
 //===----------------------------------------------------------------------===//
 //
 // --fmha-stage-q: in each gpu.func of vector tiles (before
-// --fmha-distribute-tiles), a tile read before a loop only to be the A
+// --fmha-distribute-tiles), a tile read before a loop only to be an
 // operand of products inside loops (the staged forward's Q tile, which
-// every kv iteration multiplies) is copied once into workgroup memory by
-// all the threads, and each product reads it back from there:
+// every kv iteration multiplies; the backward's K of S^T = K Q^T and, with
+// atomic dQ, of dQ += dS K) is copied once into workgroup memory by all the
+// threads, and each product reads it back from there, in its own layout:
 //
 //   %q = vector.transfer_read %global[%r, %c]     (gone)
 //   fmha.copy_async %global[%r, %c] to %qbuf[0, 0] layout(#copy)
@@ -48,21 +49,19 @@ using namespace mlir::fmha;
 
 namespace {
 
-/// The products a tile read outside loops feeds as A, through anchors of
-/// one layout; empty unless that is all its uses and each product sits in
-/// a loop the read is outside of.
+/// The products a tile read outside loops feeds as A or B, through
+/// anchors; empty unless that is all its uses and each product sits in a
+/// loop the read is outside of.
 SmallVector<OpOperand *> productsInLoops(vector::TransferReadOp read) {
   SmallVector<OpOperand *> out;
-  LayoutAttr layout;
   for (Operation *user : read->getUsers()) {
     auto anchor = dyn_cast<ToLayoutOp>(user);
-    if (!anchor || (layout && anchor.getLayout() != layout))
+    if (!anchor)
       return {};
-    layout = anchor.getLayout();
     for (OpOperand &use : anchor->getUses()) {
       auto contract = dyn_cast<vector::ContractionOp>(use.getOwner());
       auto loop = contract ? contract->getParentOfType<scf::ForOp>() : nullptr;
-      if (!contract || use.getOperandNumber() != 0 || !loop ||
+      if (!contract || use.getOperandNumber() > 1 || !loop ||
           loop->isAncestor(read))
         return {};
       out.push_back(&use);

@@ -196,13 +196,14 @@ public:
   /// denormal addends; the accumulator is rounded to the element type, where
   /// an f32 denormal is zero (f16) or a bf16 denormal at most.
   void emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
-                              Value memref, Value idx) const override {
+                              Value memref, ValueRange indices) const override {
     auto type = cast<MemRefType>(memref.getType());
     if (type.getRank() != 1 || !type.getLayout().isIdentity() ||
         type.getMemorySpace()) {
-      GpuTarget::emitWorkspaceAtomicAdd(b, loc, value, memref, idx);
+      GpuTarget::emitWorkspaceAtomicAdd(b, loc, value, memref, indices);
       return;
     }
+    Value idx = indices.front();
     // The descriptor the kernel lowering gives the memref (the cast folds
     // away in reconcile-unrealized-casts); its aligned pointer, element idx.
     LLVMTypeConverter converter(b.getContext());

@@ -444,3 +444,44 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#at = #fmha.layout<16x16, register = [[1, 0], [0, 8], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+#b = #fmha.layout<16x16, register = [[1, 0], [8, 0], [0, 8]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+
+// The backward's atomic dQ += dS K: dS^T (a C tile) converts to the
+// transpose of A's layout through workgroup memory (its lanes differ), the
+// contraction reads it transposed (lhs map (k, i)) as the A fragments of
+// the same registers, and the product's 8 registers a thread are each added
+// into the buffer atomically at the C layout's (row, col).
+// CHECK-LABEL: gpu.func @atomic_dq
+// CHECK-SAME: (%{{.+}}: memref<16x16xf32>, %{{.+}}: memref<16x16xf16>, %[[ACC:[^:]+]]: memref<16x16xf32, strided<[64, 1], offset: ?>>)
+// CHECK: gpu.barrier
+// CHECK-COUNT-4: vector.store %{{.+}} : memref<16x16xf32, 3>, vector<2xf32>
+// CHECK: gpu.barrier
+// CHECK-COUNT-8: vector.load %{{.+}} : memref<16x16xf32, 3>, vector<1xf32>
+// CHECK-COUNT-2: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK-COUNT-8: memref.atomic_rmw addf %{{.+}}, %[[ACC]][%{{.+}}, %{{.+}}] : (f32, memref<16x16xf32, strided<[64, 1], offset: ?>>) -> f32
+// CHECK-NOT: memref.atomic_rmw
+// CHECK-NOT: fmha.atomic_add
+gpu.module @kernels {
+  gpu.func @atomic_dq(%ds: memref<16x16xf32>, %k: memref<16x16xf16>, %acc: memref<16x16xf32, strided<[64, 1], offset: ?>>) kernel {
+    %c0 = arith.constant 0 : index
+    %padf = arith.constant 0.0 : f32
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<16x16xf32>
+    %dst = vector.transfer_read %ds[%c0, %c0], %padf {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %dsc = fmha.to_layout %dst to layout(#c) : vector<16x16xf32>
+    %dsa = fmha.to_layout %dsc to layout(#at) : vector<16x16xf32>
+    %dsh = arith.truncf %dsa : vector<16x16xf32> to vector<16x16xf16>
+    %kt = vector.transfer_read %k[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+    %kb = fmha.to_layout %kt to layout(#b) : vector<16x16xf16>
+    %p = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (k, i)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %dsh, %kb, %zero : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+    %pc = fmha.to_layout %p to layout(#c) : vector<16x16xf32>
+    fmha.atomic_add %pc, %acc : vector<16x16xf32>, memref<16x16xf32, strided<[64, 1], offset: ?>>
+    gpu.return
+  }
+}

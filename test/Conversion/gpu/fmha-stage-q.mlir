@@ -59,6 +59,50 @@ gpu.module @kernels {
 // -----
 
 #a = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#b = #fmha.layout<16x16, register = [[1, 0], [8, 0], [0, 8]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+#bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+
+// The backward's K with atomic dQ: read before the q loop to be the A of
+// S^T = K Q^T and the B of dQ += dS K, in two layouts. One copy; each
+// product reads the buffer back in its own layout.
+// CHECK-LABEL: gpu.func @stage_a_and_b
+// CHECK-SAME: workgroup(%[[KB:.+]] : memref<16x24xf16, 3>)
+// CHECK: fmha.copy_async
+// CHECK-NOT: fmha.copy_async
+// CHECK: scf.for
+// CHECK: %[[KA:.+]] = vector.transfer_read %[[KB]]
+// CHECK-NEXT: %[[KAA:.+]] = fmha.to_layout %[[KA]] to layout(#[[$A:.+]]) :
+// CHECK-NEXT: vector.contract {{.+}} %[[KAA]],
+// CHECK: %[[KR:.+]] = vector.transfer_read %[[KB]]
+// CHECK-NEXT: %[[KBB:.+]] = fmha.to_layout %[[KR]] to layout(#[[$B:.+]]) :
+// CHECK-NEXT: vector.contract {{.+}}, %[[KBB]],
+gpu.module @kernels {
+  gpu.func @stage_a_and_b(%k: memref<?x16xf16>, %q: memref<?x16xf16>, %o: memref<16x16xf32>, %r: index, %n: index) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<16x16xf32>
+    %init = fmha.to_layout %zero to layout(#a) : vector<16x16xf32>
+    %kt = vector.transfer_read %k[%r, %c0], %pad {in_bounds = [false, true]} : memref<?x16xf16>, vector<16x16xf16>
+    %ka = fmha.to_layout %kt to layout(#a) : vector<16x16xf16>
+    %kb = fmha.to_layout %kt to layout(#b) : vector<16x16xf16>
+    %s = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (vector<16x16xf32>) {
+      %qt = vector.transfer_read %q[%i, %c0], %pad {in_bounds = [false, true]} : memref<?x16xf16>, vector<16x16xf16>
+      %qb = fmha.to_layout %qt to layout(#bt) : vector<16x16xf16>
+      %st = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %ka, %qb, %acc : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+      %sh = arith.truncf %st : vector<16x16xf32> to vector<16x16xf16>
+      %sa = fmha.to_layout %sh to layout(#a) : vector<16x16xf16>
+      %dq = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %sa, %kb, %st : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+      scf.yield %dq : vector<16x16xf32>
+    }
+    vector.transfer_write %s, %o[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#a = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
 #bt = #fmha.layout<16x16, register = [[0, 1], [0, 8], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
 
 // Left alone: a tile with a use other than the loops' products (here a

@@ -271,7 +271,7 @@ def Fmha_AccumulateOp : Fmha_DpsOp<"accumulate"> {
 // The forward's tiles are values or buffers: on tensors a tile op returns its
 // updated outs (destination style, bufferized by One-Shot Bufferize into the
 // same op on memrefs); on memrefs it writes them in place. An op takes all
-// tensors or all memrefs.
+// tensors or all memrefs (tile_store also a tensor into a memref out).
 def Fmha_ValueTile2D : AnyTypeOf<[MemRefRankOf<[F16, BF16, F32], [2]>,
                                   TensorRankOf<[F16, BF16, F32], [2]>]>;
 def Fmha_F32ValueTile2D : AnyTypeOf<[MemRefRankOf<[F32], [2]>,
@@ -491,12 +491,43 @@ def Fmha_CopyWaitOp : Fmha_Op<"copy_wait"> {
   let assemblyFormat = "`pending` `(` $pending `)` attr-dict";
 }
 
+def Fmha_AtomicAddOp : Fmha_Op<"atomic_add"> {
+  let summary = "Add an f32 tile into a buffer, each element atomically";
+  let description = [{
+    `dest[i, j] += value[i, j]` for every element of the 2-D f32 tile
+    `value`, each add atomic: parallel iterations (workgroups on the GPU,
+    threads on the CPU) may add into the same elements, in any order.
+    `dest` is a buffer of the tile's static shape. The tile is a value (a
+    tensor or, after `--fmha-vectorize-tiles`, a vector: the distribution
+    adds each register at its layout's row and column) or, bufferized on
+    the CPU, a buffer. The backward's dQ accumulator takes scale dS K of
+    each (q tile, kv tile) pair of the dK/dV loop so.
+
+    Example:
+    ```mlir
+    fmha.atomic_add %dq, %acc : vector<64x128xf32>,
+        memref<64x128xf32, strided<[128, 1], offset: ?>>
+    ```
+  }];
+  // No declared effects: the op may read and write memory (dest, and value
+  // when it is a buffer).
+  let arguments = (ins AnyTypeOf<[VectorOfRankAndType<[2], [F32]>,
+                                  TensorRankOf<[F32], [2]>,
+                                  MemRefRankOf<[F32], [2]>]>:$value,
+                       MemRefRankOf<[F32], [2]>:$dest);
+  let assemblyFormat =
+      "$value `,` $dest attr-dict `:` type($value) `,` type($dest)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Tile ops of the backward pass
 //===----------------------------------------------------------------------===//
 
 // The backward's tile ops, on values or buffers as the forward's: on
 // tensors each returns its updated out; `atomic` products take buffers.
+// tile_store may also write a value into a buffer in place (the values
+// form zeroes the backward's shared dQ accumulator so).
 
 def Fmha_TileFillOp : Fmha_TileDpsOp<"tile_fill"> {
   let summary = "Set every element of an f32 tile";
@@ -512,7 +543,10 @@ def Fmha_TileFillOp : Fmha_TileDpsOp<"tile_fill"> {
 
 def Fmha_TileStoreOp : Fmha_TileDpsOp<"tile_store"> {
   let summary = "Copy an f32 tile into a tile of any float type (rounding)";
-  let description = [{ `dst` is the out. }];
+  let description = [{
+    `dst` is the out: a value, or a buffer written in place (from a value
+    `src` too).
+  }];
   let arguments = (ins Fmha_F32ValueTile2D:$src, Fmha_ValueTile2D:$dst);
   let assemblyFormat = [{
     $src `into` $dst attr-dict `:` type($src) `,` type($dst)

@@ -276,7 +276,7 @@ public:
   /// launches, so the add needs atomicity only. The default is
   /// memref.atomic_rmw.
   virtual void emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
-                                      Value memref, Value idx) const;
+                                      Value memref, ValueRange indices) const;
 
   /// The LLVM address space of workgroup memory (shared memory, LDS; 3 on
   /// both targets). Buffers the staged passes add take it as a number: their
