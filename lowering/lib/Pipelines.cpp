@@ -306,6 +306,10 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
       stageQ.swizzle = swizzle;
       tiles.addPass(mlir::fmha::createFmhaStageQPass(stageQ));
     }
+    // Warpgroup products read a transposed A (the backward's atomic dQ)
+    // from a swizzled buffer by descriptor.
+    if (swizzle)
+      tiles.addPass(mlir::fmha::createFmhaStageTransposedAPass());
     mlir::fmha::FmhaPipelineCopiesPassOptions pipeline;
     pipeline.stages = kvStages;
     tiles.addPass(mlir::fmha::createFmhaPipelineCopiesPass(pipeline));

@@ -513,30 +513,18 @@ struct TileVectorizer {
     VectorMath vm{b, op.getLoc()};
     Value stored = vm.cast(
         vs[0], cast<ShapedType>(op.getDst().getType()).getElementType());
-    if (isa<MemRefType>(op.getDst().getType()))
-      return intoBuffer(b, op, [&] {
-        auto type = cast<VectorType>(stored.getType());
-        Value zero = arith::ConstantIndexOp::create(b, op.getLoc(), 0);
-        vector::TransferWriteOp::create(
-            b, op.getLoc(), stored, op.getDst(),
-            SmallVector<Value>(type.getRank(), zero),
-            AffineMapAttr::get(b.getMultiDimIdentityMap(type.getRank())),
-            b.getBoolArrayAttr(SmallVector<bool>(type.getRank(), true)));
-      });
-    return replaceTileOp(b, op, {stored});
-  }
-
-  /// A tile op on values whose out is a buffer: `write` writes it; the op
-  /// goes with the tile level. The buffer must have the tile's static shape.
-  LogicalResult intoBuffer(OpBuilder &b, Operation *op,
-                           function_ref<void()> write) {
-    Value out = cast<DestinationStyleOpInterface>(op).getDpsInits().front();
-    if (!cast<MemRefType>(out.getType()).hasStaticShape())
-      return op->emitOpError()
-             << "fmha-vectorize-tiles: writes values into a buffer of "
-                "dynamic shape "
-             << out.getType() << "; a tile's buffer has its static shape";
-    write();
+    auto buffer = dyn_cast<MemRefType>(op.getDst().getType());
+    if (!buffer)
+      return replaceTileOp(b, op, {stored});
+    // A value into a buffer of its static shape (the dQ accumulator's zeros).
+    if (!buffer.hasStaticShape())
+      return op->emitOpError() << "fmha-vectorize-tiles: writes a value into "
+                                  "a buffer of dynamic shape "
+                               << buffer;
+    Value zero = arith::ConstantIndexOp::create(b, op.getLoc(), 0);
+    vector::TransferWriteOp::create(b, op.getLoc(), stored, op.getDst(),
+                                    ValueRange{zero, zero},
+                                    ArrayRef<bool>{true, true});
     replaced.push_back(op);
     return success();
   }

@@ -94,3 +94,25 @@ func.func @rows_not_leading(%q: tensor<1x1x64x32xf16>, %o: tensor<1x1x64x32xf16>
   }
   return %r : tensor<1x1x64x32xf16>
 }
+
+// -----
+
+// A value goes into a buffer of its own static shape.
+func.func @store_into_dynamic_buffer(%acc: memref<?x64xf32>) {
+  %e = tensor.empty() : tensor<16x64xf32>
+  %z = fmha.tile_fill %e, 0.0 : tensor<16x64xf32> -> tensor<16x64xf32>
+  // expected-error @+1 {{'fmha.tile_store' op fmha-vectorize-tiles: writes a value into a buffer of dynamic shape 'memref<?x64xf32>'}}
+  fmha.tile_store %z into %acc : tensor<16x64xf32>, memref<?x64xf32>
+  return
+}
+
+// -----
+
+// fmha.atomic_add adds a static tile.
+func.func @atomic_add_of_no_tile(%t: tensor<?x64xf32>, %acc: memref<16x64xf32>) {
+  %s = tensor.extract_slice %t[0, 0] [16, 64] [1, 1] : tensor<?x64xf32> to tensor<16x64xf32>
+  %c = arith.addf %s, %s : tensor<16x64xf32>
+  // expected-error @+1 {{'fmha.atomic_add' op fmha-vectorize-tiles: adds a value that is not a static tile}}
+  fmha.atomic_add %c, %acc : tensor<16x64xf32>, memref<16x64xf32>
+  return
+}

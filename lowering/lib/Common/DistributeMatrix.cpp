@@ -124,10 +124,12 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
   // memory here, one k step at a time.
   vector::TransferReadOp aRead = folded.lookup(op.getLhs());
   vector::TransferReadOp bRead = folded.lookup(op.getRhs());
-  if (aRead && aTransposed)
-    return fail(op, "reads a transposed A from memory; only from registers");
   if (bRead && workgroupSwizzle(bRead.getBase()))
-    return warpgroupContraction(op, bTransposed, *ta, *tc, aRead, bRead);
+    return warpgroupContraction(op, aTransposed, bTransposed, *ta, *tc, aRead,
+                                bRead);
+  if (aRead && aTransposed)
+    return fail(op, "reads A transposed from memory; only warpgroup products "
+                    "do (B in the 128-byte swizzle)");
   if (aRead && workgroupSwizzle(aRead.getBase()))
     return fail(op, "reads A from a buffer in the 128-byte swizzle and B "
                     "from elsewhere; only warpgroup products (B in such a "

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace mlir::fmha;
@@ -335,11 +336,33 @@ LogicalResult Distributor::transferWrite(vector::TransferWriteOp op) {
   bool rank1 = type.getRank() == 1;
   OpBuilder b(op);
   Location loc = op.getLoc();
+  // A buffer in the 128-byte swizzle (a warpgroup product's operand,
+  // fmha-stage-transposed-a): each run at its swizzled place, within one
+  // 16-byte chunk; then the fence that shows the writes to the products.
+  const int64_t swizzle = workgroupSwizzle(op.getBase());
+  auto baseType = cast<MemRefType>(op.getBase().getType());
+  if (swizzle && (rank1 || baseType.getRank() != 2 ||
+                  element.getIntOrFloatBitWidth() != 16 ||
+                  !llvm::all_of(op.getIndices(), [](Value v) {
+                    return matchPattern(v, m_Zero());
+                  })))
+    return fail(op, "writes into a buffer in the 128-byte swizzle other than "
+                    "a whole 2-D tile of 16-bit elements");
   onlyFirstReplica(b, loc, layout);
   for (auto [first, len] :
        runs(layout, element, memoryRunLength(layout, element, rank1))) {
     SmallVector<Value> indices = runIndices(
         b, loc, op.getIndices(), op.getPermutationMap(), layout, first, rank1);
+    if (swizzle) {
+      if (len > 8 || layout.apply(first, 0, 0).col % 8 + len > 8)
+        return fail(op, "a run of registers crosses a 16-byte chunk of the "
+                        "swizzle");
+      IndexMath im{b, loc};
+      const int64_t cols = baseType.getDimSize(1);
+      Value at = swizzledOffset(b, loc, indices[0], indices[1],
+                                baseType.getDimSize(0));
+      indices = {im.div(at, im.c(cols)), im.rem(at, im.c(cols))};
+    }
     Value run = vector::ExtractStridedSliceOp::create(
         b, loc, *regs, ArrayRef<int64_t>{first}, ArrayRef<int64_t>{len},
         ArrayRef<int64_t>{1});
@@ -349,6 +372,10 @@ LogicalResult Distributor::transferWrite(vector::TransferWriteOp op) {
     vector::TransferWriteOp::create(b, loc, run, op.getBase(), indices,
                                     op.getPermutationMapAttr(), Value(),
                                     op.getInBoundsAttr());
+  }
+  if (swizzle) {
+    OpBuilder after(op);
+    target.emitWarpgroupOperandFence(after, loc);
   }
   return success();
 }

@@ -82,12 +82,10 @@ FailureOr<Value> Distributor::warpgroupAddress(OpBuilder &b,
   return arith::IndexCastOp::create(b, loc, b.getI64Type(), bytes).getResult();
 }
 
-LogicalResult Distributor::warpgroupContraction(vector::ContractionOp op,
-                                                bool bTransposed,
-                                                const Tiling &ta,
-                                                const Tiling &tc,
-                                                vector::TransferReadOp aRead,
-                                                vector::TransferReadOp bRead) {
+LogicalResult Distributor::warpgroupContraction(
+    vector::ContractionOp op, bool aTransposed, bool bTransposed,
+    const Tiling &ta, const Tiling &tc, vector::TransferReadOp aRead,
+    vector::TransferReadOp bRead) {
   if (!warpgroupUnsupported.empty())
     return fail(op, "reads B from a buffer in the 128-byte swizzle, for a "
                     "warpgroup product: ")
@@ -115,6 +113,11 @@ LogicalResult Distributor::warpgroupContraction(vector::ContractionOp op,
   if (aRead && !workgroupSwizzle(aRead.getBase()))
     return fail(op, "a warpgroup product reads A from registers or from a "
                     "buffer in the 128-byte swizzle");
+  // A transposed in a buffer (its rows along K): M-major, the buffer's 64
+  // columns the one warpgroup's rows.
+  if (aTransposed && (!aRead || warpBases.size() != 2))
+    return fail(op, "a warpgroup product reads A transposed only from a "
+                    "buffer in the 128-byte swizzle, for one warpgroup");
   Type ab = elementOf(op.getLhs());
   FailureOr<Value> aRegs =
       aRead ? FailureOr<Value>(Value()) : registersOf(op.getLhs(), op);
@@ -173,12 +176,20 @@ LogicalResult Distributor::warpgroupContraction(vector::ContractionOp op,
     Value descB = target.emitWarpgroupDescriptor(
         b, loc, *bAddress, bTransposed ? 16 : bRows * 128, 1024);
     if (aRead) {
-      FailureOr<Value> aAddress = warpgroupAddress(b, aRead, groupRows, k0);
+      // K-major A: rows of the warpgroup, k0's columns. M-major: k0's rows
+      // (8-row atoms 1024 bytes apart along K, the layout of an N-major B).
+      FailureOr<Value> aAddress =
+          aTransposed ? warpgroupAddress(b, aRead, im.c(k0), 0)
+                      : warpgroupAddress(b, aRead, groupRows, k0);
       if (failed(aAddress))
         return failure();
-      Value descA = target.emitWarpgroupDescriptor(b, loc, *aAddress, 16, 1024);
-      d = target.emitWarpgroupMma(b, loc, ab, n, descA, /*aMMajor=*/false,
-                                  descB, /*bNMajor=*/!bTransposed, d);
+      auto aType = cast<MemRefType>(aRead.getBase().getType());
+      const int64_t aRows = aType.getDimSize(aType.getRank() - 2);
+      Value descA = target.emitWarpgroupDescriptor(
+          b, loc, *aAddress, aTransposed ? aRows * 128 : 16, 1024);
+      d = target.emitWarpgroupMma(b, loc, ab, n, descA,
+                                  /*aMMajor=*/aTransposed, descB,
+                                  /*bNMajor=*/!bTransposed, d);
       continue;
     }
     FailureOr<SmallVector<Value>> pairs = aPairs(k0);

@@ -148,8 +148,10 @@ struct Distributor {
   /// A contraction whose B is read from a buffer in the 128-byte swizzle:
   /// warpgroup products over descriptors (DistributeWarpgroup.cpp); `ta`
   /// and `tc` are A's and C's tilings of the target's m16n8k16 fragments.
-  LogicalResult warpgroupContraction(vector::ContractionOp op, bool bTransposed,
-                                     const Tiling &ta, const Tiling &tc,
+  /// A read transposed (`aTransposed`) from such a buffer is M-major.
+  LogicalResult warpgroupContraction(vector::ContractionOp op, bool aTransposed,
+                                     bool bTransposed, const Tiling &ta,
+                                     const Tiling &tc,
                                      vector::TransferReadOp aRead,
                                      vector::TransferReadOp bRead);
 

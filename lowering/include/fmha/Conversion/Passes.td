@@ -294,6 +294,28 @@ def FmhaStageQPass : Pass<"fmha-stage-q"> {
   ];
 }
 
+def FmhaStageTransposedAPass : Pass<"fmha-stage-transposed-a"> {
+  let summary = "Write a transposed A operand of a warpgroup product into "
+                "workgroup memory, for the product to read by descriptor";
+  let description = [{
+    In each `gpu.func` of vector tiles (after `--fmha-stage-q`, before
+    `--fmha-distribute-tiles`): a product that reads its A transposed (lhs
+    map (k, i); the backward's atomic dQ += dS K on dS^T) from registers
+    converted into the transpose of A's layout and narrowed, and its B from
+    a buffer in the 128-byte swizzle (a warpgroup product), takes that A
+    from a workgroup buffer of its own in the same swizzle instead: the
+    tile, narrowed in the layout it has, is written there between two
+    barriers and read back by the product, which the distribution makes a
+    warpgroup product reading A M-major by descriptor. What a generic
+    conversion did through workgroup memory in f32 (stores, a barrier, a
+    load a register) becomes one 16-bit store a pair of registers.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def FmhaStageKVPass : Pass<"fmha-stage-kv"> {
   let summary = "Copy the B operands of a kernel's loop iterations through "
                 "workgroup memory";
