@@ -24,7 +24,10 @@
 // and the lse and Dsum, one value a query, are the column slice of C. Its
 // atomic dQ += dS K reads dS^T transposed: the tile takes the transpose of
 // A's layout (the queries across the warps), a conversion from its C layout
-// (the keys across them) that goes through workgroup memory on the GPU.
+// (the keys across them) that goes through workgroup memory on the GPU; the
+// product converts (through workgroup memory too) to the line layout, whose
+// lanes hold consecutive elements of a row, so that a warp's atomic adds go
+// to consecutive addresses.
 //
 // The pass walks the function in order: a tile op's `tensor.empty` outs are
 // rebuilt in their layout, any other operand in another layout (q, k and v
@@ -62,7 +65,7 @@ using ::fmha::WarpSplit;
 namespace {
 
 /// What a tile is to the matrix instruction.
-enum class Role { A, ATransposed, BTransposed, B, C, Row, Col };
+enum class Role { A, ATransposed, BTransposed, B, C, Row, Col, Line };
 
 /// The roles of a tile op's tensor operands, in order; empty for other ops.
 SmallVector<Role> rolesOf(Operation *op) {
@@ -91,7 +94,7 @@ SmallVector<Role> rolesOf(Operation *op) {
                                  Role::Row};
       })
       .Case([](TileFillOp) { return SmallVector<Role>{Role::C}; })
-      .Case([](AtomicAddOp) { return SmallVector<Role>{Role::C}; })
+      .Case([](AtomicAddOp) { return SmallVector<Role>{Role::Line}; })
       .Case([](TileStoreOp) { return SmallVector<Role>{Role::C, Role::C}; })
       .Case([](TileMatmulOp mm) {
         return SmallVector<Role>{
@@ -210,6 +213,14 @@ struct LayoutAssigner {
       // `rows` elements along them).
       layout = colSlice(
           tileFragments(instr.c, instr.m * warps, rows, warps, &error));
+      break;
+    case Role::Line:
+      // Consecutive lanes on consecutive elements of a row: each atomic
+      // instruction of a warp adds into consecutive addresses.
+      layout = ::fmha::lineLayout(
+          rows, cols,
+          int64_t(1) << instr.c.getBases(::fmha::LayoutInput::Lane).size(),
+          warps);
       break;
     }
     if (!error.empty()) {

@@ -266,11 +266,13 @@ LinearLayout colSlice(const LinearLayout &tile) {
   return sliceAlong(tile, /*keepRows=*/false);
 }
 
-LinearLayout copyLayout(int64_t rows, int64_t cols, int64_t elementBits,
-                        int64_t lanes, int64_t warps) {
+namespace {
+
+/// copyLayout with each thread's runs of `run` elements along a row.
+LinearLayout runLayout(int64_t rows, int64_t cols, int64_t run, int64_t lanes,
+                       int64_t warps) {
   // The tile's coordinate bits in the order threads and registers take
-  // them: a run of 16 bytes along a row, the rest of the row, then rows.
-  const int64_t run = std::min<int64_t>(128 / elementBits, cols);
+  // them: a run along a row, the rest of the row, then rows.
   std::vector<TileCoord> bits = colRun(log2Of(run));
   std::vector<TileCoord> rest =
       concat(colRun(log2Of(cols / run), run), rowRun(log2Of(rows)));
@@ -289,6 +291,20 @@ LinearLayout copyLayout(int64_t rows, int64_t cols, int64_t elementBits,
   std::vector<TileCoord> laneBases = take(log2Of(lanes));
   std::vector<TileCoord> warpBases = take(log2Of(warps));
   return LinearLayout(rows, cols, concat(bits, rest), laneBases, warpBases);
+}
+
+} // namespace
+
+LinearLayout copyLayout(int64_t rows, int64_t cols, int64_t elementBits,
+                        int64_t lanes, int64_t warps) {
+  // Runs of 16 bytes.
+  return runLayout(rows, cols, std::min<int64_t>(128 / elementBits, cols),
+                   lanes, warps);
+}
+
+LinearLayout lineLayout(int64_t rows, int64_t cols, int64_t lanes,
+                        int64_t warps) {
+  return runLayout(rows, cols, 1, lanes, warps);
 }
 
 } // namespace fmha

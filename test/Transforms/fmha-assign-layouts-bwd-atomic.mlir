@@ -5,11 +5,14 @@
 // The backward with atomic dQ (not deterministic) in mma.sync fragments over
 // 4 warps: the dK/dV loop's dS^T is a C tile with the keys across the warps;
 // scale dS K reads it transposed, so the tile converts to the transpose of
-// A's layout (the queries across the warps: warp bases along the columns),
-// and the product's C tile (queries x head dim) is added into the
-// accumulator. The Dsum loop zeroes the accumulator's tile from a C tile.
+// A's layout (the queries across the warps: warp bases along the columns);
+// the product's C tile (queries x head dim) converts to the line layout
+// (lanes on consecutive columns of a row) before its atomic add, so that
+// each add of a warp goes to 32 consecutive floats. The Dsum loop zeroes
+// the accumulator's tile from a C tile.
 // CHECK-DAG: #[[C:layout[0-9]*]] = #fmha.layout<64x64, register = {{\[\[0, 1\], \[8, 0\], \[0, 8\], \[0, 16\], \[0, 32\]\]}}, lane = {{\[\[0, 2\], \[0, 4\], \[1, 0\], \[2, 0\], \[4, 0\]\]}}, warp = {{\[\[16, 0\], \[32, 0\]\]}}>
 // CHECK-DAG: #[[AT:layout[0-9]*]] = #fmha.layout<64x64, register = {{\[\[1, 0\], \[0, 8\], \[8, 0\], \[16, 0\], \[32, 0\]\]}}, lane = {{\[\[2, 0\], \[4, 0\], \[0, 1\], \[0, 2\], \[0, 4\]\]}}, warp = {{\[\[0, 16\], \[0, 32\]\]}}>
+// CHECK-DAG: #[[LINE:layout[0-9]*]] = #fmha.layout<64x64, register = {{\[\[2, 0\], \[4, 0\], \[8, 0\], \[16, 0\], \[32, 0\]\]}}, lane = {{\[\[0, 1\], \[0, 2\], \[0, 4\], \[0, 8\], \[0, 16\]\]}}, warp = {{\[\[0, 32\], \[1, 0\]\]}}>
 // CHECK-DAG: #[[B:layout[0-9]*]] = #fmha.layout<64x64, register = {{\[\[1, 0\], \[8, 0\], \[0, 8\], \[0, 16\], \[0, 32\], \[16, 0\], \[32, 0\]\]}}, lane = {{\[\[2, 0\], \[4, 0\], \[0, 1\], \[0, 2\], \[0, 4\]\]}}, warp = {{\[\[0, 0\], \[0, 0\]\]}}>
 // CHECK-LABEL: func @bwd_atomic
 // CHECK: scf.forall
@@ -18,15 +21,17 @@
 // CHECK:       %[[DST:.+]] = fmha.tile_bwd_ds {{.+}} -> tensor<64x64xf32, #[[C]]>
 // CHECK:       %[[DSA:.+]] = fmha.convert_layout %[[DST]] : tensor<64x64xf32, #[[C]]> -> tensor<64x64xf32, #[[AT]]>
 // CHECK:       %[[P:.+]] = fmha.tile_matmul %[[DSA]], %{{.+}} into %{{.+}} {alpha = 1.250000e-01 : f32, transpose_a} : tensor<64x64xf32, #[[AT]]>, tensor<64x64xbf16, #[[B]]>, tensor<64x64xf32, #[[C]]> -> tensor<64x64xf32, #[[C]]>
-// CHECK:       fmha.atomic_add %[[P]], %{{.+}} : tensor<64x64xf32, #[[C]]>, memref<64x64xf32, strided<[64, 1], offset: ?>>
+// CHECK:       %[[PL:.+]] = fmha.convert_layout %[[P]] : tensor<64x64xf32, #[[C]]> -> tensor<64x64xf32, #[[LINE]]>
+// CHECK:       fmha.atomic_add %[[PL]], %{{.+}} : tensor<64x64xf32, #[[LINE]]>, memref<64x64xf32, strided<[64, 1], offset: ?>>
 
 // MFMA 16: the same roles in its fragments (lanes along the columns of C,
 // the transpose of A's with the warps along the columns).
+// MFMA-DAG: #[[MLINE:layout[0-9]*]] = #fmha.layout<64x64, register = {{\[\[4, 0\], \[8, 0\], \[16, 0\], \[32, 0\]\]}}, lane = {{\[\[0, 1\], \[0, 2\], \[0, 4\], \[0, 8\], \[0, 16\], \[0, 32\]\]}}, warp = {{\[\[1, 0\], \[2, 0\]\]}}>
 // MFMA-DAG: #[[MC:layout[0-9]*]] = #fmha.layout<64x64, register = {{\[\[1, 0\], \[2, 0\], \[0, 16\], \[0, 32\]\]}}, lane = {{\[\[0, 1\], \[0, 2\], \[0, 4\], \[0, 8\], \[4, 0\], \[8, 0\]\]}}, warp = {{\[\[16, 0\], \[32, 0\]\]}}>
 // MFMA-DAG: #[[MAT:layout[0-9]*]] = #fmha.layout<64x64, register = {{\[\[1, 0\], \[2, 0\], \[16, 0\], \[32, 0\]\]}}, lane = {{\[\[0, 1\], \[0, 2\], \[0, 4\], \[0, 8\], \[4, 0\], \[8, 0\]\]}}, warp = {{\[\[0, 16\], \[0, 32\]\]}}>
 // MFMA-LABEL: func @bwd_atomic
 // MFMA: fmha.tile_matmul %{{.+}}, %{{.+}} into %{{.+}} {alpha = 1.250000e-01 : f32, transpose_a} : tensor<64x64xf32, #[[MAT]]>, {{.+}} -> tensor<64x64xf32, #[[MC]]>
-// MFMA: fmha.atomic_add %{{.+}}, %{{.+}} : tensor<64x64xf32, #[[MC]]>
+// MFMA: fmha.atomic_add %{{.+}}, %{{.+}} : tensor<64x64xf32, #[[MLINE]]>
 
 // With a warp each 16 rows of each loop the dQ product of the dK/dV loop
 // (block-m rows) needs block-m >= block-n: a diagnostic otherwise.

@@ -360,3 +360,34 @@ TEST(CopyLayout, SixteenByteRunsEveryElementOnce) {
     }
   }
 }
+
+// lineLayout: every element held once (tiles of at least one element a
+// thread), and for each register the lanes of a warp hold consecutive
+// elements of one row-major tile: a warp's access of a register is one run
+// of addresses.
+TEST(LineLayout, LanesOnConsecutiveElements) {
+  struct Case {
+    int64_t rows, cols, lanes, warps;
+  };
+  for (Case c : {Case{64, 64, 32, 4}, Case{64, 128, 32, 4}, Case{64, 64, 64, 4},
+                 Case{128, 32, 32, 8}, Case{16, 16, 32, 1}}) {
+    SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.cols) + " l" +
+                 std::to_string(c.lanes) + " w" + std::to_string(c.warps));
+    LinearLayout l = fmha::lineLayout(c.rows, c.cols, c.lanes, c.warps);
+    EXPECT_EQ(l.validate(), "");
+    std::map<std::pair<int64_t, int64_t>, int> held;
+    for (int64_t w = 0; w < c.warps; ++w)
+      for (int64_t r = 0; r < l.getNumRegisters(); ++r) {
+        TileCoord first = l.apply(r, 0, w);
+        for (int64_t ln = 0; ln < c.lanes; ++ln) {
+          TileCoord at = l.apply(r, ln, w);
+          ++held[{at.row, at.col}];
+          EXPECT_EQ(at.row * c.cols + at.col,
+                    first.row * c.cols + first.col + ln);
+        }
+      }
+    EXPECT_EQ(int64_t(held.size()), c.rows * c.cols);
+    for (auto [at, n] : held)
+      EXPECT_EQ(n, 1);
+  }
+}

@@ -138,6 +138,13 @@ LinearLayout colSlice(const LinearLayout &tile);
 LinearLayout copyLayout(int64_t rows, int64_t cols, int64_t elementBits,
                         int64_t lanes, int64_t warps);
 
+/// copyLayout with runs of one element: consecutive lanes hold consecutive
+/// elements of a row, so that one access of a register by all the lanes of
+/// a warp (an atomic add) touches consecutive addresses of a row-major
+/// tile.
+LinearLayout lineLayout(int64_t rows, int64_t cols, int64_t lanes,
+                        int64_t warps);
+
 } // namespace fmha
 
 #endif // FMHA_SUPPORT_LINEARLAYOUT_H
