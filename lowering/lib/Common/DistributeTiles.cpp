@@ -394,6 +394,8 @@ LogicalResult Distributor::rewrite(Operation *op) {
                    loop.getResults())) {
       if (!isTile(init.get()))
         continue;
+      if (!layouts.lookup(arg))
+        return fail(op, "carries a tile without a register layout");
       FailureOr<Value> regs = registersIn(init.get(), layouts.lookup(arg), op);
       if (failed(regs) || failed(retype(arg)) || failed(retype(result)))
         return failure();

@@ -228,3 +228,70 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// An atomic add of a tile no anchor gives a layout.
+gpu.module @kernels {
+  gpu.func @atomic_no_layout(%acc: memref<16x16xf32>) kernel {
+    %z = arith.constant dense<1.0> : vector<16x16xf32>
+    %x = arith.addf %z, %z : vector<16x16xf32>
+    // expected-error @+1 {{'fmha.atomic_add' op fmha-distribute-tiles: adds a tile without a register layout}}
+    fmha.atomic_add %x, %acc : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// A loop carrying a tile whose layout nothing says (here no anchor of the
+// product's accumulator): a diagnostic, not a crash.
+#at = #fmha.layout<16x16, register = [[1, 0], [0, 8], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+#b = #fmha.layout<16x16, register = [[1, 0], [8, 0], [0, 8]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+gpu.module @kernels {
+  gpu.func @carried_no_layout(%ds: memref<16x16xf16>, %k: memref<16x16xf16>, %o: memref<16x16xf32>, %n: index) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<16x16xf32>
+    // expected-error @+1 {{'scf.for' op fmha-distribute-tiles: carries a tile without a register layout}}
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (vector<16x16xf32>) {
+      %a = vector.transfer_read %ds[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+      %aa = fmha.to_layout %a to layout(#at) : vector<16x16xf16>
+      %kb0 = vector.transfer_read %k[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+      %kb = fmha.to_layout %kb0 to layout(#b) : vector<16x16xf16>
+      %p = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (k, i)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %aa, %kb, %acc : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+      scf.yield %p : vector<16x16xf32>
+    }
+    vector.transfer_write %r, %o[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// A transposed A read from memory where the product is not a warpgroup
+// product (B not in the 128-byte swizzle).
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#at = #fmha.layout<16x16, register = [[1, 0], [0, 8], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+#b = #fmha.layout<16x16, register = [[1, 0], [8, 0], [0, 8]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = []>
+gpu.module @kernels {
+  gpu.func @transposed_a_from_memory(%ds: memref<16x16xf16>, %k: memref<16x16xf16>, %o: memref<16x16xf32>, %n: index) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : f16
+    %zero = arith.constant dense<0.0> : vector<16x16xf32>
+    %init = fmha.to_layout %zero to layout(#c) : vector<16x16xf32>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (vector<16x16xf32>) {
+      %a = vector.transfer_read %ds[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+      %aa = fmha.to_layout %a to layout(#at) : vector<16x16xf16>
+      %kb0 = vector.transfer_read %k[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf16>, vector<16x16xf16>
+      %kb = fmha.to_layout %kb0 to layout(#b) : vector<16x16xf16>
+      // expected-error @+1 {{'vector.contract' op fmha-distribute-tiles: reads A transposed from memory; only warpgroup products do (B in the 128-byte swizzle)}}
+      %p = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (k, i)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %aa, %kb, %acc : vector<16x16xf16>, vector<16x16xf16> into vector<16x16xf32>
+      scf.yield %p : vector<16x16xf32>
+    }
+    vector.transfer_write %r, %o[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}
