@@ -129,19 +129,32 @@ mlir::fmha::addStagingBuffer(gpu::GPUFuncOp func, Operation *at,
   FailureOr<LayoutAttr> copy = copyLayoutOf(at, type, target, warps, pass);
   if (failed(copy))
     return failure();
+  if (swizzle)
+    return std::pair(*copy, addSwizzledBuffer(func, type,
+                                              target.getWorkgroupAddressSpace(),
+                                              at->getLoc()));
   MLIRContext *ctx = func.getContext();
   Attribute workgroup = IntegerAttr::get(IntegerType::get(ctx, 64),
                                          target.getWorkgroupAddressSpace());
-  const int64_t pad = swizzle ? 0 : 128 / bits;
   auto bufferType =
-      MemRefType::get({type.getDimSize(0), type.getDimSize(1) + pad}, element,
-                      MemRefLayoutAttrInterface(), workgroup);
+      MemRefType::get({type.getDimSize(0), type.getDimSize(1) + 128 / bits},
+                      element, MemRefLayoutAttrInterface(), workgroup);
   Value buffer = func.addWorkgroupAttribution(bufferType, at->getLoc());
-  if (swizzle)
-    func.setWorkgroupAttributionAttr(
-        func.getNumWorkgroupAttributions() - 1, kSwizzleAttrName,
-        IntegerAttr::get(IntegerType::get(ctx, 64), swizzle));
   return std::pair(*copy, buffer);
+}
+
+Value mlir::fmha::addSwizzledBuffer(gpu::GPUFuncOp func, VectorType type,
+                                    unsigned space, Location loc) {
+  MLIRContext *ctx = func.getContext();
+  auto i64 = IntegerType::get(ctx, 64);
+  auto bufferType = MemRefType::get(type.getShape(), type.getElementType(),
+                                    MemRefLayoutAttrInterface(),
+                                    IntegerAttr::get(i64, space));
+  Value buffer = func.addWorkgroupAttribution(bufferType, loc);
+  func.setWorkgroupAttributionAttr(func.getNumWorkgroupAttributions() - 1,
+                                   kSwizzleAttrName,
+                                   IntegerAttr::get(i64, kSwizzleBytes));
+  return buffer;
 }
 
 int64_t mlir::fmha::workgroupSwizzle(Value buffer) {

@@ -80,17 +80,10 @@ std::optional<TransposedA> transposedA(vector::ContractionOp product) {
 }
 
 void stage(gpu::GPUFuncOp func, TransposedA t) {
-  MLIRContext *ctx = func.getContext();
   Location loc = t.product.getLoc();
   auto type = cast<VectorType>(t.narrow.getType());
   // Warpgroup products are NVIDIA's: workgroup memory is address space 3.
-  Attribute workgroup = IntegerAttr::get(IntegerType::get(ctx, 64), 3);
-  auto bufferType = MemRefType::get(type.getShape(), type.getElementType(),
-                                    MemRefLayoutAttrInterface(), workgroup);
-  Value buffer = func.addWorkgroupAttribution(bufferType, loc);
-  func.setWorkgroupAttributionAttr(
-      func.getNumWorkgroupAttributions() - 1, kSwizzleAttrName,
-      IntegerAttr::get(IntegerType::get(ctx, 64), kSwizzleBytes));
+  Value buffer = addSwizzledBuffer(func, type, 3, loc);
   OpBuilder b(t.product);
   Value narrow =
       arith::TruncFOp::create(b, loc, type, t.convert.getSource()).getResult();

@@ -117,6 +117,11 @@ addStagingBuffer(gpu::GPUFuncOp func, Operation *at, VectorType type,
                  const GpuTarget &target, int64_t warps, StringRef pass,
                  int64_t swizzle = 0);
 
+/// A workgroup attribution of `func` holding a tile of `type` unpadded in
+/// the 128-byte swizzle (kSwizzleAttrName), in address space `space`.
+Value addSwizzledBuffer(gpu::GPUFuncOp func, VectorType type, unsigned space,
+                        Location loc);
+
 /// The layout in which `warps` warps copy a tile of `type` (fmha::copyLayout,
 /// 16 bytes a thread); an error at `at` naming `pass` where it has none.
 FailureOr<LayoutAttr> copyLayoutOf(Operation *at, VectorType type,
