@@ -502,6 +502,61 @@ LogicalResult ToLayoutOp::verify() {
                            getSource().getType());
 }
 
+namespace {
+
+/// A tile and its register-order form (fmha.pack_tile, fmha.unpack_tile):
+/// both tensors or both vectors of one element type, the tile of `order`'s
+/// shape, `order` without replicas, the packed tile (registers x warps) x
+/// lanes.
+LogicalResult verifyRegisterOrder(Operation *op, Type tileType, Type packedType,
+                                  LayoutAttr order) {
+  auto tile = cast<ShapedType>(tileType);
+  auto packed = cast<ShapedType>(packedType);
+  if (isa<VectorType>(tile) != isa<VectorType>(packed))
+    return op->emitOpError() << "takes a tensor to a tensor or a vector to a "
+                                "vector, got "
+                             << tile << " and " << packed;
+  if (tile.getElementType() != packed.getElementType())
+    return op->emitOpError()
+           << "keeps the element type, got " << tile << " and " << packed;
+  const ::fmha::LinearLayout &l = order.getLayout();
+  if (l.getCopies() != 1)
+    return op->emitOpError()
+           << "takes an order without replicas (each element in one "
+              "register of one lane), got "
+           << order << " with " << l.getCopies() << " copies";
+  if (tile.getRank() != 2 || tile.getDimSize(0) != l.getRows() ||
+      tile.getDimSize(1) != l.getCols())
+    return op->emitOpError()
+           << "'s tile must have the order's shape (" << l.getRows() << "x"
+           << l.getCols() << "), got " << tile;
+  const int64_t rows = l.getNumRegisters() * l.getNumWarps();
+  if (packed.getRank() != 2 || packed.getDimSize(0) != rows ||
+      packed.getDimSize(1) != l.getNumLanes())
+    return op->emitOpError()
+           << "'s packed tile must be (registers x warps) x lanes (" << rows
+           << "x" << l.getNumLanes() << "), got " << packed;
+  for (auto [what, type] :
+       {std::pair<const char *, ShapedType>("tile", tile),
+        std::pair<const char *, ShapedType>("packed", packed)})
+    if (auto tensor = dyn_cast<RankedTensorType>(type))
+      if (failed(verifyTileEncoding(op, what, tensor)))
+        return failure();
+  return success();
+}
+
+} // namespace
+
+LogicalResult PackTileOp::verify() {
+  return verifyRegisterOrder(*this, getTile().getType(), getPacked().getType(),
+                             getOrder());
+}
+
+LogicalResult UnpackTileOp::verify() {
+  return verifyRegisterOrder(*this, getTile().getType(), getPacked().getType(),
+                             getOrder());
+}
+
 LogicalResult CopyAsyncOp::verify() {
   auto source = cast<MemRefType>(getSource().getType());
   auto dest = cast<MemRefType>(getDest().getType());

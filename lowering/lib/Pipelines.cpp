@@ -82,6 +82,8 @@ void addForwardTiling(OpPassManager &pm, int64_t blockM, int64_t blockN,
     layouts.warps = warps;
     layouts.warpRows = warpRows;
     pm.addPass(mlir::fmha::createFmhaAssignLayoutsPass(layouts));
+    // The backward's atomic dQ accumulator in its adds' register order.
+    pm.addPass(mlir::fmha::createFmhaRegisterOrderWorkspacePass());
   }
   if (vectorTiles)
     pm.addPass(mlir::fmha::createFmhaVectorizeTilesPass());

@@ -715,6 +715,28 @@ struct TileVectorizer {
     }
     if (auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(op))
       return visitParallelInsert(insert);
+    // A tile in register order and back: the same op on its vector,
+    // anchored in the result's layout.
+    if (isa<PackTileOp, UnpackTileOp>(op)) {
+      if (!isa<TensorType>(op->getOperand(0).getType()))
+        return success();
+      Value tile = vectorOf(op->getOperand(0));
+      if (!tile)
+        return op->emitOpError() << "fmha-vectorize-tiles: rearranges a "
+                                    "value that is not a static tile";
+      OpBuilder b(op);
+      VectorType type = vectorTypeOf(op->getResult(0).getType());
+      auto order = op->getAttrOfType<LayoutAttr>("order");
+      Value made =
+          isa<PackTileOp>(op)
+              ? PackTileOp::create(b, op->getLoc(), type, tile, order)
+                    .getResult()
+              : UnpackTileOp::create(b, op->getLoc(), type, tile, order)
+                    .getResult();
+      define(b, op->getResult(0), made);
+      replaced.push_back(op);
+      return success();
+    }
     if (auto add = dyn_cast<AtomicAddOp>(op)) {
       if (!isa<TensorType>(add.getValue().getType()))
         return success();

@@ -65,25 +65,42 @@ TileCoord LinearLayout::apply(int64_t reg, int64_t lane, int64_t warp) const {
 
 namespace {
 
-/// The GF(2) rank of the bases as bit vectors (row bits above col bits).
-int64_t rankOf(const LinearLayout &layout) {
+/// A basis of the layout's image in echelon form (Gaussian elimination over
+/// GF(2)): pivot `bit` (row bits above col bits) an element whose highest
+/// set bit is `bit`, and the combination of the inputs' bits (register
+/// bits lowest, then lane, then warp bits) that reaches it.
+struct Pivot {
+  uint64_t element = 0;
+  uint64_t inputs = 0;
+};
+
+std::vector<Pivot> eliminate(const LinearLayout &layout) {
   const int64_t colBits = log2Of(layout.getCols());
-  std::vector<uint64_t> pivots(64, 0);
-  int64_t rank = 0;
+  std::vector<Pivot> pivots(64);
+  int64_t input = 0;
   for (LayoutInput in : kInputs)
     for (TileCoord basis : layout.getBases(in)) {
-      uint64_t v = (uint64_t(basis.row) << colBits) | uint64_t(basis.col);
-      for (int bit = 63; bit >= 0 && v; --bit) {
-        if (!((v >> bit) & 1))
+      Pivot p{(uint64_t(basis.row) << colBits) | uint64_t(basis.col),
+              uint64_t(1) << input++};
+      for (int bit = 63; bit >= 0 && p.element; --bit) {
+        if (!((p.element >> bit) & 1))
           continue;
-        if (!pivots[bit]) {
-          pivots[bit] = v;
-          ++rank;
+        if (!pivots[bit].element) {
+          pivots[bit] = p;
           break;
         }
-        v ^= pivots[bit];
+        p.element ^= pivots[bit].element;
+        p.inputs ^= pivots[bit].inputs;
       }
     }
+  return pivots;
+}
+
+/// The GF(2) rank of the bases as bit vectors.
+int64_t rankOf(const LinearLayout &layout) {
+  int64_t rank = 0;
+  for (const Pivot &p : eliminate(layout))
+    rank += p.element != 0;
   return rank;
 }
 
@@ -305,6 +322,68 @@ LinearLayout copyLayout(int64_t rows, int64_t cols, int64_t elementBits,
 LinearLayout lineLayout(int64_t rows, int64_t cols, int64_t lanes,
                         int64_t warps) {
   return runLayout(rows, cols, 1, lanes, warps);
+}
+
+} // namespace fmha
+
+namespace fmha {
+
+LinearLayout registerOrder(const LinearLayout &order) {
+  const int64_t regBits = log2Of(order.getNumRegisters());
+  const int64_t warpBits = log2Of(order.getNumWarps());
+  return LinearLayout(order.getNumRegisters() * order.getNumWarps(),
+                      order.getNumLanes(), rowRun(regBits),
+                      colRun(log2Of(order.getNumLanes())),
+                      rowRun(warpBits, order.getNumRegisters()));
+}
+
+TileCoord registerOrderOf(const LinearLayout &order, TileCoord c) {
+  const int64_t colBits = log2Of(order.getCols());
+  const std::vector<Pivot> pivots = eliminate(order);
+  uint64_t target = (uint64_t(c.row) << colBits) | uint64_t(c.col);
+  uint64_t inputs = 0;
+  for (int bit = 63; bit >= 0 && target; --bit)
+    if (((target >> bit) & 1) && pivots[bit].element) {
+      target ^= pivots[bit].element;
+      inputs ^= pivots[bit].inputs;
+    }
+  const int64_t regBits = log2Of(order.getNumRegisters());
+  const int64_t laneBits = log2Of(order.getNumLanes());
+  const uint64_t reg = inputs & ((uint64_t(1) << regBits) - 1);
+  const uint64_t lane = (inputs >> regBits) & ((uint64_t(1) << laneBits) - 1);
+  const uint64_t warp = inputs >> (regBits + laneBits);
+  return {int64_t(reg | (warp << regBits)), int64_t(lane)};
+}
+
+namespace {
+
+/// `layout` with each basis carried by `map`, as a layout of a rows x cols
+/// tile.
+template <typename Map>
+LinearLayout mapBases(const LinearLayout &layout, int64_t rows, int64_t cols,
+                      Map map) {
+  std::vector<TileCoord> bases[3];
+  for (int i = 0; i < 3; ++i)
+    for (TileCoord basis : layout.getBases(kInputs[i]))
+      bases[i].push_back(map(basis));
+  return LinearLayout(rows, cols, bases[0], bases[1], bases[2]);
+}
+
+} // namespace
+
+LinearLayout fromRegisterOrder(const LinearLayout &order,
+                               const LinearLayout &packed) {
+  const int64_t regs = order.getNumRegisters();
+  return mapBases(packed, order.getRows(), order.getCols(), [&](TileCoord b) {
+    return order.apply(b.row % regs, b.col, b.row / regs);
+  });
+}
+
+LinearLayout toRegisterOrder(const LinearLayout &order,
+                             const LinearLayout &tile) {
+  return mapBases(tile, order.getNumRegisters() * order.getNumWarps(),
+                  order.getNumLanes(),
+                  [&](TileCoord b) { return registerOrderOf(order, b); });
 }
 
 } // namespace fmha

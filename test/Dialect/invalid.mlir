@@ -951,3 +951,60 @@ func.func @f(%q: memref<2x4x?x32xf32>, %k: memref<7x2x16x32xf32>, %n: memref<2xi
   "fmha.attention"(%q, %k, %k, %n, %q) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 1, 1, 0>}> : (memref<2x4x?x32xf32>, memref<7x2x16x32xf32>, memref<7x2x16x32xf32>, memref<2xi32>, memref<2x4x?x32xf32>) -> ()
   return
 }
+
+// -----
+
+#c16 = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+func.func @f(%t: tensor<16x16xf32>) {
+  // expected-error @+1 {{'fmha.pack_tile' op 's packed tile must be (registers x warps) x lanes (8x32), got 'tensor<16x16xf32>'}}
+  %p = fmha.pack_tile %t {order = #c16} : tensor<16x16xf32> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+#c16 = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+func.func @f(%t: tensor<8x32xf32>) {
+  // expected-error @+1 {{'fmha.unpack_tile' op 's tile must have the order's shape (16x16), got 'tensor<32x8xf32>'}}
+  %p = fmha.unpack_tile %t {order = #c16} : tensor<8x32xf32> -> tensor<32x8xf32>
+  return
+}
+
+// -----
+
+// An order with replicas (B of mma.sync over 2 warps that both hold it):
+// an element in two registers has no one place in the register order.
+#b2 = #fmha.layout<16x8, register = [[1, 0], [8, 0]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = [[0, 0]]>
+func.func @f(%t: tensor<16x8xf32>) {
+  // expected-error @+1 {{'fmha.pack_tile' op takes an order without replicas (each element in one register of one lane), got}}
+  %p = fmha.pack_tile %t {order = #b2} : tensor<16x8xf32> -> tensor<8x32xf32>
+  return
+}
+
+// -----
+
+#c16 = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+func.func @f(%t: vector<16x16xf32>) {
+  // expected-error @+1 {{'fmha.pack_tile' op takes a tensor to a tensor or a vector to a vector, got 'vector<16x16xf32>' and 'tensor<8x32xf32>'}}
+  %p = fmha.pack_tile %t {order = #c16} : vector<16x16xf32> -> tensor<8x32xf32>
+  return
+}
+
+// -----
+
+#c16 = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+func.func @f(%t: tensor<16x16xf32>) {
+  // expected-error @+1 {{'fmha.pack_tile' op keeps the element type, got 'tensor<16x16xf32>' and 'tensor<8x32xf16>'}}
+  %p = fmha.pack_tile %t {order = #c16} : tensor<16x16xf32> -> tensor<8x32xf16>
+  return
+}
+
+// -----
+
+#c16 = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#c8 = #fmha.layout<16x8, register = [[0, 1], [8, 0]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+func.func @f(%t: tensor<16x16xf32>) {
+  // expected-error @+1 {{'fmha.pack_tile' op packed: the tile's shape must be the layout's (16x8), got 'tensor<8x32xf32, #fmha.layout}}
+  %p = fmha.pack_tile %t {order = #c16} : tensor<16x16xf32> -> tensor<8x32xf32, #c8>
+  return
+}

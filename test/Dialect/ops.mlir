@@ -310,3 +310,19 @@ func.func @dq_accumulator(%t: tensor<16x32xf32>, %v: vector<16x32xf32>, %m: memr
   fmha.atomic_add %m, %acc : memref<16x32xf32>, memref<16x32xf32>
   return
 }
+
+// A C tile (mma.sync's 16x16 over one warp, 8 registers a lane) in the
+// order of its registers (8 x 32) and back, on tensors and on vectors.
+#c16 = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+// CHECK-LABEL: func @register_order
+// CHECK: %[[P:.+]] = fmha.pack_tile %{{.+}} {order = #{{.+}}} : tensor<16x16xf32, #{{.+}}> -> tensor<8x32xf32>
+// CHECK: fmha.unpack_tile %[[P]] {order = #{{.+}}} : tensor<8x32xf32> -> tensor<16x16xf32>
+// CHECK: %[[V:.+]] = fmha.pack_tile %{{.+}} {order = #{{.+}}} : vector<16x16xf32> -> vector<8x32xf32>
+// CHECK: fmha.unpack_tile %[[V]] {order = #{{.+}}} : vector<8x32xf32> -> vector<16x16xf32>
+func.func @register_order(%t: tensor<16x16xf32, #c16>, %v: vector<16x16xf32>) -> (tensor<16x16xf32>, vector<16x16xf32>) {
+  %p = fmha.pack_tile %t {order = #c16} : tensor<16x16xf32, #c16> -> tensor<8x32xf32>
+  %u = fmha.unpack_tile %p {order = #c16} : tensor<8x32xf32> -> tensor<16x16xf32>
+  %pv = fmha.pack_tile %v {order = #c16} : vector<16x16xf32> -> vector<8x32xf32>
+  %uv = fmha.unpack_tile %pv {order = #c16} : vector<8x32xf32> -> vector<16x16xf32>
+  return %u, %uv : tensor<16x16xf32>, vector<16x16xf32>
+}

@@ -391,3 +391,63 @@ TEST(LineLayout, LanesOnConsecutiveElements) {
       EXPECT_EQ(n, 1);
   }
 }
+
+// registerOrder and its maps, element by element on the accumulators the
+// backward adds into its dQ buffer (wgmma's m64nNk16 C over a warpgroup, the
+// C of MFMA 16 and of mma.sync over 4 and 8 warps) and on an A fragment:
+// element (w R + r, l) of the register-order tile is what register r of lane
+// l of warp w holds, registerOrderOf finds it there, and a reader's layout
+// of the register-order tile carried back (fromRegisterOrder) holds each
+// element in the register that reads it.
+TEST(RegisterOrder, RowsOfRegistersAcrossLanes) {
+  std::string error;
+  const MmaInstruction sync = MmaInstruction::nvidiaMmaSyncM16N8K16();
+  const MmaInstruction mfma = MmaInstruction::amdMfma16x16x16();
+  struct Case {
+    const char *name;
+    LinearLayout layout;
+  };
+  const Case cases[] = {
+      {"wgmma C 64x64", tileFragments(sync.c, 64, 64, 4, &error)},
+      {"wgmma C 64x128", tileFragments(sync.c, 64, 128, 4, &error)},
+      {"mma.sync C 128x64 w8", tileFragments(sync.c, 128, 64, 8, &error)},
+      {"mma.sync A 64x64", tileFragments(sync.a, 64, 64, 4, &error)},
+      {"mfma16 C 64x64", tileFragments(mfma.c, 64, 64, 4, &error)},
+      {"line 64x64", fmha::lineLayout(64, 64, 32, 4)}};
+  ASSERT_EQ(error, "");
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    const LinearLayout &l = c.layout;
+    ASSERT_EQ(l.getCopies(), 1);
+    LinearLayout packed = fmha::registerOrder(l);
+    EXPECT_EQ(packed.validate(), "");
+    EXPECT_EQ(packed.getRows(), l.getNumRegisters() * l.getNumWarps());
+    EXPECT_EQ(packed.getCols(), l.getNumLanes());
+    EXPECT_EQ(fmha::fromRegisterOrder(l, packed), l);
+    EXPECT_EQ(fmha::toRegisterOrder(l, l), packed);
+    for (int64_t w = 0; w < l.getNumWarps(); ++w)
+      for (int64_t r = 0; r < l.getNumRegisters(); ++r)
+        for (int64_t ln = 0; ln < l.getNumLanes(); ++ln) {
+          const TileCoord at = l.apply(r, ln, w);
+          const TileCoord where{w * l.getNumRegisters() + r, ln};
+          ASSERT_EQ(packed.apply(r, ln, w), where);
+          ASSERT_EQ(fmha::registerOrderOf(l, at), where);
+        }
+    // A reader of the register-order tile with other threads (a copy
+    // layout of 8 warps): each of its registers holds, in order's tile, the
+    // element fromRegisterOrder says.
+    LinearLayout reader =
+        fmha::copyLayout(packed.getRows(), packed.getCols(), 32, 32, 8);
+    LinearLayout carried = fmha::fromRegisterOrder(l, reader);
+    EXPECT_EQ(carried.validate(), "");
+    EXPECT_EQ(fmha::toRegisterOrder(l, carried), reader);
+    for (int64_t w = 0; w < 8; ++w)
+      for (int64_t r = 0; r < reader.getNumRegisters(); ++r)
+        for (int64_t ln = 0; ln < 32; ++ln) {
+          const TileCoord p = reader.apply(r, ln, w);
+          const TileCoord expected = l.apply(p.row % l.getNumRegisters(), p.col,
+                                             p.row / l.getNumRegisters());
+          ASSERT_EQ(carried.apply(r, ln, w), expected);
+        }
+  }
+}

@@ -464,6 +464,8 @@ LogicalResult Distributor::rewrite(Operation *op) {
     return reduction(red);
   if (auto bc = dyn_cast<vector::BroadcastOp>(op))
     return broadcast(bc);
+  if (isa<PackTileOp, UnpackTileOp>(op))
+    return registerOrder(op);
   if (auto sc = dyn_cast<vector::ShapeCastOp>(op)) {
     FailureOr<Value> regs = registersOf(sc.getSource(), op);
     if (failed(regs))
@@ -474,6 +476,30 @@ LogicalResult Distributor::rewrite(Operation *op) {
   if (op->hasTrait<OpTrait::Elementwise>())
     return elementwise(op);
   return fail(op, "makes a vector tile and is not distributed");
+}
+
+LogicalResult Distributor::registerOrder(Operation *op) {
+  Value source = op->getOperand(0), result = op->getResult(0);
+  LayoutAttr in = layouts.lookup(source), out = layouts.lookup(result);
+  const ::fmha::LinearLayout &order =
+      op->getAttrOfType<LayoutAttr>("order").getLayout();
+  // fmha.pack_tile: the tile in its order, packed in registerOrder(order);
+  // fmha.unpack_tile: the tile in what the packed tile's layout holds.
+  const bool same =
+      in && out &&
+      (isa<PackTileOp>(op) ? in.getLayout() == order &&
+                                 out.getLayout() == ::fmha::registerOrder(order)
+                           : out.getLayout() == ::fmha::fromRegisterOrder(
+                                                    order, in.getLayout()));
+  if (!same)
+    return fail(op, "rearranges a tile between layouts that do not hold it in "
+                    "the same registers (a packed tile is its order's "
+                    "registers)");
+  FailureOr<Value> regs = registersOf(source, op);
+  if (failed(regs))
+    return failure();
+  registers[result] = *regs;
+  return success();
 }
 
 LogicalResult Distributor::run(gpu::GPUFuncOp func) {

@@ -226,6 +226,9 @@ struct Distributor {
   /// fmha.atomic_add: each register added at its (row, col) of the buffer
   /// (the target's workspace add), by the first replica only.
   LogicalResult atomicAdd(AtomicAddOp op);
+  /// fmha.pack_tile, fmha.unpack_tile: the source's registers, where the
+  /// layouts say they are the same.
+  LogicalResult registerOrder(Operation *op);
 
   /// From here on, only the threads that hold the first replica of each
   /// element of `layout` (a branch when some hold copies).

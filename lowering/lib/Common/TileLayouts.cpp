@@ -220,6 +220,35 @@ LogicalResult TileLayoutAnalysis::propagate(Operation *op, bool &changed) {
   }
   if (auto sc = dyn_cast<vector::ShapeCastOp>(op))
     return unify({sc.getSource(), sc.getResult()}, changed);
+  // A tile in its order's registers, and a packed tile read back: the same
+  // registers (fmha::registerOrder, fmha::fromRegisterOrder).
+  if (auto pack = dyn_cast<PackTileOp>(op)) {
+    const ::fmha::LinearLayout &order = pack.getOrder().getLayout();
+    if (LayoutAttr held = layouts.lookup(pack.getTile());
+        held && held != pack.getOrder())
+      return op->emitOpError() << "fmha-distribute-tiles: packs a tile held in "
+                               << held << " in the register order of "
+                               << pack.getOrder() << " (convert it first)";
+    if (failed(give(pack.getTile(), pack.getOrder(), changed)))
+      return failure();
+    return give(pack.getPacked(),
+                LayoutAttr::get(op->getContext(), ::fmha::registerOrder(order)),
+                changed);
+  }
+  if (auto unpack = dyn_cast<UnpackTileOp>(op)) {
+    const ::fmha::LinearLayout &order = unpack.getOrder().getLayout();
+    if (LayoutAttr l = layouts.lookup(unpack.getPacked()))
+      return give(unpack.getTile(),
+                  LayoutAttr::get(op->getContext(), ::fmha::fromRegisterOrder(
+                                                        order, l.getLayout())),
+                  changed);
+    if (LayoutAttr l = layouts.lookup(unpack.getTile()))
+      return give(unpack.getPacked(),
+                  LayoutAttr::get(op->getContext(), ::fmha::toRegisterOrder(
+                                                        order, l.getLayout())),
+                  changed);
+    return success();
+  }
   if (auto bc = dyn_cast<vector::BroadcastOp>(op)) {
     LayoutAttr l = layouts.lookup(bc.getResult());
     auto source = dyn_cast<VectorType>(bc.getSourceType());

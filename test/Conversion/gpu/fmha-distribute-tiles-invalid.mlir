@@ -295,3 +295,22 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// A tile packed in an order it is not held in: its registers are not the
+// packed tile's.
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#line = #fmha.layout<16x16, register = [[2, 0], [4, 0], [8, 0]], lane = [[0, 1], [0, 2], [0, 4], [0, 8], [1, 0]], warp = []>
+gpu.module @kernels {
+  gpu.func @pack_other_layout(%x: memref<16x16xf32>, %acc: memref<8x32xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %padf = arith.constant 0.0 : f32
+    %t = vector.transfer_read %x[%c0, %c0], %padf {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %tl = fmha.to_layout %t to layout(#line) : vector<16x16xf32>
+    // expected-error @+1 {{'fmha.pack_tile' op fmha-distribute-tiles: packs a tile held in #fmha.layout<16x16, register = [[2, 0], [4, 0], [8, 0]]}}
+    %p = fmha.pack_tile %tl {order = #c} : vector<16x16xf32> -> vector<8x32xf32>
+    fmha.atomic_add %p, %acc : vector<8x32xf32>, memref<8x32xf32>
+    gpu.return
+  }
+}

@@ -485,3 +485,47 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+#c = #fmha.layout<16x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = []>
+#p = #fmha.layout<8x32, register = [[1, 0], [2, 0], [4, 0]], lane = [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16]], warp = []>
+
+// The backward's dQ accumulator in register order: a C tile packed (the
+// same 8 registers, no workgroup memory, no barrier) and added a register
+// at a time at row r, column lane of the 8 x 32 buffer; read back a
+// register a row along the lanes and unpacked into the C layout it is
+// stored from (each thread's two consecutive columns one 2-element store).
+// CHECK-LABEL: gpu.func @register_order
+// CHECK-SAME: (%[[X:[^:]+]]: memref<16x16xf32>, %[[ACC:[^:]+]]: memref<8x32xf32, strided<[32, 1], offset: ?>>, %[[O:[^:]+]]: memref<16x16xf32>)
+// CHECK: %[[TID:.+]] = gpu.thread_id x
+// CHECK: %[[LANE:.+]] = arith.remui %[[TID]]
+// CHECK-NOT: gpu.barrier
+// CHECK-COUNT-4: vector.transfer_read %[[X]]{{.+}} : memref<16x16xf32>, vector<1x2xf32>
+// CHECK: memref.atomic_rmw addf %{{.+}}, %[[ACC]][%c0{{.*}}, %[[LANE]]] : (f32, memref<8x32xf32, strided<[32, 1], offset: ?>>) -> f32
+// CHECK: memref.atomic_rmw addf %{{.+}}, %[[ACC]][%c1{{.*}}, %[[LANE]]]
+// CHECK-COUNT-6: memref.atomic_rmw addf
+// CHECK-NOT: memref.atomic_rmw
+// CHECK: vector.transfer_read %[[ACC]][%c0{{.*}}, %[[LANE]]]{{.+}} : memref<8x32xf32, strided<[32, 1], offset: ?>>, vector<1x1xf32>
+// CHECK-COUNT-7: vector.transfer_read %[[ACC]][%c{{[1-7]}}{{.*}}, %[[LANE]]]{{.+}} : memref<8x32xf32, strided<[32, 1], offset: ?>>, vector<1x1xf32>
+// CHECK-NOT: gpu.barrier
+// CHECK-COUNT-4: vector.transfer_write %{{.+}}, %[[O]]{{.+}} : vector<1x2xf32>, memref<16x16xf32>
+// CHECK-NOT: fmha.pack_tile
+// CHECK-NOT: fmha.unpack_tile
+gpu.module @kernels {
+  gpu.func @register_order(%x: memref<16x16xf32>, %acc: memref<8x32xf32, strided<[32, 1], offset: ?>>, %o: memref<16x16xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %padf = arith.constant 0.0 : f32
+    %t = vector.transfer_read %x[%c0, %c0], %padf {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+    %tc = fmha.to_layout %t to layout(#c) : vector<16x16xf32>
+    %p = fmha.pack_tile %tc {order = #c} : vector<16x16xf32> -> vector<8x32xf32>
+    %pa = fmha.to_layout %p to layout(#p) : vector<8x32xf32>
+    fmha.atomic_add %pa, %acc : vector<8x32xf32>, memref<8x32xf32, strided<[32, 1], offset: ?>>
+    %r = vector.transfer_read %acc[%c0, %c0], %padf {in_bounds = [true, true]} : memref<8x32xf32, strided<[32, 1], offset: ?>>, vector<8x32xf32>
+    %ra = fmha.to_layout %r to layout(#p) : vector<8x32xf32>
+    %u = fmha.unpack_tile %ra {order = #c} : vector<8x32xf32> -> vector<16x16xf32>
+    %uc = fmha.to_layout %u to layout(#c) : vector<16x16xf32>
+    vector.transfer_write %uc, %o[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, memref<16x16xf32>
+    gpu.return
+  }
+}

@@ -439,6 +439,54 @@ def Fmha_ToLayoutOp : Fmha_Op<"to_layout", [Pure,
   let hasFolder = 1;
 }
 
+def Fmha_PackTileOp : Fmha_Op<"pack_tile", [Pure]> {
+  let summary = "A tile's elements in the order of a layout's registers";
+  let description = [{
+    `packed[w R + r, l] = tile[order(r, l, w)]`: the 2-D tile rearranged
+    so that row w R + r holds, along its columns, what register r of the
+    lanes of warp w hold in `order` (a `#fmha.layout` of the tile without
+    replicas, R registers a lane): a (registers x warps) x lanes tile. A
+    buffer in this order takes the tile with one run of consecutive
+    addresses a register of a warp (`fmha::registerOrder`). Held in `order`,
+    the tile needs no data movement: `packed` is the same registers in
+    `fmha::registerOrder(order)` (`--fmha-distribute-tiles` refuses other
+    layouts). Tensors (with or without encodings) or vectors.
+
+    Example:
+    ```mlir
+    %p = fmha.pack_tile %dq {order = #c}
+        : tensor<64x64xf32, #c> -> tensor<128x32xf32, #packed>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[AnyRankedTensor, AnyVectorOfNonZeroRank]>:$tile,
+                       Fmha_LayoutAttr:$order);
+  let results = (outs AnyTypeOf<[AnyRankedTensor, AnyVectorOfNonZeroRank]>:$packed);
+  let assemblyFormat = "$tile attr-dict `:` type($tile) `->` type($packed)";
+  let hasVerifier = 1;
+}
+
+def Fmha_UnpackTileOp : Fmha_Op<"unpack_tile", [Pure]> {
+  let summary = "A tile from its elements in the order of a layout's registers";
+  let description = [{
+    `fmha.pack_tile`'s inverse: `tile[order(r, l, w)] = packed[w R + r, l]`.
+    Held in a layout M, the packed tile needs no data movement: `tile` is
+    the same registers in `fmha::fromRegisterOrder(order, M)` (the reader's
+    threads need not be order's: each register of M reaches the element
+    of `tile` it holds).
+
+    Example:
+    ```mlir
+    %dq = fmha.unpack_tile %p {order = #c}
+        : tensor<128x32xf32, #packed> -> tensor<64x64xf32, #c>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[AnyRankedTensor, AnyVectorOfNonZeroRank]>:$packed,
+                       Fmha_LayoutAttr:$order);
+  let results = (outs AnyTypeOf<[AnyRankedTensor, AnyVectorOfNonZeroRank]>:$tile);
+  let assemblyFormat = "$packed attr-dict `:` type($packed) `->` type($tile)";
+  let hasVerifier = 1;
+}
+
 def Fmha_CopyAsyncOp : Fmha_Op<"copy_async", [AttrSizedOperandSegments]> {
   let summary = "Start copying a tile into workgroup memory";
   let description = [{

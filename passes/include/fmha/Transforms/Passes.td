@@ -103,6 +103,32 @@ def FmhaAssignLayoutsPass : Pass<"fmha-assign-layouts"> {
   ];
 }
 
+def FmhaRegisterOrderWorkspacePass : Pass<"fmha-register-order-workspace"> {
+  let summary = "Keep the backward's dQ accumulator in its adds' register "
+                "order";
+  let description = [{
+    After `--fmha-assign-layouts`, on the values form of the backward with
+    atomic dQ: the workspace `dq_accum` (a `memref.alloc` with
+    `fmha.workspace`) holds each of its bm x D tiles in the register order
+    of the layout L its atomic adds' tiles are held in (before their
+    conversion to the line layout): allocated as [B, H, q tiles, R x W,
+    lanes] (the same bytes),
+    each add is `fmha.pack_tile {order = L}` of the tile into its packed
+    tile (one line of consecutive lanes a register of a warp, no
+    conversion), and each read of a tile (an extract_slice converted to a
+    layout X) reads the packed tile in `fmha::toRegisterOrder(L, X)` and
+    `fmha.unpack_tile`s it, so that the reader's threads hold what they
+    held before; the zeroing of a tile stores the packed zeros. A
+    workspace used
+    otherwise, or added to in different layouts, stays row-major.
+  }];
+  let dependentDialects = [
+    "::mlir::fmha::FmhaDialect", "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def FmhaVectorizeTilesPass : Pass<"fmha-vectorize-tiles"> {
   let summary = "The forward's static tiles as vectors, its tile ops as "
                 "generic vector ops";

@@ -145,6 +145,30 @@ LinearLayout copyLayout(int64_t rows, int64_t cols, int64_t elementBits,
 LinearLayout lineLayout(int64_t rows, int64_t cols, int64_t lanes,
                         int64_t warps);
 
+/// The register order of `order` (a layout without replicas): the tile of
+/// (registers x warps) rows and lanes columns whose element (w R + r, l) is
+/// the element of order's tile that register r of lane l of warp w holds
+/// (R registers a lane), and which that same register holds: each register
+/// of a warp is one row along consecutive lanes. A buffer in this order
+/// takes a tile held in `order` with one coalesced access a register (the
+/// backward's dQ accumulator).
+LinearLayout registerOrder(const LinearLayout &order);
+
+/// Where element `c` of order's tile lies in registerOrder(order)'s tile.
+TileCoord registerOrderOf(const LinearLayout &order, TileCoord c);
+
+/// A layout `packed` of registerOrder(order)'s tile as the layout of
+/// order's tile that holds the same elements in the same registers: each
+/// basis (w R + r, l) becomes order's element of (r, l, w).
+/// fromRegisterOrder(order, registerOrder(order)) is `order`.
+LinearLayout fromRegisterOrder(const LinearLayout &order,
+                               const LinearLayout &packed);
+
+/// fromRegisterOrder's inverse: a layout `tile` of order's tile as a layout
+/// of registerOrder(order)'s tile.
+LinearLayout toRegisterOrder(const LinearLayout &order,
+                             const LinearLayout &tile);
+
 } // namespace fmha
 
 #endif // FMHA_SUPPORT_LINEARLAYOUT_H
