@@ -557,6 +557,23 @@ LogicalResult UnpackTileOp::verify() {
                              getOrder());
 }
 
+LogicalResult AddAsyncOp::verify() {
+  MemRefType source = getSource().getType(), dest = getDest().getType();
+  if (!source.hasStaticShape() || source.getShape() != dest.getShape())
+    return emitOpError() << "adds a " << source << " into " << dest
+                         << ": both need the same static shape";
+  for (MemRefType type : {source, dest}) {
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) || strides[1] != 1 ||
+        strides[0] != type.getDimSize(1))
+      return emitOpError() << "adds contiguous buffers (row stride the row's "
+                              "length), got "
+                           << type;
+  }
+  return success();
+}
+
 LogicalResult CopyAsyncOp::verify() {
   auto source = cast<MemRefType>(getSource().getType());
   auto dest = cast<MemRefType>(getDest().getType());

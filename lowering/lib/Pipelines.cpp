@@ -312,6 +312,10 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
     // from a swizzled buffer by descriptor.
     if (swizzle)
       tiles.addPass(mlir::fmha::createFmhaStageTransposedAPass());
+    // The atomic adds of a tile into a contiguous one (the backward's dQ) as
+    // bulk adds of a workgroup buffer (cp.reduce.async.bulk, sm_90).
+    if (swizzle)
+      tiles.addPass(mlir::fmha::createFmhaBulkAddPass());
     mlir::fmha::FmhaPipelineCopiesPassOptions pipeline;
     pipeline.stages = kvStages;
     tiles.addPass(mlir::fmha::createFmhaPipelineCopiesPass(pipeline));

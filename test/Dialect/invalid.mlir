@@ -1008,3 +1008,19 @@ func.func @f(%t: tensor<16x16xf32>) {
   %p = fmha.pack_tile %t {order = #c16} : tensor<16x16xf32> -> tensor<8x32xf32, #c8>
   return
 }
+
+// -----
+
+func.func @f(%buf: memref<8x32xf32, 3>, %dest: memref<8x16xf32>) {
+  // expected-error @+1 {{'fmha.add_async' op adds a 'memref<8x32xf32, 3>' into 'memref<8x16xf32>': both need the same static shape}}
+  fmha.add_async %buf to %dest : memref<8x32xf32, 3> to memref<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%buf: memref<8x32xf32, 3>, %dest: memref<8x32xf32, strided<[64, 1], offset: ?>>) {
+  // expected-error @+1 {{'fmha.add_async' op adds contiguous buffers (row stride the row's length), got 'memref<8x32xf32, strided<[64, 1], offset: ?>>'}}
+  fmha.add_async %buf to %dest : memref<8x32xf32, 3> to memref<8x32xf32, strided<[64, 1], offset: ?>>
+  return
+}

@@ -326,3 +326,16 @@ func.func @register_order(%t: tensor<16x16xf32, #c16>, %v: vector<16x16xf32>) ->
   %uv = fmha.unpack_tile %pv {order = #c16} : vector<8x32xf32> -> vector<16x16xf32>
   return %u, %uv : tensor<16x16xf32>, vector<16x16xf32>
 }
+
+// A workgroup buffer added into a contiguous tile asynchronously, and the
+// waits.
+// CHECK-LABEL: func @bulk_add
+// CHECK: fmha.add_wait {read}
+// CHECK: fmha.add_async %{{.+}} to %{{.+}} : memref<8x32xf32, 3> to memref<8x32xf32, strided<[32, 1], offset: ?>>
+// CHECK: fmha.add_wait
+func.func @bulk_add(%buf: memref<8x32xf32, 3>, %dest: memref<8x32xf32, strided<[32, 1], offset: ?>>) {
+  fmha.add_wait {read}
+  fmha.add_async %buf to %dest : memref<8x32xf32, 3> to memref<8x32xf32, strided<[32, 1], offset: ?>>
+  fmha.add_wait
+  return
+}

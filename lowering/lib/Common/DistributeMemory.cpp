@@ -380,6 +380,35 @@ LogicalResult Distributor::transferWrite(vector::TransferWriteOp op) {
   return success();
 }
 
+Value Distributor::firstThread(OpBuilder &b, Location loc) {
+  IndexMath im{b, loc};
+  Value zero = im.c(0);
+  return arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp, zero));
+}
+
+LogicalResult Distributor::addAsync(AddAsyncOp op) {
+  if (!bulkAddUnsupported.empty())
+    return fail(op, "adds a buffer asynchronously: ") << bulkAddUnsupported;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  IndexMath im{b, loc};
+  MemRefType type = op.getSource().getType();
+  const int64_t bytes =
+      type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  // The destination's address: its buffer's base, then its offset.
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, op.getDest());
+  Value dest = im.add(
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, op.getDest()),
+      im.mul(meta.getOffset(), im.c(4)));
+  Value source =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, op.getSource());
+  target.emitBulkAdd(b, loc, source, dest, bytes, firstThread(b, loc));
+  return success();
+}
+
 LogicalResult Distributor::atomicAdd(AtomicAddOp op) {
   Value value = op.getValue();
   LayoutAttr l = layouts.lookup(value);

@@ -439,6 +439,17 @@ LogicalResult Distributor::rewrite(Operation *op) {
     replaced.push_back(op);
     return atomicAdd(add);
   }
+  if (auto add = dyn_cast<AddAsyncOp>(op)) {
+    replaced.push_back(op);
+    return addAsync(add);
+  }
+  if (auto wait = dyn_cast<AddWaitOp>(op)) {
+    OpBuilder b(op);
+    target.emitBulkAddWait(b, op->getLoc(), wait.getRead(),
+                           firstThread(b, op->getLoc()));
+    replaced.push_back(op);
+    return success();
+  }
   if (auto write = dyn_cast<vector::TransferWriteOp>(op)) {
     if (!isTile(write.getVector()))
       return success();
@@ -557,6 +568,7 @@ struct FmhaDistributeTilesPass
     for (Operation *f : gpuFuncsIn(getOperation())) {
       Distributor distributor(*gpuTarget);
       distributor.warpgroupUnsupported = gpuTarget->checkWarpgroupMma(chip);
+      distributor.bulkAddUnsupported = gpuTarget->checkBulkAdd(chip);
       if (failed(distributor.run(cast<gpu::GPUFuncOp>(f))))
         return signalPassFailure();
     }

@@ -119,6 +119,9 @@ struct Distributor {
   /// Why this target has no warpgroup products (GpuTarget::
   /// checkWarpgroupMma), empty where it has them.
   std::string warpgroupUnsupported;
+  /// Why the target cannot add a workgroup buffer asynchronously (empty
+  /// when it can: fmha.add_async).
+  std::string bulkAddUnsupported;
   /// The function has buffers in the 128-byte swizzle: the copies' waits
   /// make their data visible to the warpgroup products.
   bool warpgroupOperands = false;
@@ -226,6 +229,10 @@ struct Distributor {
   /// fmha.atomic_add: each register added at its (row, col) of the buffer
   /// (the target's workspace add), by the first replica only.
   LogicalResult atomicAdd(AtomicAddOp op);
+  /// fmha.add_async: the target's bulk add of the workgroup buffer.
+  LogicalResult addAsync(AddAsyncOp op);
+  /// Whether this thread is the workgroup's first (lane 0 of warp 0).
+  Value firstThread(OpBuilder &b, Location loc);
   /// fmha.pack_tile, fmha.unpack_tile: the source's registers, where the
   /// layouts say they are the same.
   LogicalResult registerOrder(Operation *op);

@@ -294,6 +294,36 @@ public:
                            .getResult(0));
     return fenced;
   }
+  std::string checkBulkAdd(StringRef chip) const override {
+    // cp.reduce.async.bulk: sm_90 and later.
+    return checkWarpgroupMma(chip).empty() ? ""
+                                           : "cp.reduce.async.bulk needs "
+                                             "sm_90a";
+  }
+  void emitBulkAdd(OpBuilder &b, Location loc, Value source, Value dest,
+                   int64_t bytes, Value first) const override {
+    emitWarpgroupOperandFence(b, loc);
+    emitBarrier(b, loc);
+    Value src = arith::IndexCastOp::create(b, loc, b.getI32Type(), source);
+    Value dst = arith::IndexCastOp::create(b, loc, b.getI64Type(), dest);
+    Value size = arith::ConstantIntOp::create(b, loc, b.getI32Type(), bytes);
+    NVVM::InlinePtxOp::create(
+        b, loc, TypeRange{}, ValueRange{dst, src, size}, ValueRange{},
+        "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], "
+        "[$1], $2;",
+        first);
+    NVVM::InlinePtxOp::create(b, loc, TypeRange{}, ValueRange{}, ValueRange{},
+                              "cp.async.bulk.commit_group;", first);
+  }
+  void emitBulkAddWait(OpBuilder &b, Location loc, bool read,
+                       Value first) const override {
+    NVVM::InlinePtxOp::create(b, loc, TypeRange{}, ValueRange{}, ValueRange{},
+                              read ? "cp.async.bulk.wait_group.read 0;"
+                                   : "cp.async.bulk.wait_group 0;",
+                              first);
+    emitBarrier(b, loc);
+  }
+
   void emitWarpgroupOperandFence(OpBuilder &b, Location loc) const override {
     // fence.proxy.async.shared::cta: generic-proxy writes (st.shared,
     // cp.async) become visible to the async proxy wgmma reads through.

@@ -487,6 +487,52 @@ def Fmha_UnpackTileOp : Fmha_Op<"unpack_tile", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Fmha_AddAsyncOp : Fmha_Op<"add_async"> {
+  let summary = "Start adding a workgroup buffer into a buffer, by the "
+                "whole workgroup";
+  let description = [{
+    `dest[i, j] += source[i, j]` for every element of the 2-D f32 workgroup
+    buffer `source`, each add atomic with respect to other adds into `dest`
+    (as `fmha.atomic_add`'s), both buffers of one static shape and
+    contiguous (row stride the row's length). Collective: every thread of
+    the workgroup runs it, after writing its part of `source`; those writes
+    are what is added. The adds are asynchronous, one group, and `source`
+    may be written again only after an `fmha.add_wait {read}` (which every
+    thread runs) has seen the group read it. On NVIDIA (sm_90) one thread
+    issues one bulk reduction (`cp.reduce.async.bulk ... .add.f32`) after a
+    proxy fence and a barrier: the tensor memory accelerator adds the whole
+    buffer while the warps go on (FlashAttention-3's dQ).
+
+    Example:
+    ```mlir
+    fmha.add_async %buf to %dq_tile
+        : memref<128x32xf32, 3> to memref<128x32xf32, strided<[32, 1], offset: ?>>
+    ```
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[F32], [2]>, "", [MemRead]>:$source,
+                       Arg<MemRefRankOf<[F32], [2]>, "", [MemRead, MemWrite]>:$dest);
+  let assemblyFormat =
+      "$source `to` $dest attr-dict `:` type($source) `to` type($dest)";
+  let hasVerifier = 1;
+}
+
+def Fmha_AddWaitOp : Fmha_Op<"add_wait"> {
+  let summary = "Wait for the workgroup's asynchronous adds";
+  let description = [{
+    Collective: returns in every thread of the workgroup once all the
+    `fmha.add_async` groups it started have read their sources (`read`:
+    the sources may be written again) or have completed their adds into
+    their destinations (without `read`: before the kernel ends).
+
+    Example:
+    ```mlir
+    fmha.add_wait {read}
+    ```
+  }];
+  let arguments = (ins UnitAttr:$read);
+  let assemblyFormat = "attr-dict";
+}
+
 def Fmha_CopyAsyncOp : Fmha_Op<"copy_async", [AttrSizedOperandSegments]> {
   let summary = "Start copying a tile into workgroup memory";
   let description = [{

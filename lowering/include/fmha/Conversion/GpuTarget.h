@@ -278,6 +278,24 @@ public:
   virtual void emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
                                       Value memref, ValueRange indices) const;
 
+  /// Empty when the target adds a workgroup buffer into global memory in
+  /// one asynchronous bulk operation (fmha.add_async); else why not.
+  virtual std::string checkBulkAdd(StringRef chip) const {
+    return getName().str() + " has no asynchronous bulk add";
+  }
+  /// fmha.add_async: every thread's writes of the workgroup buffer at
+  /// `source` (its workgroup address, an index) made visible to the bulk
+  /// operation, a barrier, then the thread where `first` holds starts
+  /// adding its `bytes` into the global address `dest` (f32, atomically),
+  /// one bulk group.
+  virtual void emitBulkAdd(OpBuilder &b, Location loc, Value source, Value dest,
+                           int64_t bytes, Value first) const {}
+  /// fmha.add_wait: the thread where `first` holds waits for its bulk
+  /// groups (`read`: until they have read their sources; else until their
+  /// adds are done), then a barrier.
+  virtual void emitBulkAddWait(OpBuilder &b, Location loc, bool read,
+                               Value first) const {}
+
   /// The LLVM address space of workgroup memory (shared memory, LDS; 3 on
   /// both targets). Buffers the staged passes add take it as a number: their
   /// vector accesses lower before the target's conversion would map

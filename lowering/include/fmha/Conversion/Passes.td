@@ -294,6 +294,32 @@ def FmhaStageQPass : Pass<"fmha-stage-q"> {
   ];
 }
 
+def FmhaBulkAddPass : Pass<"fmha-bulk-add"> {
+  let summary = "Add a tile into global memory by one bulk add of a "
+                "workgroup buffer instead of atomics a register";
+  let description = [{
+    In each `gpu.func` of vector tiles (before `--fmha-distribute-tiles`):
+    each `fmha.atomic_add` of a vector tile into a contiguous buffer of
+    global memory (the backward's dQ part into its tile of the dq_accum
+    workspace) becomes, after an `fmha.add_wait {read}` (the buffer's last
+    bulk add has read it), a `vector.transfer_write` of the tile into a
+    workgroup buffer and an `fmha.add_async` of that buffer into the
+    destination, which the distribution makes one bulk reduction on NVIDIA
+    (`cp.reduce.async.bulk ... .add.f32` by one thread after a proxy fence
+    and a barrier: the tensor memory accelerator adds while the warps go
+    on); each `gpu.return` first waits for the adds (`fmha.add_wait`). One
+    buffer serves the adds of one shape in a function.
+  }];
+  let options = [
+    Option<"workgroupSpace", "workgroup-space", "unsigned", /*default=*/"3",
+           "the address space of the workgroup buffers">
+  ];
+  let dependentDialects = [
+    "::mlir::fmha::FmhaDialect", "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 def FmhaStageTransposedAPass : Pass<"fmha-stage-transposed-a"> {
   let summary = "Write a transposed A operand of a warpgroup product into "
                 "workgroup memory, for the product to read by descriptor";
