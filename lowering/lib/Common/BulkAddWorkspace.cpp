@@ -24,7 +24,9 @@
 //   fmha.add_async %buf to %dest               (fence, barrier, one thread
 //                                               starts the bulk add)
 //
-// and every gpu.return waits for the adds to complete (fmha.add_wait). One
+// after the last op of the function's body that adds, a wait for the
+// buffer to be read (its bytes free for the buffers used after), and before
+// every gpu.return one for the adds to complete (fmha.add_wait). One
 // buffer serves every add of a shape in a function. The distribution lowers
 // the two ops through the target (GpuTarget::emitBulkAdd).
 //
@@ -64,6 +66,13 @@ bool bulkAddable(AtomicAddOp add) {
 void bulkAdd(gpu::GPUFuncOp func, ArrayRef<AtomicAddOp> adds,
              unsigned workgroupSpace) {
   MLIRContext *ctx = func.getContext();
+  Block &entry = func.getBody().front();
+  Operation *last = nullptr;
+  for (AtomicAddOp add : adds) {
+    Operation *top = entry.findAncestorOpInBlock(*add);
+    if (!last || last->isBeforeInBlock(top))
+      last = top;
+  }
   llvm::DenseMap<Type, Value> buffers;
   for (AtomicAddOp add : adds) {
     auto type = cast<VectorType>(add.getValue().getType());
@@ -85,6 +94,12 @@ void bulkAdd(gpu::GPUFuncOp func, ArrayRef<AtomicAddOp> adds,
     AddAsyncOp::create(b, loc, buffer, add.getDest());
     add.erase();
   }
+  // The buffers free once the code that adds from them is done (the
+  // workgroup memory planner may give their bytes to buffers used only
+  // after it), the adds complete before the kernel returns.
+  OpBuilder after(last->getContext());
+  after.setInsertionPointAfter(last);
+  AddWaitOp::create(after, last->getLoc(), /*read=*/true);
   func.walk([&](gpu::ReturnOp ret) {
     OpBuilder b(ret);
     AddWaitOp::create(b, ret.getLoc(), /*read=*/false);

@@ -7,8 +7,9 @@
 // A tile in register order added into its contiguous tile of global
 // memory in a loop: the add becomes, after a wait for the last bulk add to
 // have read the buffer, a write of the tile into a workgroup buffer (one
-// for the function) and one asynchronous bulk add of it; the return waits
-// for the adds to complete.
+// for the function) and one asynchronous bulk add of it; after the loop a
+// wait for the buffer to be read (its bytes free for what follows), and
+// the return waits for the adds to complete.
 // CHECK-LABEL: gpu.func @bulk
 // CHECK-SAME: workgroup(%[[BUF:.+]] : memref<8x32xf32, 3>)
 // CHECK: scf.for
@@ -17,15 +18,17 @@
 // CHECK:   vector.transfer_write %[[T]], %[[BUF]][%{{.+}}, %{{.+}}] {in_bounds = [true, true]} : vector<8x32xf32>, memref<8x32xf32, 3>
 // CHECK:   fmha.add_async %[[BUF]] to %{{.+}} : memref<8x32xf32, 3> to memref<8x32xf32, strided<[32, 1], offset: ?>>
 // CHECK-NOT: fmha.atomic_add
-// CHECK: fmha.add_wait
-// CHECK-NOT: read
+// CHECK: }
+// CHECK-NEXT: fmha.add_wait {read}
+// CHECK-NEXT: fmha.add_wait{{$}}
 // CHECK-NEXT: gpu.return
 
 // Distributed (sm_90a): the thread's first (lane 0 of warp 0) waits for
 // its bulk groups to have read the buffer, a barrier; each register one
 // 4-byte store (the lanes along a row); the proxy fence and a barrier,
 // then the first thread's cp.reduce.async.bulk of the 1024 bytes and its
-// commit; at the end its wait for the adds, a barrier.
+// commit; after the loop its wait for the reads, at the end for the adds,
+// each with a barrier.
 // DIST-LABEL: gpu.func @bulk
 // DIST: scf.for
 // DIST:   nvvm.inline_ptx "cp.async.bulk.wait_group.read 0;", predicate = %[[FIRST:[^ ]+]]
@@ -36,6 +39,8 @@
 // DIST: %[[SIZE:.+]] = arith.constant 1024 : i32
 // DIST-NEXT: nvvm.inline_ptx "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.+}}, %{{.+}}, %[[SIZE]] : i64, i32, i32), predicate = %{{.+}}
 // DIST-NEXT: nvvm.inline_ptx "cp.async.bulk.commit_group;", predicate
+// DIST: nvvm.inline_ptx "cp.async.bulk.wait_group.read 0;", predicate
+// DIST-NEXT: gpu.barrier
 // DIST: nvvm.inline_ptx "cp.async.bulk.wait_group 0;", predicate
 // DIST-NEXT: gpu.barrier
 // DIST-NEXT: gpu.return
