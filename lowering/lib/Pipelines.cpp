@@ -213,14 +213,15 @@ void addGpuKernelPasses(OpPassManager &pm, StringRef target,
   if (options.vectorTiles) {
     // The grid runs the q tiles in loop order: longest first under causal
     // masks, as the builder's kernels (the light tiles fill the tail). The
-    // backward too on NVVM (its three loops become the Dsum, dK/dV and dQ
-    // kernels); the ROCDL backward is the builder's until the staged one is
-    // checked there. With warpgroup products each of the backward's loops
+    // backward too (its three loops become the Dsum, dK/dV and dQ kernels;
+    // on ROCDL only where asked for: the builder's stays the default there
+    // until the staged one is measured on AMD). With warpgroup products each
+    // of the backward's loops
     // gets a warp each 16 of its rows (the dK/dV kernel block-n / 16, the
     // others block-m / 16) and its kernel the workgroup of those warps.
     addForwardTiling(pm, options.blockM, options.blockN,
                      /*staticTiles=*/true, /*vectorTiles=*/true,
-                     /*backwardOnValues=*/target == "nvvm",
+                     /*backwardOnValues=*/true,
                      configured ? stagedInstruction(gpuTarget->getMma()) : "",
                      warps, /*longestFirst=*/true, options.deferPV,
                      /*warpRows=*/warpgroup ? 16 : 0);

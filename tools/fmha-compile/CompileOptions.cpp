@@ -626,12 +626,9 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
                  "tensors: give --from-tensors, --target=cpu and no --merge "
                  "or --accumulate");
   if (vectorTiles && meta.kind != rt::KernelKind::Forward &&
-      !(meta.kind == rt::KernelKind::Backward &&
-        meta.target != rt::Target::Hip))
-    return error("--vector-tiles tiles the forward, and the backward on "
-                 "--target=cpu and cuda (the staged ROCDL backward is not "
-                 "built yet): give no --merge or --accumulate, and no --bwd "
-                 "on --target=hip");
+      meta.kind != rt::KernelKind::Backward)
+    return error("--vector-tiles tiles the forward and the backward: give "
+                 "no --merge or --accumulate");
   if (vectorTiles && bwd && meta.target == rt::Target::Cuda) {
     if (std::max(meta.d, meta.dv) > 128)
       return error("--bwd --vector-tiles takes head dims up to 128, got d=" +

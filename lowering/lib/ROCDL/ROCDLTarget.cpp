@@ -198,9 +198,33 @@ public:
   void emitWorkspaceAtomicAdd(OpBuilder &b, Location loc, Value value,
                               Value memref, ValueRange indices) const override {
     auto type = cast<MemRefType>(memref.getType());
-    if (type.getRank() != 1 || !type.getLayout().isIdentity() ||
-        type.getMemorySpace()) {
+    if (type.getMemorySpace()) {
       GpuTarget::emitWorkspaceAtomicAdd(b, loc, value, memref, indices);
+      return;
+    }
+    if (type.getRank() != 1 || !type.getLayout().isIdentity()) {
+      // A tile of the workspace (the staged backward's strided views): the
+      // element's address from the buffer's aligned pointer, its offset and
+      // strides, as a global pointer (AMDGPU's flat and global addresses of
+      // global memory agree).
+      auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+      Value linear = meta.getOffset();
+      for (auto [idx, stride] : llvm::zip(indices, meta.getStrides()))
+        linear = arith::AddIOp::create(
+            b, loc, linear, arith::MulIOp::create(b, loc, idx, stride));
+      Value bytes =
+          arith::MulIOp::create(b, loc, linear,
+                                arith::ConstantIndexOp::create(
+                                    b, loc, type.getElementTypeBitWidth() / 8));
+      Value address = arith::AddIOp::create(
+          b, loc,
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref),
+          bytes);
+      Value ptr = LLVM::IntToPtrOp::create(
+          b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1),
+          arith::IndexCastOp::create(b, loc, b.getI64Type(), address)
+              .getResult());
+      emitAmdgpuAtomicAdd(b, loc, ptr, value);
       return;
     }
     Value idx = indices.front();
@@ -215,6 +239,11 @@ public:
     Value ptr =
         LLVM::GEPOp::create(b, loc, base.getType(), type.getElementType(), base,
                             ValueRange{offset}, LLVM::GEPNoWrapFlags::inbounds);
+    emitAmdgpuAtomicAdd(b, loc, ptr, value);
+  }
+
+  static void emitAmdgpuAtomicAdd(OpBuilder &b, Location loc, Value ptr,
+                                  Value value) {
     auto add =
         LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, ptr, value,
                                   LLVM::AtomicOrdering::monotonic);
