@@ -394,15 +394,10 @@ LogicalResult Distributor::addAsync(AddAsyncOp op) {
     return fail(op, "adds a buffer asynchronously: ") << bulkAddUnsupported;
   OpBuilder b(op);
   Location loc = op.getLoc();
-  IndexMath im{b, loc};
   MemRefType type = op.getSource().getType();
   const int64_t bytes =
       type.getNumElements() * type.getElementTypeBitWidth() / 8;
-  // The destination's address: its buffer's base, then its offset.
-  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, op.getDest());
-  Value dest = im.add(
-      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, op.getDest()),
-      im.mul(meta.getOffset(), im.c(4)));
+  Value dest = emitElementAddress(b, loc, op.getDest(), {});
   Value source =
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, op.getSource());
   target.emitBulkAdd(b, loc, source, dest, bytes, firstThread(b, loc));

@@ -107,6 +107,19 @@ FragmentCoord GpuTarget::getCCoord(OpBuilder &b, Location loc, Value lane,
   return emitLayoutCoord(b, loc, getMma().c, lane, e);
 }
 
+Value mlir::fmha::emitElementAddress(OpBuilder &b, Location loc, Value memref,
+                                     ValueRange indices) {
+  IndexMath im{b, loc};
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value linear = meta.getOffset();
+  for (auto [idx, stride] : llvm::zip(indices, meta.getStrides()))
+    linear = im.add(linear, im.mul(idx, stride));
+  const int64_t bytes =
+      cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
+  return im.add(memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref),
+                im.mul(linear, im.c(bytes)));
+}
+
 Value GpuTarget::emitExp2(OpBuilder &b, Location loc, Value x) const {
   return math::Exp2Op::create(b, loc, x);
 }

@@ -207,19 +207,7 @@ public:
       // element's address from the buffer's aligned pointer, its offset and
       // strides, as a global pointer (AMDGPU's flat and global addresses of
       // global memory agree).
-      auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-      Value linear = meta.getOffset();
-      for (auto [idx, stride] : llvm::zip(indices, meta.getStrides()))
-        linear = arith::AddIOp::create(
-            b, loc, linear, arith::MulIOp::create(b, loc, idx, stride));
-      Value bytes =
-          arith::MulIOp::create(b, loc, linear,
-                                arith::ConstantIndexOp::create(
-                                    b, loc, type.getElementTypeBitWidth() / 8));
-      Value address = arith::AddIOp::create(
-          b, loc,
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref),
-          bytes);
+      Value address = emitElementAddress(b, loc, memref, indices);
       Value ptr = LLVM::IntToPtrOp::create(
           b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1),
           arith::IndexCastOp::create(b, loc, b.getI64Type(), address)

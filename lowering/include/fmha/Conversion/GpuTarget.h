@@ -319,6 +319,12 @@ public:
   virtual std::string configure(StringRef chip, int64_t matrixSize);
 };
 
+/// The byte address (an index) of `memref[indices]` (all of its dims; none
+/// for the element at its offset): its buffer's aligned pointer plus its
+/// offset and the indices times its strides, in bytes.
+Value emitElementAddress(OpBuilder &b, Location loc, Value memref,
+                         ValueRange indices);
+
 /// The (row, col) that register `reg` of lane `lane` holds in `layout`, as
 /// index IR of `lane` (a value below the layout's lane count): the lane bits
 /// as divisions, remainders and products (runs of bits that map to runs of
