@@ -324,6 +324,7 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
     distribute.target = target.str();
     distribute.chip = chip.str();
     distribute.mfma = mfma;
+    distribute.indexBitwidth = indexBitwidth;
     tiles.addPass(mlir::fmha::createFmhaDistributeTilesPass(distribute));
     pm.addPass(mlir::fmha::createFmhaWorkgroupToDynamicSharedPass());
     // The launches learn the row alignment the distributed accesses take.

@@ -397,7 +397,8 @@ LogicalResult Distributor::addAsync(AddAsyncOp op) {
   MemRefType type = op.getSource().getType();
   const int64_t bytes =
       type.getNumElements() * type.getElementTypeBitWidth() / 8;
-  Value dest = emitElementAddress(b, loc, op.getDest(), {});
+  Value dest = emitGlobalElementPointer(b, loc, op.getDest(), {},
+                                        target.getIndexBitwidth());
   Value source =
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, op.getSource());
   target.emitBulkAdd(b, loc, source, dest, bytes, firstThread(b, loc));

@@ -565,6 +565,13 @@ struct FmhaDistributeTilesPass
         target, chip, mfma, getOperation(), "fmha-distribute-tiles");
     if (!gpuTarget)
       return signalPassFailure();
+    if (indexBitwidth != 32 && indexBitwidth != 64) {
+      getOperation()->emitError()
+          << "fmha-distribute-tiles: index-bitwidth must be 32 or 64, got "
+          << static_cast<unsigned>(indexBitwidth);
+      return signalPassFailure();
+    }
+    gpuTarget->setIndexBitwidth(indexBitwidth);
     for (Operation *f : gpuFuncsIn(getOperation())) {
       Distributor distributor(*gpuTarget);
       distributor.warpgroupUnsupported = gpuTarget->checkWarpgroupMma(chip);

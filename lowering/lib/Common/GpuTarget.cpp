@@ -12,8 +12,10 @@
 #include "fmha/Conversion/GpuTarget.h"
 #include "fmha/Transforms/MaskUtils.h"
 
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -107,17 +109,28 @@ FragmentCoord GpuTarget::getCCoord(OpBuilder &b, Location loc, Value lane,
   return emitLayoutCoord(b, loc, getMma().c, lane, e);
 }
 
-Value mlir::fmha::emitElementAddress(OpBuilder &b, Location loc, Value memref,
-                                     ValueRange indices) {
+Value mlir::fmha::emitGlobalElementPointer(OpBuilder &b, Location loc,
+                                           Value memref, ValueRange indices,
+                                           unsigned indexBitwidth) {
+  auto type = cast<MemRefType>(memref.getType());
   IndexMath im{b, loc};
   auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
   Value linear = meta.getOffset();
   for (auto [idx, stride] : llvm::zip(indices, meta.getStrides()))
     linear = im.add(linear, im.mul(idx, stride));
-  const int64_t bytes =
-      cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
-  return im.add(memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref),
-                im.mul(linear, im.c(bytes)));
+  LowerToLLVMOptions options(b.getContext());
+  options.overrideIndexBitwidth(indexBitwidth);
+  LLVMTypeConverter converter(b.getContext(), options);
+  Value desc = UnrealizedConversionCastOp::create(
+                   b, loc, converter.convertType(type), memref)
+                   .getResult(0);
+  Value base = LLVM::ExtractValueOp::create(b, loc, desc, 1);
+  Value element = LLVM::GEPOp::create(
+      b, loc, base.getType(), type.getElementType(), base,
+      ValueRange{arith::IndexCastOp::create(
+          b, loc, b.getIntegerType(indexBitwidth), linear)});
+  return LLVM::AddrSpaceCastOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), element);
 }
 
 Value GpuTarget::emitExp2(OpBuilder &b, Location loc, Value x) const {

@@ -305,7 +305,7 @@ public:
     emitWarpgroupOperandFence(b, loc);
     emitBarrier(b, loc);
     Value src = arith::IndexCastOp::create(b, loc, b.getI32Type(), source);
-    Value dst = arith::IndexCastOp::create(b, loc, b.getI64Type(), dest);
+    Value dst = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), dest);
     Value size = arith::ConstantIntOp::create(b, loc, b.getI32Type(), bytes);
     NVVM::InlinePtxOp::create(
         b, loc, TypeRange{}, ValueRange{dst, src, size}, ValueRange{},

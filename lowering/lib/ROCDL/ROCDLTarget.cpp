@@ -204,15 +204,12 @@ public:
     }
     if (type.getRank() != 1 || !type.getLayout().isIdentity()) {
       // A tile of the workspace (the staged backward's strided views): the
-      // element's address from the buffer's aligned pointer, its offset and
-      // strides, as a global pointer (AMDGPU's flat and global addresses of
-      // global memory agree).
-      Value address = emitElementAddress(b, loc, memref, indices);
-      Value ptr = LLVM::IntToPtrOp::create(
-          b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1),
-          arith::IndexCastOp::create(b, loc, b.getI64Type(), address)
-              .getResult());
-      emitAmdgpuAtomicAdd(b, loc, ptr, value);
+      // element's global pointer from the buffer's aligned pointer, its
+      // offset and strides.
+      emitAmdgpuAtomicAdd(
+          b, loc,
+          emitGlobalElementPointer(b, loc, memref, indices, getIndexBitwidth()),
+          value);
       return;
     }
     Value idx = indices.front();

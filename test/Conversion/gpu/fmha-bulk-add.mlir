@@ -1,5 +1,7 @@
 // RUN: fmha-opt %s --fmha-bulk-add -split-input-file | FileCheck %s
 // RUN: fmha-opt %s --fmha-bulk-add --fmha-distribute-tiles="target=nvvm chip=sm_90a" -split-input-file | FileCheck %s --check-prefix=DIST
+// RUN: fmha-opt %s --fmha-bulk-add --fmha-distribute-tiles="target=nvvm chip=sm_90a index-bitwidth=32" -split-input-file | FileCheck %s --check-prefix=PTR32
+// RUN: not fmha-opt %s --fmha-bulk-add --fmha-distribute-tiles="target=nvvm chip=sm_90a index-bitwidth=16" -split-input-file 2>&1 | FileCheck %s --check-prefix=BITS
 // RUN: not fmha-opt %s --fmha-bulk-add --fmha-distribute-tiles="target=nvvm chip=sm_80" -split-input-file 2>&1 | FileCheck %s --check-prefix=SM80
 
 #p = #fmha.layout<8x32, register = [[1, 0], [2, 0], [4, 0]], lane = [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16]], warp = []>
@@ -45,6 +47,19 @@
 // DIST-NEXT: gpu.barrier
 // DIST-NEXT: gpu.return
 // DIST-NOT: memref.atomic_rmw
+
+// The destination's address is a 64-bit global pointer from the
+// descriptor the kernel's lowering gives it, whatever the index width: with
+// 32-bit indices, its fields are i32, the pointer stays 64 bits.
+// PTR32-LABEL: gpu.func @bulk
+// PTR32: %[[DESC:.+]] = builtin.unrealized_conversion_cast %{{.+}} : memref<8x32xf32, strided<[32, 1], offset: ?>> to !llvm.struct<(ptr, ptr, i32, array<2 x i32>, array<2 x i32>)>
+// PTR32: %[[ALIGNED:.+]] = llvm.extractvalue %[[DESC]][1]
+// PTR32: %[[ELEM:.+]] = llvm.getelementptr %[[ALIGNED]][%{{.+}}] : (!llvm.ptr, i32) -> !llvm.ptr, f32
+// PTR32: %[[GLOBAL:.+]] = llvm.addrspacecast %[[ELEM]] : !llvm.ptr to !llvm.ptr<1>
+// PTR32: %[[DST:.+]] = llvm.ptrtoint %[[GLOBAL]] : !llvm.ptr<1> to i64
+// PTR32: nvvm.inline_ptx "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%[[DST]], %{{.+}}, %{{.+}} : i64, i32, i32)
+
+// BITS: error: fmha-distribute-tiles: index-bitwidth must be 32 or 64, got 16
 
 // SM80: error: 'fmha.add_async' op fmha-distribute-tiles: adds a buffer asynchronously: cp.reduce.async.bulk needs sm_90a
 gpu.module @kernels {

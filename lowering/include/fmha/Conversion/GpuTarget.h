@@ -286,7 +286,7 @@ public:
   /// fmha.add_async: every thread's writes of the workgroup buffer at
   /// `source` (its workgroup address, an index) made visible to the bulk
   /// operation, a barrier, then the thread where `first` holds starts
-  /// adding its `bytes` into the global address `dest` (f32, atomically),
+  /// adding its `bytes` into `dest` (an `!llvm.ptr<1>`; f32, atomically),
   /// one bulk group.
   virtual void emitBulkAdd(OpBuilder &b, Location loc, Value source, Value dest,
                            int64_t bytes, Value first) const {}
@@ -317,13 +317,25 @@ public:
   /// the chip or the size is not supported. The default accepts only 0 and
   /// the target's own M and checks the chip.
   virtual std::string configure(StringRef chip, int64_t matrixSize);
+
+  /// The width of `index` in the kernel's lowering to LLVM (32 or 64): the
+  /// descriptors the target reads pointers from have fields that wide.
+  unsigned getIndexBitwidth() const { return indexBitwidth; }
+  void setIndexBitwidth(unsigned bits) { indexBitwidth = bits; }
+
+private:
+  unsigned indexBitwidth = 64;
 };
 
-/// The byte address (an index) of `memref[indices]` (all of its dims; none
-/// for the element at its offset): its buffer's aligned pointer plus its
-/// offset and the indices times its strides, in bytes.
-Value emitElementAddress(OpBuilder &b, Location loc, Value memref,
-                         ValueRange indices);
+/// The global pointer (`!llvm.ptr<1>`) to `memref[indices]` (all of its
+/// dims; none for the element at its offset) of a memref in the default
+/// memory space: its buffer's aligned pointer, from the descriptor the
+/// kernel's lowering gives it with `indexBitwidth`-bit indices (the cast
+/// folds away in reconcile-unrealized-casts), advanced by its offset plus
+/// the indices times its strides. A 64-bit pointer whatever the index width
+/// (an index would cut it to 32 bits where indices are).
+Value emitGlobalElementPointer(OpBuilder &b, Location loc, Value memref,
+                               ValueRange indices, unsigned indexBitwidth);
 
 /// The (row, col) that register `reg` of lane `lane` holds in `layout`, as
 /// index IR of `lane` (a value below the layout's lane count): the lane bits

@@ -258,7 +258,11 @@ def FmhaDistributeTilesPass : Pass<"fmha-distribute-tiles"> {
     Option<"chip", "chip", "std::string", "\"sm_80\"",
            "The chip (the target's matrix instruction follows it)">,
     Option<"mfma", "mfma", "int64_t", "0",
-           "ROCDL: the MFMA size (16 or 32; 0: the chip's default)">
+           "ROCDL: the MFMA size (16 or 32; 0: the chip's default)">,
+    Option<"indexBitwidth", "index-bitwidth", "unsigned", "64",
+           "The width of index in the kernel's lowering to LLVM (32 or 64): "
+           "global pointers taken from memref descriptors read fields that "
+           "wide">
   ];
 }
 
