@@ -21,7 +21,11 @@
 // the row slice. The dK/dV loop's tiles are transposed (keys as rows): S^T =
 // K Q^T and dP^T = V dO^T take k and v as A and q and dO as B transposed,
 // dV += P^T dO and dK += dS^T Q take P^T and dS^T as A and dO and q as B,
-// and the lse and Dsum, one value a query, are the column slice of C. Its
+// and the lse and Dsum, one value a query, are the column slice of C. In a
+// dK/dV loop of more keys than the dQ part has queries (128-key tiles over
+// 8 warps, 64 queries) the dQ part's warps run out of rows: each group of
+// warps that covers its rows computes a block of its columns (C split by
+// rows, then columns; A, the same rows, whole in every group). Its
 // atomic dQ += dS K reads dS^T transposed: the tile takes the transpose of
 // A's layout (the queries across the warps), a conversion from its C layout
 // (the keys across them) that goes through workgroup memory on the GPU; the
@@ -187,11 +191,17 @@ struct LayoutAssigner {
     std::string error;
     LinearLayout layout;
     switch (role) {
+    // A tile of fewer rows than the warps have fragments for (the dQ part
+    // of a loop of 128-key tiles, 64 queries over 8 warps): the groups of
+    // warps its rows run out of split C's columns and each hold all of A.
     case Role::A:
-      layout = tileFragments(instr.a, rows, cols, warps, &error);
+      layout = tileFragments(instr.a, rows, cols, warps, &error,
+                             WarpSplit::RowsThenReplicated);
       break;
     case Role::ATransposed:
-      layout = tileFragments(instr.a, cols, rows, warps, &error).transposed();
+      layout = tileFragments(instr.a, cols, rows, warps, &error,
+                             WarpSplit::RowsThenReplicated)
+                   .transposed();
       break;
     case Role::B:
       layout = tileFragments(instr.b, rows, cols, warps, &error,
@@ -203,7 +213,8 @@ struct LayoutAssigner {
                    .transposed();
       break;
     case Role::C:
-      layout = tileFragments(instr.c, rows, cols, warps, &error);
+      layout = tileFragments(instr.c, rows, cols, warps, &error,
+                             WarpSplit::RowsThenCols);
       break;
     case Role::Row:
       layout = rowSlice(tileFragments(instr.c, rows, instr.n, warps, &error));

@@ -218,6 +218,17 @@ LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
                            int64_t cols, int64_t warps, std::string *error,
                            WarpSplit split) {
   std::ostringstream os;
+  // The warps along the rows and the groups of them beyond (RowsThen*:
+  // where the rows run out of fragments for every warp).
+  int64_t rowWarps = warps, groups = 1;
+  const bool thenCols = split == WarpSplit::RowsThenCols;
+  if ((thenCols || split == WarpSplit::RowsThenReplicated) &&
+      isPowerOfTwo(rows) && isPowerOfTwo(warps) &&
+      rows % instr.getRows() == 0 && rows / instr.getRows() < warps) {
+    rowWarps = rows / instr.getRows();
+    groups = warps / rowWarps;
+  }
+  const int64_t bandCols = thenCols ? cols / groups : cols;
   if (!isPowerOfTwo(rows) || !isPowerOfTwo(cols) || !isPowerOfTwo(warps))
     os << "tile " << rows << "x" << cols << " over " << warps
        << " warps: sizes must be powers of two";
@@ -226,13 +237,13 @@ LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
     os << "tile " << rows << "x" << cols << " (every warp's) is not a whole "
        << "number of " << instr.getRows() << "x" << instr.getCols()
        << " fragments";
-  else if (split == WarpSplit::Rows &&
-           (rows % warps != 0 || (rows / warps) % instr.getRows() != 0 ||
-            cols % instr.getCols() != 0))
+  else if (split != WarpSplit::Replicated &&
+           (rows % rowWarps != 0 || (rows / rowWarps) % instr.getRows() != 0 ||
+            bandCols == 0 || bandCols % instr.getCols() != 0))
     os << "tile " << rows << "x" << cols << " over " << warps
-       << " warps: each warp's " << rows / std::max<int64_t>(warps, 1) << "x"
-       << cols << " band is not a whole number of " << instr.getRows() << "x"
-       << instr.getCols() << " fragments";
+       << " warps: each warp's " << rows / std::max<int64_t>(rowWarps, 1) << "x"
+       << bandCols << " band is not a whole number of " << instr.getRows()
+       << "x" << instr.getCols() << " fragments";
   else if (!instr.getBases(LayoutInput::Warp).empty())
     os << "the fragment is held by one warp, not " << instr.getNumWarps();
   if (!os.str().empty()) {
@@ -241,15 +252,19 @@ LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
     return instr;
   }
   const bool replicated = split == WarpSplit::Replicated;
-  const int64_t band = replicated ? rows : rows / warps;
+  const int64_t band = replicated ? rows : rows / rowWarps;
   std::vector<TileCoord> registers = instr.getBases(LayoutInput::Register);
-  registers = concat(registers,
-                     colRun(log2Of(cols / instr.getCols()), instr.getCols()));
+  registers = concat(
+      registers, colRun(log2Of(bandCols / instr.getCols()), instr.getCols()));
   registers = concat(registers,
                      rowRun(log2Of(band / instr.getRows()), instr.getRows()));
   std::vector<TileCoord> warpBases =
       replicated ? std::vector<TileCoord>(log2Of(warps), TileCoord{})
-                 : rowRun(log2Of(warps), band);
+                 : rowRun(log2Of(rowWarps), band);
+  warpBases =
+      concat(warpBases,
+             thenCols ? colRun(log2Of(groups), bandCols)
+                      : std::vector<TileCoord>(log2Of(groups), TileCoord{}));
   return LinearLayout(rows, cols, registers, instr.getBases(LayoutInput::Lane),
                       warpBases);
 }

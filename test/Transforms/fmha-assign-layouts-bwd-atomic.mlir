@@ -1,6 +1,6 @@
 // RUN: fmha-opt %s --fmha-tile-attention="block-m=64 block-n=64 static-tiles=1" --fmha-assign-layouts="mma=mma.sync warps=4" -cse | FileCheck %s
 // RUN: fmha-opt %s --fmha-tile-attention="block-m=64 block-n=64 static-tiles=1" --fmha-assign-layouts="mma=mfma16 warps=4" -cse | FileCheck %s --check-prefix=MFMA
-// RUN: not fmha-opt %s --fmha-tile-attention="block-m=32 block-n=64 static-tiles=1" --fmha-assign-layouts="mma=mma.sync warps=8 warp-rows=16" 2>&1 | FileCheck %s --check-prefix=ROWS
+// RUN: fmha-opt %s --fmha-tile-attention="block-m=32 block-n=64 static-tiles=1" --fmha-assign-layouts="mma=mma.sync warps=8 warp-rows=16" -cse | FileCheck %s --check-prefix=ROWS
 
 // The backward with atomic dQ (not deterministic) in mma.sync fragments over
 // 4 warps: the dK/dV loop's dS^T is a C tile with the keys across the warps;
@@ -33,9 +33,16 @@
 // MFMA: fmha.tile_matmul %{{.+}}, %{{.+}} into %{{.+}} {alpha = 1.250000e-01 : f32, transpose_a} : tensor<64x64xf32, #[[MAT]]>, {{.+}} -> tensor<64x64xf32, #[[MC]]>
 // MFMA: fmha.atomic_add %{{.+}}, %{{.+}} : tensor<64x64xf32, #[[MLINE]]>
 
-// With a warp each 16 rows of each loop the dQ product of the dK/dV loop
-// (block-m rows) needs block-m >= block-n: a diagnostic otherwise.
-// ROWS: error: 'fmha.tile_fill' op cannot hold its 'tensor<32x64xf32>' tile in mma.sync.m16n8k16 fragments over 4 warps
+// With a warp each 16 rows of each loop and block-m < block-n, the dK/dV
+// loop's 4 warps have more rows of fragments than the dQ product's 32
+// queries: its first two warps split the rows, the pairs of them the
+// columns of C (each 32 of the 64), and A (dS^T read transposed) is whole
+// in each pair.
+// ROWS-DAG: #[[RC:layout[0-9]*]] = #fmha.layout<32x64, register = {{\[\[0, 1\], \[8, 0\], \[0, 8\], \[0, 16\]\]}}, lane = {{\[\[0, 2\], \[0, 4\], \[1, 0\], \[2, 0\], \[4, 0\]\]}}, warp = {{\[\[16, 0\], \[0, 32\]\]}}>
+// ROWS-DAG: #[[RAT:layout[0-9]*]] = #fmha.layout<64x32, register = {{\[\[1, 0\], \[0, 8\], \[8, 0\], \[16, 0\], \[32, 0\]\]}}, lane = {{\[\[2, 0\], \[4, 0\], \[0, 1\], \[0, 2\], \[0, 4\]\]}}, warp = {{\[\[0, 16\], \[0, 0\]\]}}>
+// ROWS-LABEL: func @bwd_atomic
+// ROWS: fmha.tile_fill %{{.+}}, 0.000000e+00 : tensor<32x64xf32, #[[RC]]>
+// ROWS-NEXT: fmha.tile_matmul %{{.+}}, %{{.+}} into %{{.+}} {alpha = 1.250000e-01 : f32, transpose_a} : tensor<64x32xf32, #[[RAT]]>, tensor<64x64xbf16, #{{.+}}>, tensor<32x64xf32, #[[RC]]> -> tensor<32x64xf32, #[[RC]]>
 func.func @bwd_atomic(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x32xbf16>, %o: tensor<?x4x?x32xbf16>, %lse: tensor<?x4x?xf32>, %do: tensor<?x4x?x32xbf16>, %dq: tensor<?x4x?x64xbf16>, %dk: tensor<?x2x?x64xbf16>, %dv: tensor<?x2x?x32xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>) {
   %r:3 = fmha.attention_bwd ins(%q, %k, %v, %o, %lse, %do : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x4x?x32xbf16>, tensor<?x4x?xf32>, tensor<?x4x?x32xbf16>) outs(%dq, %dk, %dv : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>) {mask = #fmha.mask<"t">} -> tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>
   return %r#0, %r#1, %r#2 : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>

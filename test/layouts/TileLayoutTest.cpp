@@ -254,6 +254,44 @@ TEST(TileFragments, TilesThatDoNotSplit) {
                    "whole number of 16x8 fragments");
 }
 
+TEST(TileFragments, WarpgroupsSplitTheColumnsWhereRowsRunOut) {
+  // The dQ part of 128-key dK/dV tiles: 64 queries x 128 over 8 warps.
+  // RowsThenCols: warps 0-3 the wgmma accumulator of columns [0, 64),
+  // warps 4-7 the same of columns [64, 128), each element once;
+  // RowsThenReplicated (its A, 64 x 128 keys): each group all of the rows
+  // of its four warps' fragments, as the four-warp tiling has them.
+  MmaInstruction mma = MmaInstruction::nvidiaMmaSyncM16N8K16();
+  std::string error;
+  LinearLayout c =
+      tileFragments(mma.c, 64, 128, 8, &error, fmha::WarpSplit::RowsThenCols);
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(c.validate(), "");
+  EXPECT_EQ(c.getCopies(), 1);
+  EXPECT_EQ(c.getNumRegisters(), 32);
+  expectHolds(c, [&](int64_t i, int64_t l, int64_t w) {
+    int64_t g = l / 4, t = l % 4;
+    return TileCoord{16 * (w % 4) + g + 8 * ((i / 2) % 2),
+                     64 * (w / 4) + 8 * (i / 4) + 2 * t + i % 2};
+  });
+  LinearLayout four = tileFragments(mma.a, 64, 128, 4, &error);
+  ASSERT_EQ(error, "");
+  LinearLayout a = tileFragments(mma.a, 64, 128, 8, &error,
+                                 fmha::WarpSplit::RowsThenReplicated);
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(a.getCopies(), 2);
+  expectHolds(a, [&](int64_t r, int64_t l, int64_t w) {
+    return four.apply(r, l, w % 4);
+  });
+  // Where the rows suffice, the same as Rows; a band of columns narrower
+  // than a fragment does not split.
+  EXPECT_EQ(
+      tileFragments(mma.c, 128, 64, 8, &error, fmha::WarpSplit::RowsThenCols),
+      tileFragments(mma.c, 128, 64, 8, &error));
+  tileFragments(mma.c, 16, 16, 8, &error, fmha::WarpSplit::RowsThenCols);
+  EXPECT_EQ(error, "tile 16x16 over 8 warps: each warp's 16x2 band is not a "
+                   "whole number of 16x8 fragments");
+}
+
 class LayoutAttribute : public ::testing::Test {
 protected:
   LayoutAttribute() { context.loadDialect<mlir::fmha::FmhaDialect>(); }

@@ -107,12 +107,6 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
   if (failed(ta) || failed(tb) || failed(tc))
     return fail(op, "the operands' layouts are not tilings of ")
            << instr.name << "'s A, B and C fragments";
-  if (aLayout.getBases(LayoutInput::Warp) !=
-          lc.getLayout().getBases(LayoutInput::Warp) ||
-      llvm::any_of(bLayout.getBases(LayoutInput::Warp),
-                   [](TileCoord c) { return !c.isZero(); }))
-    return fail(op, "warps must own the same rows of A and C and each "
-                    "the whole of B");
   Type ab = elementOf(op.getLhs());
   if (ab != elementOf(op.getRhs()) || !(ab.isF16() || ab.isBF16()) ||
       !elementOf(op.getAcc()).isF32())
@@ -127,6 +121,12 @@ LogicalResult Distributor::contraction(vector::ContractionOp op) {
   if (bRead && workgroupSwizzle(bRead.getBase()))
     return warpgroupContraction(op, aTransposed, bTransposed, *ta, *tc, aRead,
                                 bRead);
+  if (aLayout.getBases(LayoutInput::Warp) !=
+          lc.getLayout().getBases(LayoutInput::Warp) ||
+      llvm::any_of(bLayout.getBases(LayoutInput::Warp),
+                   [](TileCoord c) { return !c.isZero(); }))
+    return fail(op, "warps must own the same rows of A and C and each "
+                    "the whole of B");
   if (aRead && aTransposed)
     return fail(op, "reads A transposed from memory; only warpgroup products "
                     "do (B in the 128-byte swizzle)");

@@ -19,6 +19,11 @@
 //                                        groups committed after it may
 //                                        still run)
 //
+// The warpgroups of a workgroup split C's rows (64 each) or, where C has
+// only 64 (the dQ part of 128-key dK/dV tiles over 8 warps), blocks of its
+// columns: warpgroup g then computes columns [g N, g N + N) with B read at
+// that block and A the same in each.
+//
 // An anchor of the result in its own layout stands for the product and does
 // not wait; leaving the block where the product was issued waits for it.
 // C's layout is mma.sync's C tiled over warps of 16 rows each, which is
@@ -49,7 +54,8 @@ using ::fmha::TileCoord;
 
 FailureOr<Value> Distributor::warpgroupAddress(OpBuilder &b,
                                                vector::TransferReadOp read,
-                                               Value row, int64_t col) {
+                                               Value row, int64_t col,
+                                               Value colBlocks) {
   Location loc = read.getLoc();
   auto type = cast<MemRefType>(read.getBase().getType());
   const int64_t rank = type.getRank();
@@ -75,6 +81,8 @@ FailureOr<Value> Distributor::warpgroupAddress(OpBuilder &b,
   // the swizzle to the addresses it forms from there.
   const int64_t c = *c0 + col;
   Value line = im.add(im.c(c / 64 * rows + *r0), row);
+  if (colBlocks)
+    line = im.add(line, im.mul(colBlocks, im.c(rows)));
   offset = im.add(offset, im.add(im.mul(line, im.c(64)), im.c(c % 64)));
   Value base =
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, read.getBase());
@@ -98,14 +106,44 @@ LogicalResult Distributor::warpgroupContraction(
   LayoutAttr lc = layouts.lookup(op.getResult());
   const LinearLayout c = lc.getLayout();
   const auto &warpBases = c.getBases(LayoutInput::Warp);
-  const int64_t n = c.getCols();
-  if (warpBases.size() < 2 ||
-      warpBases != ::fmha::rowRun(warpBases.size(), instr.m) ||
-      c.getRows() != instr.m << warpBases.size() ||
+  // The warps of a warpgroup split its 64 rows; the warpgroups split C's
+  // rows (each its 64) or its columns (each a block of N columns: the dQ
+  // part of 128-key dK/dV tiles).
+  const size_t warpgroupBits = 2;
+  ArrayRef<TileCoord> groupBases = ArrayRef(warpBases).drop_front(
+      std::min<size_t>(warpBases.size(), warpgroupBits));
+  const int64_t groups = int64_t(1) << groupBases.size();
+  const bool colSplit = !groupBases.empty() && groupBases[0].row == 0;
+  const int64_t n = colSplit ? c.getCols() / groups : c.getCols();
+  if (warpBases.size() < warpgroupBits ||
+      ArrayRef(warpBases).take_front(warpgroupBits) !=
+          ArrayRef(::fmha::rowRun(warpgroupBits, instr.m)) ||
+      groupBases != ArrayRef(colSplit ? ::fmha::colRun(groupBases.size(), n)
+                                      : ::fmha::rowRun(groupBases.size(),
+                                                       kWarpgroupRows)) ||
+      c.getRows() != (colSplit ? kWarpgroupRows : kWarpgroupRows * groups) ||
       llvm::any_of(tc.block, [](TileCoord t) { return t.row != 0; }))
     return fail(op, "a warpgroup product needs C in warps of ")
            << instr.m << " rows each (four a warpgroup of " << kWarpgroupRows
-           << "), not " << lc;
+           << "), the warpgroups on its rows or on blocks of its columns, "
+              "not "
+           << lc;
+  // A (in registers) the rows of C in every warp, each warpgroup all of
+  // its K; B read from its buffer by each warpgroup at its columns.
+  if (!aRead) {
+    LayoutAttr la = layouts.lookup(op.getLhs());
+    const std::vector<TileCoord> aWarps =
+        la.getLayout().getBases(LayoutInput::Warp);
+    bool same = aWarps.size() == warpBases.size();
+    for (size_t i = 0; same && i < aWarps.size(); ++i) {
+      TileCoord a =
+          aTransposed ? TileCoord{aWarps[i].col, aWarps[i].row} : aWarps[i];
+      same = a.row == warpBases[i].row && a.col == 0;
+    }
+    if (!same)
+      return fail(op, "warps must own the same rows of A and C, not ")
+             << la << " and " << lc;
+  }
   if (n % 8 != 0 || n > 256)
     return fail(op, "a warpgroup product's N is a multiple of 8 up to 256, "
                     "not ")
@@ -115,9 +153,10 @@ LogicalResult Distributor::warpgroupContraction(
                     "buffer in the 128-byte swizzle");
   // A transposed in a buffer (its rows along K): M-major, the buffer's 64
   // columns the one warpgroup's rows.
-  if (aTransposed && (!aRead || warpBases.size() != 2))
+  if (aTransposed && (!aRead || (!colSplit && groups > 1)))
     return fail(op, "a warpgroup product reads A transposed only from a "
-                    "buffer in the 128-byte swizzle, for one warpgroup");
+                    "buffer in the 128-byte swizzle, for warpgroups of the "
+                    "same rows");
   Type ab = elementOf(op.getLhs());
   FailureOr<Value> aRegs =
       aRead ? FailureOr<Value>(Value()) : registersOf(op.getLhs(), op);
@@ -157,8 +196,14 @@ LogicalResult Distributor::warpgroupContraction(
     }
     return out;
   };
+  // This warpgroup's first row of C (or column, where they split N).
   Value group = im.div(warp, im.c(kWarpgroupWarps));
-  Value groupRows = im.mul(group, im.c(kWarpgroupRows));
+  Value groupRows = colSplit ? im.c(0) : im.mul(group, im.c(kWarpgroupRows));
+  Value groupCols = colSplit ? im.mul(group, im.c(n)) : im.c(0);
+  if (!bTransposed && colSplit && n % 64 != 0)
+    return fail(op, "a warpgroup product whose warpgroups split N reads an "
+                    "N-major B in blocks of 64 columns, not ")
+           << n;
   const int64_t kTile = tileType(op.getRhs()).getDimSize(bTransposed ? 1 : 0);
   auto bType = cast<MemRefType>(bRead.getBase().getType());
   const int64_t bRows = bType.getDimSize(bType.getRank() - 2);
@@ -168,9 +213,11 @@ LogicalResult Distributor::warpgroupContraction(
     // B K-major (B[j, k], the rows of the buffer along N): 8-row atoms
     // 1024 bytes apart along N. N-major (B[k, j]): atoms 1024 bytes apart
     // along K, 64-column blocks (rows x 128 bytes) apart along N.
-    FailureOr<Value> bAddress = bTransposed
-                                    ? warpgroupAddress(b, bRead, im.c(0), k0)
-                                    : warpgroupAddress(b, bRead, im.c(k0), 0);
+    FailureOr<Value> bAddress =
+        bTransposed ? warpgroupAddress(b, bRead, groupCols, k0)
+                    : warpgroupAddress(b, bRead, im.c(k0), 0,
+                                       colSplit ? im.div(groupCols, im.c(64))
+                                                : Value());
     if (failed(bAddress))
       return failure();
     Value descB = target.emitWarpgroupDescriptor(

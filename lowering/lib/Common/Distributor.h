@@ -160,9 +160,11 @@ struct Distributor {
 
   /// The i64 workgroup address of element (row + r0, col + c0) of the
   /// buffer in the 128-byte swizzle that `read` reads at (.., r0, c0), as
-  /// a warpgroup descriptor takes it (unswizzled; row a multiple of 8).
+  /// a warpgroup descriptor takes it (unswizzled; row a multiple of 8),
+  /// `colBlocks` (when given) more 64-column blocks along.
   FailureOr<Value> warpgroupAddress(OpBuilder &b, vector::TransferReadOp read,
-                                    Value row, int64_t col);
+                                    Value row, int64_t col,
+                                    Value colBlocks = {});
 
   /// How many registers from each multiple of it are adjacent along the
   /// last dim in `l` (2^k, at most 16 bytes).

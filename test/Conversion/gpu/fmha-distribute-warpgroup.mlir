@@ -80,3 +80,44 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// Two warpgroups that split C's columns (the dQ part of 128-key dK/dV
+// tiles: 64 rows, 8 warps): warpgroup g computes columns [64 g, 64 g + 64)
+// of O += P V, m64n64k16, its B the 64-column block g of the staged V tile
+// (16 x 128 bytes along), A (P) the same rows' registers in both.
+// CHECK-LABEL: gpu.func @colsplit
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: %[[BLK:.+]] = arith.divsi %{{.+}}, %c64 : index
+// CHECK-NEXT: %[[VP:.+]] = memref.extract_aligned_pointer_as_index %{{.+}} : memref<16x128xbf16, 3> -> index
+// CHECK-NEXT: %[[OFF:.+]] = arith.muli %[[BLK]], %c2048 : index
+// CHECK-NEXT: arith.addi %[[VP]], %[[OFF]] : index
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.+}}, 1, 1, 1;"
+// CHECK-NOT: wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+#pa = #fmha.layout<64x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0], [0, 0]]>
+#b = #fmha.layout<16x128, register = [[1, 0], [8, 0], [0, 8], [0, 16], [0, 32], [0, 64]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = [[0, 0], [0, 0], [0, 0]]>
+#o = #fmha.layout<64x128, register = [[0, 1], [8, 0], [0, 8], [0, 16], [0, 32]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0], [0, 64]]>
+gpu.module @kernels {
+  gpu.func @colsplit(%p: memref<64x?xf32>, %v: memref<?x128xbf16>, %o: memref<64x128xf32>, %n: index) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : bf16
+    %padf = arith.constant 0.0 : f32
+    %zero = arith.constant dense<0.0> : vector<64x128xf32>
+    %init = fmha.to_layout %zero to layout(#o) : vector<64x128xf32>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (vector<64x128xf32>) {
+      %pt = vector.transfer_read %p[%c0, %i], %padf {in_bounds = [true, false]} : memref<64x?xf32>, vector<64x16xf32>
+      %pf = fmha.to_layout %pt to layout(#pa) : vector<64x16xf32>
+      %pr = arith.truncf %pf : vector<64x16xf32> to vector<64x16xbf16>
+      %vt = vector.transfer_read %v[%i, %c0], %pad {in_bounds = [false, true]} : memref<?x128xbf16>, vector<16x128xbf16>
+      %vb = fmha.to_layout %vt to layout(#b) : vector<16x128xbf16>
+      %ov = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %pr, %vb, %acc : vector<64x16xbf16>, vector<16x128xbf16> into vector<64x128xf32>
+      %oc = fmha.to_layout %ov to layout(#o) : vector<64x128xf32>
+      scf.yield %oc : vector<64x128xf32>
+    }
+    vector.transfer_write %r, %o[%c0, %c0] {in_bounds = [true, true]} : vector<64x128xf32>, memref<64x128xf32>
+    gpu.return
+  }
+}

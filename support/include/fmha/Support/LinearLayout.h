@@ -105,8 +105,13 @@ std::vector<TileCoord> concat(std::vector<TileCoord> a,
 /// (and returns the fragment) when the tile does not split that way.
 /// How the warps of a workgroup share a tile: each a band of rows (the
 /// accumulators, the A operands), or each the whole tile (a B operand every
-/// warp multiplies by: zero warp bases).
-enum class WarpSplit { Rows, Replicated };
+/// warp multiplies by: zero warp bases). Where the tile has fewer rows than
+/// the warps have fragments for (a 64-row dQ part in a loop of 128-key
+/// tiles over 8 warps), RowsThenCols gives the rows' bands to the first
+/// rows / fragment rows warps and splits the columns among the groups of
+/// them (an accumulator each group computes its columns of), and
+/// RowsThenReplicated gives every group the whole band (its A operand).
+enum class WarpSplit { Rows, Replicated, RowsThenCols, RowsThenReplicated };
 
 LinearLayout tileFragments(const LinearLayout &instr, int64_t rows,
                            int64_t cols, int64_t warps, std::string *error,
