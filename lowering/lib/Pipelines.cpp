@@ -285,7 +285,8 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
                        function_ref<void(OpPassManager &)> toTarget,
                        StringRef format, bool vectorTiles, bool qInShared,
                        int64_t kvStages, unsigned indexBitwidth,
-                       int64_t swizzle = 0, int64_t mfma = 0) {
+                       int64_t swizzle = 0, int64_t mfma = 0,
+                       bool bulkAdd = false) {
   // The vector tiles spread over the threads by their layouts; the reads
   // and writes of rows that may lie past the operands as branches. The
   // workgroup buffers in dynamic workgroup memory (the launches get its
@@ -315,7 +316,7 @@ void addKernelLowering(OpPassManager &pm, StringRef target, StringRef chip,
       tiles.addPass(mlir::fmha::createFmhaStageTransposedAPass());
     // The atomic adds of a tile into a contiguous one (the backward's dQ) as
     // bulk adds of a workgroup buffer (cp.reduce.async.bulk, sm_90).
-    if (swizzle)
+    if (swizzle && bulkAdd)
       tiles.addPass(mlir::fmha::createFmhaBulkAddPass());
     mlir::fmha::FmhaPipelineCopiesPassOptions pipeline;
     pipeline.stages = kvStages;
@@ -398,7 +399,7 @@ void mlir::fmha::buildFmhaToNVVMPipeline(OpPassManager &pm,
       options.format, options.vectorTiles, options.qInShared, options.kvStages,
       indexBitwidth,
       // Warpgroup products read K, V (and Q) in the 128-byte swizzle.
-      options.mma == "wgmma" ? 128 : 0);
+      options.mma == "wgmma" ? 128 : 0, /*mfma=*/0, options.bulkAdd);
 }
 
 void mlir::fmha::buildFmhaToROCDLPipeline(OpPassManager &pm,

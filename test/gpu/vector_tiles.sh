@@ -55,9 +55,13 @@ if [ "${1:-}" = "--make" ]; then
   mb dq_bf16_d32_mqa_b --dtype=bf16 --mask=b --hq=4 --hk=1 -d 32 --dq-atomics &
   mb dq_f16_d80_gqa2_t --dtype=f16 --mask=t --hq=4 --hk=2 -d 80 --dq-atomics &
   wait
-  # 128-key dK/dV tiles: the two warpgroups split the dQ part's columns.
+  # 128-key dK/dV tiles: the two warpgroups split the dQ part's columns;
+  # --bulk-add: the dQ part added by cp.reduce.async.bulk.
   mb dq_n128_bf16_d128_gqa4_b --dtype=bf16 --mask=b --hq=8 --hk=2 -d 128 --block-m 64 --block-n 128 --dq-atomics &
-  mb dq_n128_f16_d128_full --dtype=f16 --mask=0 --hq=4 --hk=4 -d 128 --block-m 64 --block-n 128 --dq-atomics &
+  mb dq_n128_f16_d128_full --dtype=f16 --mask=0 --hq=4 --hk=4 -d 128 --block-m 64 --block-n 128 --dq-atomics --bulk-add &
+  wait
+  mb dq_bulk_bf16_d64_gqa4_t --dtype=bf16 --mask=t --hq=8 --hk=2 -d 64 --dq-atomics --bulk-add &
+  mb dq_bulk_f16_d64_sink_window_softcap --dtype=f16 --mask=b:40,0,4 --softcap=30 --hq=4 --hk=2 -d 64 --dq-atomics --bulk-add &
   wait
   mb dq_mma_bf16_d64_gqa4_t --dtype=bf16 --mask=t --hq=8 --hk=2 -d 64 --mma=mma.sync --dq-atomics &
   mb dq_mmaqs_bf16_d128_gqa4_b --dtype=bf16 --mask=b --hq=8 --hk=2 -d 128 --mma=mma.sync --q-in-shared --dq-atomics &

@@ -94,6 +94,13 @@ cl::opt<bool> dqAtomics(
              "deterministic. The CPU's static and vector tiles add dQ so "
              "whenever the backward is not --deterministic"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> bulkAdd(
+    "bulk-add",
+    cl::desc("With --dq-atomics and warpgroup products (sm_90a): the dK/dV "
+             "kernel writes its dQ part into a workgroup buffer and one "
+             "thread adds the whole buffer into dq_accum "
+             "(cp.reduce.async.bulk) instead of every thread's atomics"),
+    cl::init(false), cl::cat(category));
 cl::opt<bool> merge(
     "merge",
     cl::desc("Compile the merge of two attention partials (fmha.merge, "
@@ -376,6 +383,11 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       return error("--deterministic needs --bwd");
     if (dqAtomics && (!bwd || deterministic))
       return error("--dq-atomics needs --bwd and no --deterministic");
+    if (bulkAdd && !dqAtomics)
+      return error("--bulk-add needs --dq-atomics");
+    if (bulkAdd && target != "cuda")
+      return error("--bulk-add needs warpgroup products (--target=cuda "
+                   "--chip=sm_90a)");
     meta.kind = bwd ? rt::KernelKind::Backward : rt::KernelKind::Forward;
     meta.deterministic = deterministic;
     if (hq <= 0 || hk <= 0 || headDim <= 0)
@@ -489,6 +501,9 @@ std::optional<rt::BundleMeta> bundleMetaFromOptions(std::string *err) {
       if (dqAtomics && !vectorTiles)
         return error("--dq-atomics is the staged backward's: add "
                      "--vector-tiles");
+      if (bulkAdd && (meta.target != rt::Target::Cuda || mma != "wgmma"))
+        return error("--bulk-add needs warpgroup products (--target=cuda "
+                     "--chip=sm_90a, --mma=wgmma or its default)");
       if ((sinks || varlen || pageSize) && !bwd && !vectorTiles)
         return error(std::string(sinks    ? "--sinks"
                                  : varlen ? "--varlen"

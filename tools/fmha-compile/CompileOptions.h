@@ -30,7 +30,8 @@ extern llvm::cl::opt<int64_t> hq, hk, headDim, headDimV, blockM, blockN,
     warpRows, mfma, indexBits, bundleVersion, kvStages, pageSize;
 extern llvm::cl::opt<double> scale, softcap;
 extern llvm::cl::opt<bool> bwd, deterministic, merge, accumulate, qInShared,
-    fromTensors, staticTiles, vectorTiles, deferPV, sinks, varlen, dqAtomics;
+    fromTensors, staticTiles, vectorTiles, deferPV, sinks, varlen, dqAtomics,
+    bulkAdd;
 
 /// The kernel symbol of every bundle fmha-compile writes.
 inline constexpr const char *kKernelName = "fmha_fwd";

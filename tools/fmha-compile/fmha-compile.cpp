@@ -458,6 +458,7 @@ int compileGpu(ModuleOp module, const rt::Manifest &host,
     options.vectorTiles = vectorTiles;
     options.kvStages = kvStages;
     options.deferPV = deferPV;
+    options.bulkAdd = bulkAdd;
     options.indexBitwidth = meta.indexBits;
     // --cuda-binary=ptx: no toolkit (PTX, nothing of libdevice linked).
     std::string toolkit = cudaBinary == "ptx" ? "" : findCudaToolkit();

@@ -1,5 +1,5 @@
 #!/bin/bash
-# w bundles: staged atomic dQ (register order, the bulk add on sm_90a) with
+# w bundles: staged atomic dQ (register order, --bulk-add) with
 # 128-key dK/dV tiles whose two warpgroups split the dQ part's columns
 # (session 36; D 128: the split needs 64-column blocks of K)
 set -u
@@ -8,6 +8,6 @@ for cfg in full causal gqa; do
   d=128; hq=$((2048 / d)); hk=$hq; mask=0
   [ $cfg = causal ] && mask=b
   [ $cfg = gqa ] && { mask=b; hk=$((hq / 4)); }
-  $bin/fmha-compile --target=cuda --chip=sm_90a --dtype=bf16 --hq=$hq --hk=$hk -d $d --mask=$mask --bwd --vector-tiles --dq-atomics --block-m 64 --block-n 128 -o $out/$kind-$cfg-$d.fmha &
+  $bin/fmha-compile --target=cuda --chip=sm_90a --dtype=bf16 --hq=$hq --hk=$hk -d $d --mask=$mask --bwd --vector-tiles --dq-atomics --block-m 64 --block-n 128 --bulk-add -o $out/$kind-$cfg-$d.fmha &
 done
 wait

@@ -139,6 +139,13 @@ struct NVVMPipelineOptions : public GpuPipelineOptions<NVVMPipelineOptions> {
                              llvm::cl::desc("Binary format: bin (cubin, needs "
                                             "ptxas), isa (PTX), fatbin, llvm"),
                              llvm::cl::init("isa")};
+  Option<bool> bulkAdd{
+      *this, "bulk-add",
+      llvm::cl::desc("With vector-tiles and wgmma: the atomic adds of a tile "
+                     "into a contiguous one (the backward's dQ) as one "
+                     "cp.reduce.async.bulk of a workgroup buffer "
+                     "(fmha-bulk-add)"),
+      llvm::cl::init(false)};
 };
 
 /// Options of `fmha-to-rocdl-pipeline`.
