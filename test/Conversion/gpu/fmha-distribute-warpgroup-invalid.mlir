@@ -138,3 +138,67 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+#pa = #fmha.layout<64x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0], [0, 0]]>
+#b = #fmha.layout<16x64, register = [[1, 0], [8, 0], [0, 8], [0, 16], [0, 32]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = [[0, 0], [0, 0], [0, 0]]>
+#o = #fmha.layout<64x64, register = [[0, 1], [8, 0], [0, 8], [0, 16]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0], [0, 32]]>
+
+// Warpgroups that split N into 32-column blocks: an N-major B in the
+// 128-byte swizzle comes in 64-column blocks.
+gpu.module @kernels {
+  gpu.func @colsplit_n32(%p: memref<64x16xf32>, %o: memref<64x64xf32>, %n: index) workgroup(%vb : memref<16x64xbf16, 3> {fmha.swizzle = 128 : i64}) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : bf16
+    %padf = arith.constant 0.0 : f32
+    %zero = arith.constant dense<0.0> : vector<64x64xf32>
+    %init = fmha.to_layout %zero to layout(#o) : vector<64x64xf32>
+    %pt = vector.transfer_read %p[%c0, %c0], %padf {in_bounds = [true, true]} : memref<64x16xf32>, vector<64x16xf32>
+    %pf = fmha.to_layout %pt to layout(#pa) : vector<64x16xf32>
+    %pr = arith.truncf %pf : vector<64x16xf32> to vector<64x16xbf16>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (vector<64x64xf32>) {
+      %vt = vector.transfer_read %vb[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x64xbf16, 3>, vector<16x64xbf16>
+      %v = fmha.to_layout %vt to layout(#b) : vector<16x64xbf16>
+      // expected-error @+1 {{'vector.contract' op fmha-distribute-tiles: a warpgroup product whose warpgroups split N reads an N-major B in blocks of 64 columns, not 32}}
+      %ov = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %pr, %v, %acc : vector<64x16xbf16>, vector<16x64xbf16> into vector<64x64xf32>
+      %oc = fmha.to_layout %ov to layout(#o) : vector<64x64xf32>
+      scf.yield %oc : vector<64x64xf32>
+    }
+    vector.transfer_write %r, %o[%c0, %c0] {in_bounds = [true, true]} : vector<64x64xf32>, memref<64x64xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#pa = #fmha.layout<64x16, register = [[0, 1], [8, 0], [0, 8]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [0, 0], [32, 0]]>
+#b = #fmha.layout<16x128, register = [[1, 0], [8, 0], [0, 8], [0, 16], [0, 32], [0, 64]], lane = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warp = [[0, 0], [0, 0], [0, 0]]>
+#o = #fmha.layout<64x128, register = [[0, 1], [8, 0], [0, 8], [0, 16], [0, 32]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warp = [[16, 0], [32, 0], [0, 64]]>
+
+// Warpgroups that split N, with A in registers whose warps hold other rows
+// than C's.
+gpu.module @kernels {
+  gpu.func @colsplit_other_rows(%p: memref<64x16xf32>, %o: memref<64x128xf32>, %n: index) workgroup(%vb : memref<16x128xbf16, 3> {fmha.swizzle = 128 : i64}) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : bf16
+    %padf = arith.constant 0.0 : f32
+    %zero = arith.constant dense<0.0> : vector<64x128xf32>
+    %init = fmha.to_layout %zero to layout(#o) : vector<64x128xf32>
+    %pt = vector.transfer_read %p[%c0, %c0], %padf {in_bounds = [true, true]} : memref<64x16xf32>, vector<64x16xf32>
+    %pf = fmha.to_layout %pt to layout(#pa) : vector<64x16xf32>
+    %pr = arith.truncf %pf : vector<64x16xf32> to vector<64x16xbf16>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (vector<64x128xf32>) {
+      %vt = vector.transfer_read %vb[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x128xbf16, 3>, vector<16x128xbf16>
+      %v = fmha.to_layout %vt to layout(#b) : vector<16x128xbf16>
+      // expected-error @+1 {{'vector.contract' op fmha-distribute-tiles: warps must own the same rows of A and C, not}}
+      %ov = vector.contract {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %pr, %v, %acc : vector<64x16xbf16>, vector<16x128xbf16> into vector<64x128xf32>
+      %oc = fmha.to_layout %ov to layout(#o) : vector<64x128xf32>
+      scf.yield %oc : vector<64x128xf32>
+    }
+    vector.transfer_write %r, %o[%c0, %c0] {in_bounds = [true, true]} : vector<64x128xf32>, memref<64x128xf32>
+    gpu.return
+  }
+}
