@@ -109,6 +109,17 @@ FragmentCoord GpuTarget::getCCoord(OpBuilder &b, Location loc, Value lane,
   return emitLayoutCoord(b, loc, getMma().c, lane, e);
 }
 
+Value mlir::fmha::emitAlignedPointer(OpBuilder &b, Location loc, Value memref,
+                                     unsigned indexBitwidth) {
+  LowerToLLVMOptions options(b.getContext());
+  options.overrideIndexBitwidth(indexBitwidth);
+  LLVMTypeConverter converter(b.getContext(), options);
+  Value desc = UnrealizedConversionCastOp::create(
+                   b, loc, converter.convertType(memref.getType()), memref)
+                   .getResult(0);
+  return LLVM::ExtractValueOp::create(b, loc, desc, 1);
+}
+
 Value mlir::fmha::emitGlobalElementPointer(OpBuilder &b, Location loc,
                                            Value memref, ValueRange indices,
                                            unsigned indexBitwidth) {
@@ -118,13 +129,7 @@ Value mlir::fmha::emitGlobalElementPointer(OpBuilder &b, Location loc,
   Value linear = meta.getOffset();
   for (auto [idx, stride] : llvm::zip(indices, meta.getStrides()))
     linear = im.add(linear, im.mul(idx, stride));
-  LowerToLLVMOptions options(b.getContext());
-  options.overrideIndexBitwidth(indexBitwidth);
-  LLVMTypeConverter converter(b.getContext(), options);
-  Value desc = UnrealizedConversionCastOp::create(
-                   b, loc, converter.convertType(type), memref)
-                   .getResult(0);
-  Value base = LLVM::ExtractValueOp::create(b, loc, desc, 1);
+  Value base = emitAlignedPointer(b, loc, memref, indexBitwidth);
   Value element = LLVM::GEPOp::create(
       b, loc, base.getType(), type.getElementType(), base,
       ValueRange{arith::IndexCastOp::create(

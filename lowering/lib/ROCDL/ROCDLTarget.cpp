@@ -26,7 +26,6 @@
 #include "fmha/Target/FmhaToLLVMIRTranslation.h"
 #include "fmha/Transforms/MaskUtils.h"
 
-#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -213,13 +212,8 @@ public:
       return;
     }
     Value idx = indices.front();
-    // The descriptor the kernel lowering gives the memref (the cast folds
-    // away in reconcile-unrealized-casts); its aligned pointer, element idx.
-    LLVMTypeConverter converter(b.getContext());
-    Value desc = UnrealizedConversionCastOp::create(
-                     b, loc, converter.convertType(type), memref)
-                     .getResult(0);
-    Value base = LLVM::ExtractValueOp::create(b, loc, desc, 1);
+    // The buffer's aligned pointer, element idx.
+    Value base = emitAlignedPointer(b, loc, memref, getIndexBitwidth());
     Value offset = arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
     Value ptr =
         LLVM::GEPOp::create(b, loc, base.getType(), type.getElementType(), base,

@@ -327,6 +327,13 @@ private:
   unsigned indexBitwidth = 64;
 };
 
+/// The aligned pointer of `memref` (an `!llvm.ptr` of its memory space's
+/// address space, 64-bit on the targets' global memory) from the descriptor
+/// the kernel's lowering gives it with `indexBitwidth`-bit indices (the cast
+/// folds away in reconcile-unrealized-casts).
+Value emitAlignedPointer(OpBuilder &b, Location loc, Value memref,
+                         unsigned indexBitwidth);
+
 /// The global pointer (`!llvm.ptr<1>`) to `memref[indices]` (all of its
 /// dims; none for the element at its offset) of a memref in the default
 /// memory space: its buffer's aligned pointer, from the descriptor the
